@@ -1,0 +1,18 @@
+#!/bin/sh
+# Install everything toud needs to build, test, fuzz and demo on Debian 12.
+# Needs root.  Safe to run again.
+set -eu
+if [ "$(id -u)" -ne 0 ]; then
+	echo "deps.sh: run as root (it calls apt-get)" >&2
+	exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends \
+	build-essential autoconf automake libtool pkg-config \
+	libevent-dev libssl-dev libcap-ng-dev libsystemd-dev systemd check \
+	clang libclang-rt-14-dev valgrind \
+	iproute2 nftables conntrack iptables libnetfilter-queue-dev \
+	tcpdump tshark socat iperf3 curl python3 openssl procps psmisc \
+	mandoc groff-base debootstrap systemd-container zstd \
+	>/dev/null
