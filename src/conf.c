@@ -1,0 +1,465 @@
+/* conf.c - load a configuration file, check what the parser cannot see
+ * (conflicts between sections, keys the encryption mode requires, the key
+ * files), and derive the TUN MTU. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "conf.h"
+#include "util.h"
+
+#define CONF_FILE_MAX (1024 * 1024)
+
+const char *
+conf_error_fmt(const struct conf_error *e, char *buf, size_t len)
+{
+	if (e->line > 0)
+		snprintf(buf, len, "%s:%d: %s", e->file, e->line, e->msg);
+	else
+		snprintf(buf, len, "%s: %s", e->file, e->msg);
+	return buf;
+}
+
+static int conf_verr(const struct conf *, struct conf_error *, int, const char *, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int
+conf_verr(const struct conf *c, struct conf_error *err, int line, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err) {
+		util_strlcpy(err->file, c->file ? c->file : "", sizeof(err->file));
+		err->line = line;
+		va_start(ap, fmt);
+		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+static int
+conf_validate_iface(const struct conf *c, struct conf_error *err)
+{
+	const struct conf_iface *i = &c->iface;
+	char a[UTIL_ADDRSTRLEN];
+	size_t x, y;
+
+	if (i->n_address == 0)
+		return conf_verr(c, err, i->line, "missing key 'address' in [interface]");
+	for (x = 1; x < i->n_address; x++)
+		for (y = 0; y < x; y++)
+			if (util_addr_equal(&i->address[x].p.addr, &i->address[y].p.addr))
+				return conf_verr(c, err, i->address[x].line,
+				    "address: %s is listed twice in [interface] "
+				    "(first at line %d)",
+				    util_addr_fmt(&i->address[x].p.addr, a, sizeof(a)),
+				    i->address[y].line);
+	if (i->encryption == CONF_ENC_DTLS && !i->private_key)
+		return conf_verr(c, err, i->line, "missing key 'private-key' in "
+		    "[interface] (required with encryption dtls)");
+	if (i->encryption == CONF_ENC_DTLS && !i->certificate)
+		return conf_verr(c, err, i->line, "missing key 'certificate' in "
+		    "[interface] (required with encryption dtls)");
+	return 0;
+}
+
+/* How a peer proves who it is, and that it can be reached. */
+static int
+conf_validate_auth(const struct conf *c, const struct conf_peer *peer,
+    struct conf_error *err)
+{
+	size_t x;
+
+	if (peer->has_fingerprint && peer->ca)
+		return conf_verr(c, err, peer->ca_line, "ca: conflicts with "
+		    "'fingerprint' in [peer %s] (use one of them)", peer->name);
+	if (peer->ca && !peer->cert_name)
+		return conf_verr(c, err, peer->line, "missing key 'name' in "
+		    "[peer %s] (required with 'ca')", peer->name);
+	if (peer->cert_name && !peer->ca)
+		return conf_verr(c, err, peer->line, "key 'name' without 'ca' in "
+		    "[peer %s]", peer->name);
+	if (c->iface.encryption == CONF_ENC_DTLS && !peer->has_fingerprint &&
+	    !peer->ca)
+		return conf_verr(c, err, peer->line, "missing key 'fingerprint' or "
+		    "'ca' in [peer %s] (required with encryption dtls)", peer->name);
+	/* without a session ID a peer is known only by its endpoint */
+	if (c->iface.encryption == CONF_ENC_NONE && !peer->endpoint_host)
+		return conf_verr(c, err, peer->line, "missing key 'endpoint' in "
+		    "[peer %s] (required with encryption none)", peer->name);
+	if (!peer->has_fingerprint)
+		return 0;
+	for (x = 0; &c->peers[x] != peer; x++)
+		if (c->peers[x].has_fingerprint &&
+		    memcmp(c->peers[x].fingerprint, peer->fingerprint,
+		    sizeof(peer->fingerprint)) == 0)
+			return conf_verr(c, err, peer->line, "peer '%s': same "
+			    "fingerprint as peer '%s' (line %d)", peer->name,
+			    c->peers[x].name, c->peers[x].line);
+	return 0;
+}
+
+static int
+conf_validate_address(const struct conf *c, const struct conf_peer *peer,
+    const struct conf_prefix *pa, struct conf_error *err)
+{
+	const struct conf_iface *i = &c->iface;
+	char a[UTIL_ADDRSTRLEN];
+	bool inside = false;
+	size_t x;
+
+	for (x = 0; x < i->n_address; x++) {
+		if (util_addr_equal(&i->address[x].p.addr, &pa->p.addr))
+			return conf_verr(c, err, pa->line, "peer '%s': address %s is "
+			    "an address of [interface]", peer->name,
+			    util_addr_fmt(&pa->p.addr, a, sizeof(a)));
+		if (util_prefix_contains(&i->address[x].p, &pa->p.addr))
+			inside = true;
+	}
+	if (!inside)
+		return conf_verr(c, err, pa->line, "peer '%s': address %s is not "
+		    "inside any interface prefix", peer->name,
+		    util_addr_fmt(&pa->p.addr, a, sizeof(a)));
+	return 0;
+}
+
+struct conf_claim {
+	const struct conf_peer *peer;
+	const struct conf_prefix *p;
+	const char *key;
+};
+
+static void
+conf_claim_fmt(const struct conf_claim *cl, char *buf, size_t len)
+{
+	if (cl->p->p.len == util_addr_len(cl->p->p.addr.family) * 8)
+		util_addr_fmt(&cl->p->p.addr, buf, len);
+	else
+		util_prefix_fmt(&cl->p->p, buf, len);
+}
+
+/* The same address or overlapping prefixes must not lead to two peers;
+ * within one peer only an exact repeat is an error.  Claims are compared
+ * against all earlier ones in file order, so the message points at the
+ * second claim. */
+static int
+conf_validate_claims(const struct conf *c, struct conf_error *err)
+{
+	struct conf_claim *cl;
+	size_t n = 0, x, y, k;
+	char a[UTIL_ADDRSTRLEN + 4], b[UTIL_ADDRSTRLEN + 4];
+	bool same;
+	int r = 0;
+
+	for (x = 0; x < c->n_peers; x++)
+		n += c->peers[x].n_address + c->peers[x].n_allowed_ips;
+	if (n == 0)
+		return 0;
+	if (!(cl = calloc(n, sizeof(*cl))))
+		return -ENOMEM;
+	n = 0;
+	for (x = 0; x < c->n_peers; x++) {
+		const struct conf_peer *peer = &c->peers[x];
+		size_t ia = 0, ip = 0;
+
+		/* merge the two lists by line: the claims stay in file order */
+		while (ia < peer->n_address || ip < peer->n_allowed_ips) {
+			bool take_a = ip == peer->n_allowed_ips ||
+			    (ia < peer->n_address &&
+			    peer->address[ia].line <= peer->allowed_ips[ip].line);
+			cl[n].peer = peer;
+			cl[n].key = take_a ? "address" : "allowed-ips";
+			cl[n].p = take_a ? &peer->address[ia++] : &peer->allowed_ips[ip++];
+			n++;
+		}
+	}
+	for (k = 1; k < n && r == 0; k++) {
+		for (y = 0; y < k; y++) {
+			if (!util_prefix_overlap(&cl[k].p->p, &cl[y].p->p))
+				continue;
+			conf_claim_fmt(&cl[k], a, sizeof(a));
+			conf_claim_fmt(&cl[y], b, sizeof(b));
+			same = cl[k].p->p.len == cl[y].p->p.len;
+			if (cl[k].peer != cl[y].peer && same) {
+				r = conf_verr(c, err, cl[k].p->line, "peer '%s': %s %s "
+				    "is also claimed by peer '%s' (line %d)",
+				    cl[k].peer->name, cl[k].key, a, cl[y].peer->name,
+				    cl[y].p->line);
+				break;
+			}
+			if (cl[k].peer != cl[y].peer) {
+				r = conf_verr(c, err, cl[k].p->line, "peer '%s': %s %s "
+				    "overlaps %s of peer '%s' (line %d)",
+				    cl[k].peer->name, cl[k].key, a, b, cl[y].peer->name,
+				    cl[y].p->line);
+				break;
+			}
+			if (same) {
+				r = conf_verr(c, err, cl[k].p->line, "peer '%s': %s %s "
+				    "is listed twice (first at line %d)",
+				    cl[k].peer->name, cl[k].key, a, cl[y].p->line);
+				break;
+			}
+		}
+	}
+	free(cl);
+	return r;
+}
+
+int
+conf_validate(const struct conf *c, struct conf_error *err)
+{
+	size_t x, y;
+	int r;
+
+	if ((r = conf_validate_iface(c, err)) < 0)
+		return r;
+	for (x = 0; x < c->n_peers; x++) {
+		const struct conf_peer *peer = &c->peers[x];
+
+		for (y = 0; y < x; y++)
+			if (strcmp(c->peers[y].name, peer->name) == 0)
+				return conf_verr(c, err, peer->line, "duplicate peer "
+				    "name '%s' (first at line %d)", peer->name,
+				    c->peers[y].line);
+		if ((r = conf_validate_auth(c, peer, err)) < 0)
+			return r;
+		if (peer->n_address == 0 && peer->n_allowed_ips == 0)
+			return conf_verr(c, err, peer->line, "missing key 'address' "
+			    "or 'allowed-ips' in [peer %s]", peer->name);
+		for (y = 0; y < peer->n_address; y++)
+			if ((r = conf_validate_address(c, peer, &peer->address[y],
+			    err)) < 0)
+				return r;
+	}
+	if ((r = conf_validate_claims(c, err)) == -ENOMEM)
+		conf_verr(c, err, 0, "out of memory");
+	return r;
+}
+
+/* A relative key path is taken relative to the directory of the file. */
+static int
+conf_resolve(char **path, const char *dir)
+{
+	char *s;
+
+	if (!*path || (*path)[0] == '/')
+		return 0;
+	if (asprintf(&s, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/",
+	    *path) < 0)
+		return -ENOMEM;
+	free(*path);
+	*path = s;
+	return 0;
+}
+
+static int
+conf_resolve_all(struct conf *c, const char *file)
+{
+	const char *slash = strrchr(file, '/');
+	char *dir = NULL, cwd[4096];
+	size_t x;
+	int r;
+
+	if (file[0] == '/') {
+		dir = strndup(file, slash == file ? 1 : (size_t)(slash - file));
+	} else if (!getcwd(cwd, sizeof(cwd))) {
+		return -errno;
+	} else if (!slash) {
+		dir = strdup(cwd);
+	} else if (asprintf(&dir, "%s%s%.*s", cwd, strcmp(cwd, "/") ? "/" : "",
+	    (int)(slash - file), file) < 0) {
+		dir = NULL;
+	}
+	if (!dir)
+		return -ENOMEM;
+	r = -ENOMEM;
+	if (conf_resolve(&c->iface.private_key, dir) < 0 ||
+	    conf_resolve(&c->iface.certificate, dir) < 0 ||
+	    conf_resolve(&c->iface.keylog_file, dir) < 0)
+		goto out;
+	for (x = 0; x < c->n_peers; x++)
+		if (conf_resolve(&c->peers[x].ca, dir) < 0)
+			goto out;
+	r = 0;
+out:
+	free(dir);
+	return r;
+}
+
+/* The key file exists, is a regular file and can be read by us. */
+static int
+conf_check_file(const struct conf *c, const char *key, const char *path, int line,
+    struct stat *st, struct conf_error *err)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	int e;
+
+	if (fd < 0) {
+		e = errno;
+		return conf_verr(c, err, line, "%s: cannot open '%s': %s", key, path,
+		    strerror(e));
+	}
+	if (fstat(fd, st) < 0) {
+		e = errno;
+		close(fd);
+		return conf_verr(c, err, line, "%s: cannot stat '%s': %s", key, path,
+		    strerror(e));
+	}
+	close(fd);
+	if (!S_ISREG(st->st_mode))
+		return conf_verr(c, err, line, "%s: '%s' is not a regular file", key,
+		    path);
+	return 0;
+}
+
+static int
+conf_check_files(const struct conf *c, struct conf_error *err, conf_warn_fn *warn,
+    void *warn_arg)
+{
+	const struct conf_iface *i = &c->iface;
+	struct conf_error w;
+	struct stat key_st, st;
+	size_t x;
+	int r;
+
+	if (i->private_key && (r = conf_check_file(c, "private-key", i->private_key,
+	    i->private_key_line, &key_st, err)) < 0)
+		return r;
+	if (i->certificate && (r = conf_check_file(c, "certificate", i->certificate,
+	    i->certificate_line, &st, err)) < 0)
+		return r;
+	for (x = 0; x < c->n_peers; x++)
+		if (c->peers[x].ca && (r = conf_check_file(c, "ca", c->peers[x].ca,
+		    c->peers[x].ca_line, &st, err)) < 0)
+			return r;
+	/* warn only once everything else passed: an error stays the one line */
+	if (i->private_key && (key_st.st_mode & (S_IRGRP | S_IROTH)) && warn) {
+		conf_verr(c, &w, i->private_key_line, "private key '%s' is readable "
+		    "by group or others; chmod 600 it", i->private_key);
+		warn(&w, warn_arg);
+	}
+	return 0;
+}
+
+static int
+conf_read(const char *path, char **text, size_t *len, struct conf_error *err)
+{
+	size_t cap = 4096, n = 0;
+	char *buf = NULL, *nb;
+	ssize_t got;
+	int fd, e = 0;
+
+	util_strlcpy(err->file, path, sizeof(err->file));
+	err->line = 0;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0) {
+		e = errno;
+		snprintf(err->msg, sizeof(err->msg), "cannot open: %s", strerror(e));
+		return -e;
+	}
+	for (;;) {
+		if (n == cap || !buf) {
+			cap = buf ? cap * 2 : cap;
+			if (!(nb = realloc(buf, cap))) {
+				e = ENOMEM;
+				snprintf(err->msg, sizeof(err->msg), "out of memory");
+				goto out;
+			}
+			buf = nb;
+		}
+		got = read(fd, buf + n, cap - n);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			e = errno;
+			snprintf(err->msg, sizeof(err->msg), "cannot read: %s",
+			    strerror(e));
+			goto out;
+		}
+		if (got == 0)
+			break;
+		n += (size_t)got;
+		if (n > CONF_FILE_MAX) {
+			e = EFBIG;
+			snprintf(err->msg, sizeof(err->msg), "file larger than 1 MiB");
+			goto out;
+		}
+	}
+out:
+	close(fd);
+	if (e) {
+		free(buf);
+		return -e;
+	}
+	*text = buf;
+	*len = n;
+	return 0;
+}
+
+int
+conf_load(const char *path, bool check_files, struct conf **out,
+    struct conf_error *err, conf_warn_fn *warn, void *warn_arg)
+{
+	struct conf_error dummy;
+	struct conf *c = NULL;
+	char *text = NULL;
+	size_t len = 0;
+	int r;
+
+	*out = NULL;
+	if (!err)
+		err = &dummy;
+	if ((r = conf_read(path, &text, &len, err)) < 0)
+		return r;
+	r = conf_parse(path, text, len, &c, err);
+	free(text);
+	if (r < 0)
+		return r;
+	if ((r = conf_validate(c, err)) < 0)
+		goto fail;
+	if ((r = conf_resolve_all(c, path)) < 0) {
+		conf_verr(c, err, 0, "cannot resolve relative key paths: %s",
+		    strerror(-r));
+		goto fail;
+	}
+	if (check_files && (r = conf_check_files(c, err, warn, warn_arg)) < 0)
+		goto fail;
+	*out = c;
+	return 0;
+fail:
+	conf_free(c);
+	return r;
+}
+
+unsigned
+conf_tun_mtu(const struct conf *c)
+{
+	const struct conf_iface *i = &c->iface;
+	unsigned outer_ip, b;
+
+	if (i->mtu)
+		return i->mtu;
+	/*
+	 * B, the room for the inner GUE payload in one outer datagram:
+	 *
+	 *   B = path-mtu - outer IP - UDP (8) - [dtls: outer GUE (16) + DTLS (37)]
+	 *
+	 * where outer IP is 40 (IPv6, the worst case when both families are
+	 * enabled) unless listen names an IPv4 address (20), and DTLS is the
+	 * 13-byte record header + 8-byte explicit nonce + 16-byte AES-GCM tag.
+	 * A compact TOU packet drops the 20-byte inner IPv4 header and adds the
+	 * 4-byte inner GUE word, so the TUN MTU is B - 4 + 20 = B + 16.  With
+	 * path-mtu 1500: 1415 (dtls, IPv6), 1435 (dtls, IPv4), 1468 (none, IPv6).
+	 */
+	outer_ip = i->has_listen_addr && i->listen_addr.family == AF_INET ? 20 : 40;
+	b = i->path_mtu - outer_ip - CONF_OVERHEAD_UDP;
+	if (i->encryption == CONF_ENC_DTLS)
+		b -= CONF_OVERHEAD_GUE_OUTER + CONF_OVERHEAD_DTLS;
+	return b - CONF_OVERHEAD_GUE_INNER + 20;
+}

@@ -1,0 +1,136 @@
+/* conf.h - /etc/tou.conf: the parsed configuration and its loader.
+ *
+ * conf_parse.c turns text into a struct conf (pure, no I/O); conf.c loads a
+ * file and validates the meaning (conflicts, ranges, key files);
+ * conf_print.c writes the canonical form that parses back to the same
+ * struct.  A struct conf is immutable once loaded; reload builds a new one. */
+#ifndef TOUD_CONF_H
+#define TOUD_CONF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <net/if.h>
+
+#include "util.h"
+
+#define CONF_DEFAULT_FILE "/etc/tou.conf"
+#define CONF_DEFAULT_NAME "tou0"
+#define CONF_DEFAULT_PORT 6080
+#define CONF_DEFAULT_CONTROL "/run/toud/toud.sock"
+#define CONF_DEFAULT_PATH_MTU 1500
+#define CONF_DEFAULT_KEEPALIVE 0
+#define CONF_DEFAULT_REKEY_SECONDS 3600
+#define CONF_DEFAULT_REKEY_BYTES (64ULL << 30)
+#define CONF_NAME_MAX 32          /* peer names: [A-Za-z0-9._-], 1..32 chars */
+#define CONF_MAX_VALUES 256       /* addresses / allowed-ips per section */
+#define CONF_MAX_PEERS 1024
+#define CONF_MIN_MTU 576          /* a TUN MTU below this is refused */
+#define CONF_MAX_MTU 65535
+
+enum conf_encryption { CONF_ENC_DTLS, CONF_ENC_NONE };
+enum conf_family { CONF_FAMILY_BOTH, CONF_FAMILY_V4, CONF_FAMILY_V6 };
+
+/* A value with the line it came from, so later checks can name it. */
+struct conf_prefix {
+	struct ipprefix p;
+	int line;
+};
+
+struct conf_peer {
+	char name[CONF_NAME_MAX + 1];
+	int line;                          /* line of the [peer NAME] header */
+	bool has_fingerprint;
+	uint8_t fingerprint[32];           /* SHA-256 of the peer's SubjectPublicKeyInfo */
+	char *ca;                          /* CA file, with name */
+	int ca_line;
+	char *cert_name;                   /* expected CN (key "name") */
+	char *endpoint_host;               /* NULL: wait to be contacted */
+	uint16_t endpoint_port;
+	int endpoint_line;
+	struct conf_prefix *address;       /* the peer's tunnel addresses (host prefixes) */
+	size_t n_address;
+	struct conf_prefix *allowed_ips;   /* extra prefixes routed to the peer */
+	size_t n_allowed_ips;
+	unsigned keepalive;                /* seconds; 0 = off */
+};
+
+struct conf_iface {
+	int line;                          /* line of the [interface] header */
+	char name[IFNAMSIZ];
+	struct conf_prefix *address;       /* this node's tunnel addresses with prefix length */
+	size_t n_address;
+	bool has_listen_addr;
+	struct ipaddr listen_addr;         /* listen = ADDR:PORT binds one family, one address */
+	uint16_t listen_port;
+	char *private_key;
+	int private_key_line;
+	char *certificate;
+	int certificate_line;
+	char *keylog_file;
+	unsigned mtu;                      /* 0 = auto */
+	unsigned path_mtu;                 /* the underlay MTU used by mtu = auto */
+	char *user;
+	enum conf_encryption encryption;
+	int log_level;                     /* enum log_level */
+	char *control;
+	unsigned rekey_seconds;
+	uint64_t rekey_bytes;
+};
+
+struct conf {
+	char *file;                        /* the file name used in messages */
+	struct conf_iface iface;
+	struct conf_peer *peers;
+	size_t n_peers;
+};
+
+/* An error: "FILE:LINE: message" (line 0: "FILE: message"). */
+struct conf_error {
+	char file[256];
+	int line;
+	char msg[256];
+};
+/* Format e as "FILE:LINE: message" into buf. */
+const char *conf_error_fmt(const struct conf_error *e, char *buf, size_t len);
+
+/* conf_parse.c: parse text of length len (need not be NUL-terminated) that
+ * came from `file`.  Syntax, unknown sections and keys, and per-value checks
+ * (ranges, address syntax, fingerprint form, duplicate scalar keys) are
+ * reported here.  0 and *out, or -EINVAL and *err. */
+int conf_parse(const char *file, const char *text, size_t len, struct conf **out,
+    struct conf_error *err);
+void conf_free(struct conf *c);
+
+/* conf.c: whole-config checks that need no files: duplicate peer names, an
+ * address or allowed-ip claimed by two peers or overlapping this node's own
+ * addresses, a peer address outside every interface prefix of its family,
+ * missing mandatory keys for the chosen encryption. */
+int conf_validate(const struct conf *c, struct conf_error *err);
+
+/* A warning about a config that is valid but suspicious. */
+typedef void conf_warn_fn(const struct conf_error *w, void *arg);
+
+/* conf.c: read the file, parse, validate, and check the key files (exist,
+ * readable; warn through warn() when the private key is group- or
+ * world-readable).  With check_files false the key files are not looked at. */
+int conf_load(const char *path, bool check_files, struct conf **out,
+    struct conf_error *err, conf_warn_fn *warn, void *warn_arg);
+
+/* conf_print.c: the canonical text of c (malloc'd, NUL-terminated); NULL on
+ * ENOMEM.  conf_parse(conf_print(c)) yields a struct equal to c. */
+char *conf_print(const struct conf *c);
+/* Deep equality of two configs (the file name and line numbers ignored). */
+bool conf_equal(const struct conf *a, const struct conf *b);
+bool conf_peer_equal(const struct conf_peer *a, const struct conf_peer *b);
+
+/* The TUN MTU for c: mtu if set, else derived from path_mtu (tun.c has the
+ * arithmetic; conf.c has it too so `toud -t` can print it). */
+unsigned conf_tun_mtu(const struct conf *c);
+/* Largest inner packet sizes and header overheads, DESIGN 2.4. */
+#define CONF_OVERHEAD_UDP 8
+#define CONF_OVERHEAD_GUE_OUTER 16
+#define CONF_OVERHEAD_GUE_INNER 4
+#define CONF_OVERHEAD_DTLS 37             /* 13 header + 8 explicit nonce + 16 tag (AES-GCM worst case) */
+
+#endif

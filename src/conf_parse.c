@@ -1,0 +1,920 @@
+/* conf_parse.c - tou.conf(5) text to struct conf.  Pure: no I/O.
+ *
+ * The grammar is line based: "[interface]", "[peer NAME]", "key = value",
+ * '#' starts a comment anywhere on a line.  Every message names the line and,
+ * when it is about a key, the key. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/un.h>
+
+#include "conf.h"
+#include "log.h"
+#include "util.h"
+
+#define CONF_LINE_MAX 1024        /* characters, without the line end */
+#define CONF_CN_MAX 64            /* X.520 upper bound of a common name */
+#define CONF_USER_MAX 32
+#define CONF_HOST_MAX 253
+#define CONF_QUOTE_MAX 48         /* longer values are shortened in messages */
+
+enum conf_section { SEC_NONE, SEC_IFACE, SEC_PEER };
+
+struct conf_parser {
+	struct conf *c;
+	struct conf_error *err;
+	const char *file;
+	int line;
+	enum conf_section sec;
+	size_t peer;                  /* index of the current peer */
+	uint32_t seen;                /* scalar keys already set in this section */
+	char where[CONF_NAME_MAX + 16]; /* "[interface]" or "[peer NAME]" */
+};
+
+struct conf_key {
+	const char *name;
+	enum conf_section sec;
+	bool list;                    /* repeatable, comma-separated values */
+	int (*set)(struct conf_parser *, const struct conf_key *, const char *);
+};
+
+static int conf_perr(struct conf_parser *, const char *, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static int
+conf_perr(struct conf_parser *p, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (p->err) {
+		util_strlcpy(p->err->file, p->file, sizeof(p->err->file));
+		p->err->line = p->line;
+		va_start(ap, fmt);
+		vsnprintf(p->err->msg, sizeof(p->err->msg), fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+/* A value as it may appear in a message: long ones are cut. */
+static const char *
+conf_quote(const char *s, char *buf, size_t len)
+{
+	size_t n = strlen(s);
+
+	if (n < CONF_QUOTE_MAX || len < CONF_QUOTE_MAX + 1)
+		return s;
+	memcpy(buf, s, CONF_QUOTE_MAX - 3);
+	memcpy(buf + CONF_QUOTE_MAX - 3, "...", 4);
+	return buf;
+}
+
+static bool
+conf_isspace(char ch)
+{
+	return ch == ' ' || ch == '\t' || ch == '\r';
+}
+
+static char *
+conf_trim(char *s)
+{
+	char *e;
+
+	while (conf_isspace(*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && conf_isspace(e[-1]))
+		*--e = '\0';
+	return s;
+}
+
+static bool
+conf_isnamechar(char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+	    (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-';
+}
+
+/* [A-Za-z0-9._-]{1,max} */
+static bool
+conf_valid_name(const char *s, size_t max)
+{
+	size_t n = strlen(s), i;
+
+	if (n == 0 || n > max)
+		return false;
+	for (i = 0; i < n; i++)
+		if (!conf_isnamechar(s[i]))
+			return false;
+	return true;
+}
+
+/* Digits only (no sign, no blanks): 0, -EINVAL, or -ERANGE above max. */
+static int
+conf_num(const char *s, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (*s == '\0')
+		return -EINVAL;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return -EINVAL;
+		if (v > (max - (uint64_t)(*s - '0')) / 10)
+			v = max + 1;      /* saturate: keep scanning for junk */
+		else
+			v = v * 10 + (uint64_t)(*s - '0');
+	}
+	if (v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+/* A number in [min, max]; range is how the message spells the bounds. */
+static int
+conf_uint(struct conf_parser *p, const struct conf_key *k, const char *v,
+    uint64_t min, uint64_t max, const char *range, uint64_t *out)
+{
+	char q[CONF_QUOTE_MAX + 1];
+	int r = conf_num(v, max, out);
+
+	if (r == -EINVAL)
+		return conf_perr(p, "%s: '%s' is not a number (%s)", k->name,
+		    conf_quote(v, q, sizeof(q)), range);
+	if (r < 0 || *out < min)
+		return conf_perr(p, "%s: '%s' out of range (%s)", k->name,
+		    conf_quote(v, q, sizeof(q)), range);
+	return 0;
+}
+
+static int
+conf_strdup(struct conf_parser *p, char **dst, const char *v)
+{
+	char *s = strdup(v);
+
+	if (!s) {
+		conf_perr(p, "out of memory");
+		return -ENOMEM;
+	}
+	free(*dst);
+	*dst = s;
+	return 0;
+}
+
+/* Key file paths are kept as written; conf_load() makes relative ones
+ * relative to the directory of the file. */
+static int
+conf_path(struct conf_parser *p, char **dst, const char *v)
+{
+	return conf_strdup(p, dst, v);
+}
+
+/* "ADDR" or "ADDR/LEN".  -EINVAL: not an address; -ERANGE: bad length. */
+static int
+conf_prefix_parse(const char *s, struct ipprefix *out, bool *has_len)
+{
+	char buf[UTIL_ADDRSTRLEN];
+	const char *slash = strchr(s, '/');
+	size_t alen = slash ? (size_t)(slash - s) : strlen(s);
+	uint64_t len;
+
+	if (alen >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, s, alen);
+	buf[alen] = '\0';
+	if (util_addr_parse(buf, &out->addr) < 0)
+		return -EINVAL;
+	*has_len = slash != NULL;
+	if (!slash) {
+		out->len = (uint8_t)(util_addr_len(out->addr.family) * 8);
+		return 0;
+	}
+	if (conf_num(slash + 1, util_addr_len(out->addr.family) * 8, &len) < 0)
+		return -ERANGE;
+	out->len = (uint8_t)len;
+	return 0;
+}
+
+static int
+conf_prefix_add(struct conf_parser *p, const struct conf_key *k,
+    struct conf_prefix **list, size_t *n, const struct ipprefix *pfx)
+{
+	struct conf_prefix *l;
+
+	if (*n >= CONF_MAX_VALUES)
+		return conf_perr(p, "%s: too many values in %s (more than %d)",
+		    k->name, p->where, CONF_MAX_VALUES);
+	l = realloc(*list, (*n + 1) * sizeof(**list));
+	if (!l) {
+		conf_perr(p, "out of memory");
+		return -ENOMEM;
+	}
+	*list = l;
+	l[*n].p = *pfx;
+	l[*n].line = p->line;
+	(*n)++;
+	return 0;
+}
+
+static int
+conf_prefix_value(struct conf_parser *p, const struct conf_key *k, const char *v,
+    struct ipprefix *pfx, bool *has_len)
+{
+	char q[CONF_QUOTE_MAX + 1];
+	int r = conf_prefix_parse(v, pfx, has_len);
+
+	if (r == -EINVAL)
+		return conf_perr(p, "%s: '%s' is not an IP address", k->name,
+		    conf_quote(v, q, sizeof(q)));
+	if (r < 0)
+		return conf_perr(p, "%s: bad prefix length in '%s'", k->name,
+		    conf_quote(v, q, sizeof(q)));
+	return 0;
+}
+
+/* [interface] keys */
+
+static int
+conf_set_iface_name(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	char q[CONF_QUOTE_MAX + 1];
+
+	if (!conf_valid_name(v, IFNAMSIZ - 1) || strcmp(v, ".") == 0 ||
+	    strcmp(v, "..") == 0)
+		return conf_perr(p, "%s: '%s' is not a valid interface name "
+		    "(1..%d of A-Z a-z 0-9 . _ -)", k->name,
+		    conf_quote(v, q, sizeof(q)), IFNAMSIZ - 1);
+	util_strlcpy(p->c->iface.name, v, sizeof(p->c->iface.name));
+	return 0;
+}
+
+static int
+conf_set_iface_address(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	struct conf_iface *i = &p->c->iface;
+	char q[CONF_QUOTE_MAX + 1];
+	struct ipprefix pfx;
+	bool has_len;
+	int r;
+
+	if ((r = conf_prefix_value(p, k, v, &pfx, &has_len)) < 0)
+		return r;
+	if (!has_len)
+		return conf_perr(p, "%s: '%s' needs a prefix length (ADDR/LEN)",
+		    k->name, conf_quote(v, q, sizeof(q)));
+	if (pfx.len == 0)
+		return conf_perr(p, "%s: prefix length 0 in '%s'", k->name,
+		    conf_quote(v, q, sizeof(q)));
+	return conf_prefix_add(p, k, &i->address, &i->n_address, &pfx);
+}
+
+static int
+conf_port(struct conf_parser *p, const struct conf_key *k, const char *v, uint16_t *out)
+{
+	uint64_t port;
+	int r;
+
+	if ((r = conf_uint(p, k, v, 1, 65535, "port 1..65535", &port)) < 0)
+		return r;
+	*out = (uint16_t)port;
+	return 0;
+}
+
+/* Split "[V6]:PORT" or "HOST:PORT" at the port colon; *host loses brackets.
+ * -EINVAL: no port; -EAFNOSUPPORT: an unbracketed IPv6 address. */
+static int
+conf_hostport(char *s, char **host, char **port, bool *bracketed)
+{
+	struct ipaddr a;
+	bool v6;
+	char *c;
+
+	*bracketed = s[0] == '[';
+	if (*bracketed) {
+		c = strchr(s, ']');
+		if (!c || c[1] != ':')
+			return -EINVAL;
+		*c = '\0';
+		*host = s + 1;
+		*port = c + 2;
+		return 0;
+	}
+	c = strrchr(s, ':');
+	if (c && strchr(s, ':') != c) {
+		/* "V6:PORT" or a bare "V6": say that brackets are missing */
+		*c = '\0';
+		v6 = util_addr_parse(s, &a) == 0;
+		*c = ':';
+		return v6 || util_addr_parse(s, &a) == 0 ? -EAFNOSUPPORT : -EINVAL;
+	}
+	if (!c)
+		return -EINVAL;
+	*c = '\0';
+	*host = s;
+	*port = c + 1;
+	return 0;
+}
+
+static int
+conf_set_listen(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	struct conf_iface *i = &p->c->iface;
+	char buf[CONF_LINE_MAX + 1], q[CONF_QUOTE_MAX + 1];
+	char *host, *port;
+	struct ipaddr a;
+	bool br;
+	int r;
+
+	if (!strchr(v, ':') && v[0] != '[') {
+		if (util_addr_parse(v, &a) == 0)
+			return conf_perr(p, "%s: missing port in '%s' (ADDR:PORT)",
+			    k->name, conf_quote(v, q, sizeof(q)));
+		i->has_listen_addr = false;
+		memset(&i->listen_addr, 0, sizeof(i->listen_addr));
+		return conf_port(p, k, v, &i->listen_port);
+	}
+	util_strlcpy(buf, v, sizeof(buf));
+	r = conf_hostport(buf, &host, &port, &br);
+	if (r == -EAFNOSUPPORT)
+		return conf_perr(p, "%s: an IPv6 address needs brackets in '%s' "
+		    "([ADDR]:PORT)", k->name, conf_quote(v, q, sizeof(q)));
+	if (r < 0)
+		return conf_perr(p, "%s: '%s' is not PORT, ADDR:PORT or [ADDR]:PORT",
+		    k->name, conf_quote(v, q, sizeof(q)));
+	if (util_addr_parse(host, &a) < 0 || (br && a.family != AF_INET6) ||
+	    (!br && a.family != AF_INET))
+		return conf_perr(p, "%s: '%s' is not an IP address", k->name,
+		    conf_quote(host, q, sizeof(q)));
+	if ((r = conf_port(p, k, port, &i->listen_port)) < 0)
+		return r;
+	i->has_listen_addr = true;
+	i->listen_addr = a;
+	return 0;
+}
+
+static int
+conf_set_private_key(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	(void)k;
+	p->c->iface.private_key_line = p->line;
+	return conf_path(p, &p->c->iface.private_key, v);
+}
+
+static int
+conf_set_certificate(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	(void)k;
+	p->c->iface.certificate_line = p->line;
+	return conf_path(p, &p->c->iface.certificate, v);
+}
+
+static int
+conf_set_keylog_file(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	(void)k;
+	return conf_path(p, &p->c->iface.keylog_file, v);
+}
+
+static int
+conf_set_mtu(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	uint64_t mtu;
+	int r;
+
+	if (strcasecmp(v, "auto") == 0) {
+		p->c->iface.mtu = 0;
+		return 0;
+	}
+	if ((r = conf_uint(p, k, v, CONF_MIN_MTU, CONF_MAX_MTU,
+	    "576..65535 or auto", &mtu)) < 0)
+		return r;
+	p->c->iface.mtu = (unsigned)mtu;
+	return 0;
+}
+
+static int
+conf_set_path_mtu(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	uint64_t mtu;
+	int r;
+
+	if ((r = conf_uint(p, k, v, 1280, CONF_MAX_MTU, "1280..65535", &mtu)) < 0)
+		return r;
+	p->c->iface.path_mtu = (unsigned)mtu;
+	return 0;
+}
+
+static int
+conf_set_user(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	char q[CONF_QUOTE_MAX + 1];
+
+	if (!conf_valid_name(v, CONF_USER_MAX) || v[0] == '-')
+		return conf_perr(p, "%s: '%s' is not a valid user name", k->name,
+		    conf_quote(v, q, sizeof(q)));
+	return conf_strdup(p, &p->c->iface.user, v);
+}
+
+static int
+conf_set_encryption(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	char q[CONF_QUOTE_MAX + 1];
+
+	if (strcasecmp(v, "dtls") == 0)
+		p->c->iface.encryption = CONF_ENC_DTLS;
+	else if (strcasecmp(v, "none") == 0)
+		p->c->iface.encryption = CONF_ENC_NONE;
+	else
+		return conf_perr(p, "%s: unknown value '%s' (dtls or none)", k->name,
+		    conf_quote(v, q, sizeof(q)));
+	return 0;
+}
+
+static int
+conf_set_log_level(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	char q[CONF_QUOTE_MAX + 1];
+	enum log_level l;
+
+	if (log_level_parse(v, &l) < 0)
+		return conf_perr(p, "%s: unknown value '%s' (error, warning, info "
+		    "or debug)", k->name, conf_quote(v, q, sizeof(q)));
+	p->c->iface.log_level = (int)l;
+	return 0;
+}
+
+static int
+conf_set_control(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	char q[CONF_QUOTE_MAX + 1];
+
+	if (v[0] != '/')
+		return conf_perr(p, "%s: '%s' is not an absolute path", k->name,
+		    conf_quote(v, q, sizeof(q)));
+	if (strlen(v) >= sizeof(((struct sockaddr_un *)NULL)->sun_path))
+		return conf_perr(p, "%s: path longer than %zu characters", k->name,
+		    sizeof(((struct sockaddr_un *)NULL)->sun_path) - 1);
+	return conf_strdup(p, &p->c->iface.control, v);
+}
+
+static int
+conf_set_rekey_time(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	uint64_t s;
+	int r;
+
+	if ((r = conf_uint(p, k, v, 60, 86400, "60..86400 seconds", &s)) < 0)
+		return r;
+	p->c->iface.rekey_seconds = (unsigned)s;
+	return 0;
+}
+
+#define CONF_REKEY_BYTES_MIN (1ULL << 20)
+#define CONF_REKEY_BYTES_MAX (1ULL << 62)
+
+static int
+conf_set_rekey_bytes(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	char buf[CONF_LINE_MAX + 1], q[CONF_QUOTE_MAX + 1];
+	const char *range = "1M..2^62 bytes, suffix K, M or G";
+	unsigned shift = 0;
+	size_t n = strlen(v);
+	uint64_t b;
+	int r;
+
+	util_strlcpy(buf, v, sizeof(buf));
+	if (n > 1) {
+		switch (buf[n - 1]) {
+		case 'k': case 'K': shift = 10; break;
+		case 'm': case 'M': shift = 20; break;
+		case 'g': case 'G': shift = 30; break;
+		}
+		if (shift)
+			buf[n - 1] = '\0';
+	}
+	r = conf_num(buf, CONF_REKEY_BYTES_MAX >> shift, &b);
+	if (r == -EINVAL)
+		return conf_perr(p, "%s: '%s' is not a number (%s)", k->name,
+		    conf_quote(v, q, sizeof(q)), range);
+	if (r < 0 || (b << shift) < CONF_REKEY_BYTES_MIN)
+		return conf_perr(p, "%s: '%s' out of range (%s)", k->name,
+		    conf_quote(v, q, sizeof(q)), range);
+	p->c->iface.rekey_bytes = b << shift;
+	return 0;
+}
+
+/* [peer NAME] keys */
+
+static struct conf_peer *
+conf_cur_peer(struct conf_parser *p)
+{
+	return &p->c->peers[p->peer];
+}
+
+static int
+conf_set_fingerprint(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	struct conf_peer *peer = conf_cur_peer(p);
+	char q[CONF_QUOTE_MAX + 1];
+
+	if (strncasecmp(v, "sha256:", 7) != 0 ||
+	    util_unhex(v + 7, peer->fingerprint, sizeof(peer->fingerprint)) < 0)
+		return conf_perr(p, "%s: '%s' is not sha256:<64 hex digits>", k->name,
+		    conf_quote(v, q, sizeof(q)));
+	peer->has_fingerprint = true;
+	return 0;
+}
+
+static int
+conf_set_ca(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	(void)k;
+	conf_cur_peer(p)->ca_line = p->line;
+	return conf_path(p, &conf_cur_peer(p)->ca, v);
+}
+
+static int
+conf_set_cert_name(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	if (strlen(v) > CONF_CN_MAX)
+		return conf_perr(p, "%s: longer than %d characters", k->name,
+		    CONF_CN_MAX);
+	return conf_strdup(p, &conf_cur_peer(p)->cert_name, v);
+}
+
+/* A DNS name: labels of [A-Za-z0-9_-] joined by dots; lower-cased. */
+static bool
+conf_valid_host(char *s)
+{
+	size_t n = strlen(s), i, label = 0;
+	bool alpha = false;
+
+	if (n == 0 || n > CONF_HOST_MAX || s[0] == '-')
+		return false;
+	for (i = 0; i < n; i++) {
+		if (s[i] == '.') {
+			if (label == 0)
+				return false;
+			label = 0;
+			continue;
+		}
+		if (!conf_isnamechar(s[i]) || ++label > 63)
+			return false;
+		if (s[i] >= 'A' && s[i] <= 'Z')
+			s[i] = (char)(s[i] - 'A' + 'a');
+		if (s[i] < '0' || s[i] > '9')
+			alpha = true;
+	}
+	/* all digits and dots would be taken for a (bad) IPv4 address */
+	return alpha;
+}
+
+static int
+conf_set_endpoint(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	struct conf_peer *peer = conf_cur_peer(p);
+	char buf[CONF_LINE_MAX + 1], q[CONF_QUOTE_MAX + 1];
+	char abuf[UTIL_ADDRSTRLEN];
+	char *host, *port;
+	struct ipaddr a;
+	bool br;
+	int r;
+
+	util_strlcpy(buf, v, sizeof(buf));
+	r = conf_hostport(buf, &host, &port, &br);
+	if (r == -EAFNOSUPPORT)
+		return conf_perr(p, "%s: an IPv6 address needs brackets in '%s' "
+		    "([ADDR]:PORT)", k->name, conf_quote(v, q, sizeof(q)));
+	if (r < 0)
+		return conf_perr(p, "%s: '%s' is not HOST:PORT or [ADDR]:PORT",
+		    k->name, conf_quote(v, q, sizeof(q)));
+	if (util_addr_parse(host, &a) == 0) {
+		if (br != (a.family == AF_INET6))
+			return conf_perr(p, "%s: '%s' is not HOST:PORT or [ADDR]:PORT",
+			    k->name, conf_quote(v, q, sizeof(q)));
+		util_addr_fmt(&a, abuf, sizeof(abuf));
+		host = abuf;
+	} else if (br) {
+		return conf_perr(p, "%s: '%s' is not an IPv6 address", k->name,
+		    conf_quote(host, q, sizeof(q)));
+	} else if (!conf_valid_host(host)) {
+		return conf_perr(p, "%s: '%s' is not a host name or IP address",
+		    k->name, conf_quote(host, q, sizeof(q)));
+	}
+	if ((r = conf_port(p, k, port, &peer->endpoint_port)) < 0)
+		return r;
+	peer->endpoint_line = p->line;
+	return conf_strdup(p, &peer->endpoint_host, host);
+}
+
+static int
+conf_set_peer_address(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	struct conf_peer *peer = conf_cur_peer(p);
+	char q[CONF_QUOTE_MAX + 1];
+	struct ipprefix pfx;
+	bool has_len;
+	int r;
+
+	if ((r = conf_prefix_value(p, k, v, &pfx, &has_len)) < 0)
+		return r;
+	if (pfx.len != util_addr_len(pfx.addr.family) * 8)
+		return conf_perr(p, "%s: '%s' is not a host address (/32 or /128; "
+		    "use allowed-ips for prefixes)", k->name,
+		    conf_quote(v, q, sizeof(q)));
+	return conf_prefix_add(p, k, &peer->address, &peer->n_address, &pfx);
+}
+
+static int
+conf_set_allowed_ips(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	struct conf_peer *peer = conf_cur_peer(p);
+	char q[CONF_QUOTE_MAX + 1];
+	struct ipprefix pfx, m;
+	bool has_len;
+	int r;
+
+	if ((r = conf_prefix_value(p, k, v, &pfx, &has_len)) < 0)
+		return r;
+	util_prefix_masked(&pfx, &m);
+	if (!util_addr_equal(&m.addr, &pfx.addr))
+		return conf_perr(p, "%s: host bits set in '%s'", k->name,
+		    conf_quote(v, q, sizeof(q)));
+	return conf_prefix_add(p, k, &peer->allowed_ips, &peer->n_allowed_ips, &pfx);
+}
+
+static int
+conf_set_keepalive(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	uint64_t s;
+	int r;
+
+	if ((r = conf_uint(p, k, v, 0, 3600, "0..3600 seconds", &s)) < 0)
+		return r;
+	conf_cur_peer(p)->keepalive = (unsigned)s;
+	return 0;
+}
+
+/* At most 32 keys: the "seen" mask has one bit per entry. */
+static const struct conf_key conf_keys[] = {
+	{ "name", SEC_IFACE, false, conf_set_iface_name },
+	{ "address", SEC_IFACE, true, conf_set_iface_address },
+	{ "listen", SEC_IFACE, false, conf_set_listen },
+	{ "private-key", SEC_IFACE, false, conf_set_private_key },
+	{ "certificate", SEC_IFACE, false, conf_set_certificate },
+	{ "keylog-file", SEC_IFACE, false, conf_set_keylog_file },
+	{ "mtu", SEC_IFACE, false, conf_set_mtu },
+	{ "path-mtu", SEC_IFACE, false, conf_set_path_mtu },
+	{ "user", SEC_IFACE, false, conf_set_user },
+	{ "encryption", SEC_IFACE, false, conf_set_encryption },
+	{ "log-level", SEC_IFACE, false, conf_set_log_level },
+	{ "control", SEC_IFACE, false, conf_set_control },
+	{ "rekey-time", SEC_IFACE, false, conf_set_rekey_time },
+	{ "rekey-bytes", SEC_IFACE, false, conf_set_rekey_bytes },
+	{ "fingerprint", SEC_PEER, false, conf_set_fingerprint },
+	{ "ca", SEC_PEER, false, conf_set_ca },
+	{ "name", SEC_PEER, false, conf_set_cert_name },
+	{ "endpoint", SEC_PEER, false, conf_set_endpoint },
+	{ "address", SEC_PEER, true, conf_set_peer_address },
+	{ "allowed-ips", SEC_PEER, true, conf_set_allowed_ips },
+	{ "keepalive", SEC_PEER, false, conf_set_keepalive },
+};
+
+static int
+conf_keyvalue(struct conf_parser *p, char *s)
+{
+	char q[CONF_QUOTE_MAX + 1];
+	const struct conf_key *k = NULL;
+	char *eq = strchr(s, '='), *key, *val, *elem, *next;
+	size_t i;
+	int r;
+
+	if (!eq)
+		return conf_perr(p, "missing '=' (expected 'key = value')");
+	*eq = '\0';
+	key = conf_trim(s);
+	val = conf_trim(eq + 1);
+	if (*key == '\0')
+		return conf_perr(p, "missing key before '='");
+	if (p->sec == SEC_NONE)
+		return conf_perr(p, "key '%s' outside of any section",
+		    conf_quote(key, q, sizeof(q)));
+	for (i = 0; i < ARRAY_SIZE(conf_keys); i++) {
+		if (conf_keys[i].sec == p->sec &&
+		    strcasecmp(conf_keys[i].name, key) == 0) {
+			k = &conf_keys[i];
+			break;
+		}
+	}
+	if (!k)
+		return conf_perr(p, "unknown key '%s' in %s",
+		    conf_quote(key, q, sizeof(q)), p->where);
+	if (!k->list && (p->seen & (1u << i)))
+		return conf_perr(p, "duplicate key '%s' in %s", k->name, p->where);
+	p->seen |= 1u << i;
+	if (*val == '\0')
+		return conf_perr(p, "%s: empty value", k->name);
+	if (!k->list)
+		return k->set(p, k, val);
+	for (elem = val; elem; elem = next) {
+		next = strchr(elem, ',');
+		if (next)
+			*next++ = '\0';
+		elem = conf_trim(elem);
+		if (*elem == '\0')
+			return conf_perr(p, "%s: empty element in list", k->name);
+		if ((r = k->set(p, k, elem)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+static void
+conf_peer_free(struct conf_peer *peer)
+{
+	free(peer->ca);
+	free(peer->cert_name);
+	free(peer->endpoint_host);
+	free(peer->address);
+	free(peer->allowed_ips);
+}
+
+static int
+conf_section(struct conf_parser *p, char *s)
+{
+	char q[CONF_QUOTE_MAX + 1], whole[CONF_LINE_MAX + 1];
+	struct conf *c = p->c;
+	struct conf_peer *peers;
+	size_t n = strlen(s);
+	char *word, *name;
+
+	if (s[n - 1] != ']')
+		return conf_perr(p, "section header does not end with ']'");
+	util_strlcpy(whole, s, sizeof(whole));
+	s[n - 1] = '\0';
+	word = conf_trim(s + 1);
+	for (name = word; *name && !conf_isspace(*name); name++)
+		;
+	if (*name)
+		*name++ = '\0';
+	name = conf_trim(name);
+	p->seen = 0;
+
+	if (strcasecmp(word, "interface") == 0) {
+		if (*name)
+			return conf_perr(p, "unexpected name '%s' after [interface]",
+			    conf_quote(name, q, sizeof(q)));
+		if (c->iface.line)
+			return conf_perr(p, "duplicate section [interface] (first "
+			    "at line %d)", c->iface.line);
+		c->iface.line = p->line;
+		p->sec = SEC_IFACE;
+		snprintf(p->where, sizeof(p->where), "[interface]");
+		return 0;
+	}
+	if (strcasecmp(word, "peer") != 0) {
+		return conf_perr(p, "unknown section '%s'",
+		    conf_quote(whole, q, sizeof(q)));
+	}
+	if (*name == '\0')
+		return conf_perr(p, "missing peer name in [peer]");
+	if (!conf_valid_name(name, CONF_NAME_MAX))
+		return conf_perr(p, "invalid peer name '%s' (1..%d of A-Z a-z 0-9 . _ -)",
+		    conf_quote(name, q, sizeof(q)), CONF_NAME_MAX);
+	if (c->n_peers >= CONF_MAX_PEERS)
+		return conf_perr(p, "too many peers (more than %d)", CONF_MAX_PEERS);
+	peers = realloc(c->peers, (c->n_peers + 1) * sizeof(*peers));
+	if (!peers) {
+		conf_perr(p, "out of memory");
+		return -ENOMEM;
+	}
+	c->peers = peers;
+	p->peer = c->n_peers++;
+	memset(&peers[p->peer], 0, sizeof(peers[p->peer]));
+	util_strlcpy(peers[p->peer].name, name, sizeof(peers[p->peer].name));
+	peers[p->peer].line = p->line;
+	peers[p->peer].keepalive = CONF_DEFAULT_KEEPALIVE;
+	p->sec = SEC_PEER;
+	snprintf(p->where, sizeof(p->where), "[peer %s]", name);
+	return 0;
+}
+
+static int
+conf_line(struct conf_parser *p, const char *text, size_t len)
+{
+	char buf[CONF_LINE_MAX + 1], *s;
+	size_t i;
+
+	if (len > 0 && text[len - 1] == '\r')
+		len--;
+	if (memchr(text, '\0', len))
+		return conf_perr(p, "NUL byte in line");
+	if (len > CONF_LINE_MAX)
+		return conf_perr(p, "line longer than %d characters", CONF_LINE_MAX);
+	for (i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)text[i];
+		if ((ch < 0x20 && ch != '\t') || ch == 0x7f)
+			return conf_perr(p, "control character 0x%02x in line", ch);
+	}
+	memcpy(buf, text, len);
+	buf[len] = '\0';
+	if ((s = strchr(buf, '#')))
+		*s = '\0';
+	s = conf_trim(buf);
+	if (*s == '\0')
+		return 0;
+	if (*s == '[')
+		return conf_section(p, s);
+	return conf_keyvalue(p, s);
+}
+
+void
+conf_free(struct conf *c)
+{
+	size_t i;
+
+	if (!c)
+		return;
+	for (i = 0; i < c->n_peers; i++)
+		conf_peer_free(&c->peers[i]);
+	free(c->peers);
+	free(c->iface.address);
+	free(c->iface.private_key);
+	free(c->iface.certificate);
+	free(c->iface.keylog_file);
+	free(c->iface.user);
+	free(c->iface.control);
+	free(c->file);
+	free(c);
+}
+
+static struct conf *
+conf_new(const char *file)
+{
+	struct conf *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	if (!(c->file = strdup(file))) {
+		free(c);
+		return NULL;
+	}
+	util_strlcpy(c->iface.name, CONF_DEFAULT_NAME, sizeof(c->iface.name));
+	c->iface.listen_port = CONF_DEFAULT_PORT;
+	c->iface.mtu = 0;
+	c->iface.path_mtu = CONF_DEFAULT_PATH_MTU;
+	c->iface.encryption = CONF_ENC_DTLS;
+	c->iface.log_level = LOG_LEVEL_INFO;
+	c->iface.rekey_seconds = CONF_DEFAULT_REKEY_SECONDS;
+	c->iface.rekey_bytes = CONF_DEFAULT_REKEY_BYTES;
+	return c;
+}
+
+int
+conf_parse(const char *file, const char *text, size_t len, struct conf **out,
+    struct conf_error *err)
+{
+	struct conf_parser p;
+	const char *nl;
+	size_t pos = 0;
+	int r;
+
+	memset(&p, 0, sizeof(p));
+	p.file = file ? file : "";
+	p.err = err;
+	*out = NULL;
+	if (!(p.c = conf_new(p.file))) {
+		conf_perr(&p, "out of memory");
+		return -ENOMEM;
+	}
+	while (pos < len) {
+		p.line++;
+		nl = memchr(text + pos, '\n', len - pos);
+		r = conf_line(&p, text + pos, nl ? (size_t)(nl - (text + pos)) : len - pos);
+		if (r < 0)
+			goto fail;
+		pos = nl ? (size_t)(nl - text) + 1 : len;
+	}
+	if (!p.c->iface.line) {
+		p.line = 0;
+		r = conf_perr(&p, "missing section [interface]");
+		goto fail;
+	}
+	if (p.c->iface.n_address == 0) {
+		p.line = p.c->iface.line;
+		r = conf_perr(&p, "missing key 'address' in [interface]");
+		goto fail;
+	}
+	if (!p.c->iface.control &&
+	    (r = conf_strdup(&p, &p.c->iface.control, CONF_DEFAULT_CONTROL)) < 0)
+		goto fail;
+	*out = p.c;
+	return 0;
+fail:
+	conf_free(p.c);
+	return r;
+}

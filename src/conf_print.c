@@ -1,0 +1,292 @@
+/* conf_print.c - the canonical text of a configuration, and deep equality.
+ *
+ * Canonical: [interface] first, then the peers in file order; keys in a fixed
+ * order; every key that has a default is printed with its value; keys that
+ * are unset and have no default are left out; one list value per line. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conf.h"
+#include "log.h"
+#include "util.h"
+
+struct conf_buf {
+	char *s;
+	size_t len, cap;
+	bool failed;
+};
+
+static void conf_buf_add(struct conf_buf *, const char *, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+conf_buf_add(struct conf_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	size_t need;
+	char *ns;
+	int n;
+
+	if (b->failed)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		b->failed = true;
+		return;
+	}
+	need = b->len + (size_t)n + 1;
+	if (!b->s || need > b->cap) {
+		size_t cap = b->cap ? b->cap : 1024;
+		while (cap < need)
+			cap *= 2;
+		if (!(ns = realloc(b->s, cap))) {
+			b->failed = true;
+			return;
+		}
+		b->s = ns;
+		b->cap = cap;
+		va_start(ap, fmt);
+		vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
+		va_end(ap);
+	}
+	b->len += (size_t)n;
+}
+
+static void
+conf_kv(struct conf_buf *b, const char *key, const char *value)
+{
+	conf_buf_add(b, "%-11s = %s\n", key, value);
+}
+
+static void
+conf_kv_uint(struct conf_buf *b, const char *key, unsigned long long v)
+{
+	conf_buf_add(b, "%-11s = %llu\n", key, v);
+}
+
+static void
+conf_kv_opt(struct conf_buf *b, const char *key, const char *value)
+{
+	if (value)
+		conf_kv(b, key, value);
+}
+
+/* Host prefixes print as a bare address: the peer "address" form. */
+static void
+conf_kv_prefixes(struct conf_buf *b, const char *key, const struct conf_prefix *p,
+    size_t n, bool host)
+{
+	char a[UTIL_ADDRSTRLEN];
+	size_t x;
+
+	for (x = 0; x < n; x++) {
+		if (host)
+			util_addr_fmt(&p[x].p.addr, a, sizeof(a));
+		else
+			util_prefix_fmt(&p[x].p, a, sizeof(a));
+		conf_kv(b, key, a);
+	}
+}
+
+/* The largest of K, M, G that divides v exactly. */
+static void
+conf_kv_size(struct conf_buf *b, const char *key, uint64_t v)
+{
+	static const char suffix[] = "GMK";
+	unsigned shift;
+
+	for (shift = 30; shift >= 10; shift -= 10) {
+		if (v && (v & ((1ULL << shift) - 1)) == 0) {
+			conf_buf_add(b, "%-11s = %llu%c\n", key,
+			    (unsigned long long)(v >> shift), suffix[(30 - shift) / 10]);
+			return;
+		}
+	}
+	conf_kv_uint(b, key, v);
+}
+
+static void
+conf_print_iface(struct conf_buf *b, const struct conf_iface *i)
+{
+	char a[UTIL_ADDRSTRLEN];
+
+	conf_buf_add(b, "[interface]\n");
+	conf_kv(b, "name", i->name);
+	conf_kv_prefixes(b, "address", i->address, i->n_address, false);
+	if (!i->has_listen_addr)
+		conf_kv_uint(b, "listen", i->listen_port);
+	else if (i->listen_addr.family == AF_INET6)
+		conf_buf_add(b, "%-11s = [%s]:%u\n", "listen",
+		    util_addr_fmt(&i->listen_addr, a, sizeof(a)), i->listen_port);
+	else
+		conf_buf_add(b, "%-11s = %s:%u\n", "listen",
+		    util_addr_fmt(&i->listen_addr, a, sizeof(a)), i->listen_port);
+	conf_kv_opt(b, "private-key", i->private_key);
+	conf_kv_opt(b, "certificate", i->certificate);
+	conf_kv_opt(b, "keylog-file", i->keylog_file);
+	if (i->mtu)
+		conf_kv_uint(b, "mtu", i->mtu);
+	else
+		conf_kv(b, "mtu", "auto");
+	conf_kv_uint(b, "path-mtu", i->path_mtu);
+	conf_kv_opt(b, "user", i->user);
+	conf_kv(b, "encryption", i->encryption == CONF_ENC_NONE ? "none" : "dtls");
+	conf_kv(b, "log-level", log_level_name((enum log_level)i->log_level));
+	conf_kv(b, "control", i->control ? i->control : CONF_DEFAULT_CONTROL);
+	conf_kv_uint(b, "rekey-time", i->rekey_seconds);
+	conf_kv_size(b, "rekey-bytes", i->rekey_bytes);
+}
+
+static void
+conf_print_peer(struct conf_buf *b, const struct conf_peer *p)
+{
+	char hex[2 * sizeof(p->fingerprint) + 1];
+
+	conf_buf_add(b, "\n[peer %s]\n", p->name);
+	if (p->has_fingerprint) {
+		util_hex(p->fingerprint, sizeof(p->fingerprint), hex);
+		conf_buf_add(b, "%-11s = sha256:%s\n", "fingerprint", hex);
+	}
+	conf_kv_opt(b, "ca", p->ca);
+	conf_kv_opt(b, "name", p->cert_name);
+	if (p->endpoint_host)
+		conf_buf_add(b, strchr(p->endpoint_host, ':') ? "%-11s = [%s]:%u\n" :
+		    "%-11s = %s:%u\n", "endpoint", p->endpoint_host, p->endpoint_port);
+	conf_kv_prefixes(b, "address", p->address, p->n_address, true);
+	conf_kv_prefixes(b, "allowed-ips", p->allowed_ips, p->n_allowed_ips, false);
+	conf_kv_uint(b, "keepalive", p->keepalive);
+}
+
+char *
+conf_print(const struct conf *c)
+{
+	struct conf_buf b = { NULL, 0, 0, false };
+	size_t x;
+
+	conf_print_iface(&b, &c->iface);
+	for (x = 0; x < c->n_peers; x++)
+		conf_print_peer(&b, &c->peers[x]);
+	if (b.failed) {
+		free(b.s);
+		return NULL;
+	}
+	return b.s;
+}
+
+static bool
+conf_str_equal(const char *a, const char *b)
+{
+	if (!a || !b)
+		return a == b;
+	return strcmp(a, b) == 0;
+}
+
+static bool
+conf_prefix_equal(const struct ipprefix *a, const struct ipprefix *b)
+{
+	return a->len == b->len && util_addr_equal(&a->addr, &b->addr);
+}
+
+static bool
+conf_prefix_in(const struct conf_prefix *p, const struct conf_prefix *list, size_t n)
+{
+	size_t x;
+
+	for (x = 0; x < n; x++)
+		if (conf_prefix_equal(&p->p, &list[x].p))
+			return true;
+	return false;
+}
+
+/* Lists compare as sets: reordering addresses changes nothing. */
+static bool
+conf_prefixes_equal(const struct conf_prefix *a, size_t na,
+    const struct conf_prefix *b, size_t nb)
+{
+	size_t x;
+
+	if (na != nb)
+		return false;
+	for (x = 0; x < na; x++)
+		if (!conf_prefix_in(&a[x], b, nb) || !conf_prefix_in(&b[x], a, na))
+			return false;
+	return true;
+}
+
+bool
+conf_peer_equal(const struct conf_peer *a, const struct conf_peer *b)
+{
+	return strcmp(a->name, b->name) == 0 &&
+	    a->has_fingerprint == b->has_fingerprint &&
+	    (!a->has_fingerprint ||
+	    memcmp(a->fingerprint, b->fingerprint, sizeof(a->fingerprint)) == 0) &&
+	    conf_str_equal(a->ca, b->ca) &&
+	    conf_str_equal(a->cert_name, b->cert_name) &&
+	    conf_str_equal(a->endpoint_host, b->endpoint_host) &&
+	    (!a->endpoint_host || a->endpoint_port == b->endpoint_port) &&
+	    conf_prefixes_equal(a->address, a->n_address, b->address, b->n_address) &&
+	    conf_prefixes_equal(a->allowed_ips, a->n_allowed_ips, b->allowed_ips,
+	    b->n_allowed_ips) &&
+	    a->keepalive == b->keepalive;
+}
+
+static bool
+conf_iface_equal(const struct conf_iface *a, const struct conf_iface *b)
+{
+	return strcmp(a->name, b->name) == 0 &&
+	    conf_prefixes_equal(a->address, a->n_address, b->address, b->n_address) &&
+	    a->has_listen_addr == b->has_listen_addr &&
+	    (!a->has_listen_addr || util_addr_equal(&a->listen_addr, &b->listen_addr)) &&
+	    a->listen_port == b->listen_port &&
+	    conf_str_equal(a->private_key, b->private_key) &&
+	    conf_str_equal(a->certificate, b->certificate) &&
+	    conf_str_equal(a->keylog_file, b->keylog_file) &&
+	    a->mtu == b->mtu &&
+	    a->path_mtu == b->path_mtu &&
+	    conf_str_equal(a->user, b->user) &&
+	    a->encryption == b->encryption &&
+	    a->log_level == b->log_level &&
+	    conf_str_equal(a->control, b->control) &&
+	    a->rekey_seconds == b->rekey_seconds &&
+	    a->rekey_bytes == b->rekey_bytes;
+}
+
+static const struct conf_peer *
+conf_peer_find(const struct conf *c, const char *name)
+{
+	size_t x;
+
+	for (x = 0; x < c->n_peers; x++)
+		if (strcmp(c->peers[x].name, name) == 0)
+			return &c->peers[x];
+	return NULL;
+}
+
+/* Peers are matched by name when their order differs. */
+bool
+conf_equal(const struct conf *a, const struct conf *b)
+{
+	const struct conf_peer *p;
+	size_t x;
+
+	if (!conf_iface_equal(&a->iface, &b->iface) || a->n_peers != b->n_peers)
+		return false;
+	for (x = 0; x < a->n_peers; x++)
+		if (!conf_peer_equal(&a->peers[x], &b->peers[x]))
+			break;
+	if (x == a->n_peers)
+		return true;
+	for (x = 0; x < a->n_peers; x++) {
+		p = conf_peer_find(b, a->peers[x].name);
+		if (!p || !conf_peer_equal(&a->peers[x], p))
+			return false;
+		p = conf_peer_find(a, b->peers[x].name);
+		if (!p || !conf_peer_equal(&b->peers[x], p))
+			return false;
+	}
+	return true;
+}

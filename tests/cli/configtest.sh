@@ -1,0 +1,41 @@
+#!/bin/sh
+# toud -t: every good configuration passes, every broken fixture fails with
+# exactly the FILE:LINE: message its .expect file names.  TAP output.
+set -u
+data=${TOUD_TESTDATA:?}/conf
+srcdir=${TOUD_SRCDIR:?}
+n=0
+fails=0
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+nok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $*"; }
+
+out=$("$TOUD" -V)
+case "$out" in "toud "[0-9]*) ok "toud -V prints the version ($out)";; *) nok "toud -V: '$out'";; esac
+
+for f in "$data"/good-*.conf; do
+	if err=$("$TOUD" -t -c "$f" 2>&1); then ok "accepts $(basename "$f")"
+	else nok "rejects good $(basename "$f"): $err"; fi
+done
+
+# The example names key files that do not exist here: only those may be reported.
+err=$("$TOUD" -t -c "$srcdir/conf/tou.conf.example" 2>&1)
+case "$err" in
+	""|*"private-key"*|*"certificate"*|*"key file"*) ok "tou.conf.example passes apart from its example key paths";;
+	*) nok "tou.conf.example: $err";;
+esac
+
+for f in "$data"/bad-*.conf; do
+	exp=$(sed "s|@DIR@|$data|" "${f%.conf}.expect")
+	err=$("$TOUD" -t -c "$f" 2>&1)
+	rc=$?
+	if [ $rc -eq 1 ] && [ "$err" = "$exp" ]; then ok "rejects $(basename "$f")"
+	else nok "$(basename "$f"): rc $rc, got '$err', want '$exp'"; fi
+done
+
+err=$("$TOUD" -t -c /nonexistent/tou.conf 2>&1)
+rc=$?
+case "$err" in "/nonexistent/tou.conf: "*) [ $rc -eq 1 ] && ok "missing file named" || nok "missing file rc $rc";;
+	*) nok "missing file: $err";; esac
+
+echo "1..$n"
+[ $fails -eq 0 ]

@@ -1,0 +1,1224 @@
+/* check_conf.c - tou.conf parser, validator, loader and printer.
+ *
+ * Fixtures live in $TOUD_TESTDATA/conf (default tests/unit/data/conf):
+ * good-*.conf must load with the key files checked; every bad-*.conf must
+ * fail with exactly the line in bad-*.expect.  An .expect line starts with
+ * "@DIR@/", which stands for the fixture directory as the test passes it to
+ * conf_load() (made absolute here, as `toud -t -c` gets it from
+ * tests/cli/configtest.sh), so messages carry the path exactly as given. */
+#include <arpa/inet.h>
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "conf.h"
+#include "log.h"
+#include "util.h"
+
+#define FP_A2 "a2aeb6b88ebbc7413e33ccaf26b44c6152219d0e9a845fe0eef401b3e5d78f8a"
+#define FP_5E "5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e"
+
+/* The minimal valid head used by the inline cases: lines 1..4. */
+#define HEAD "[interface]\naddress = 10.77.0.1/24\nprivate-key = /k\ncertificate = /c\n"
+
+static char conf_dir[4096];
+static char **bad_names;
+static size_t n_bad;
+
+/* $TOUD_TESTDATA/conf, absolute. */
+static const char *
+testdata_conf(void)
+{
+	const char *d = getenv("TOUD_TESTDATA");
+	char cwd[2048];
+
+	if (conf_dir[0])
+		return conf_dir;
+	if (!d || !*d)
+		d = "tests/unit/data";
+	if (d[0] == '/') {
+		snprintf(conf_dir, sizeof(conf_dir), "%s/conf", d);
+	} else {
+		if (!getcwd(cwd, sizeof(cwd)))
+			abort();
+		snprintf(conf_dir, sizeof(conf_dir), "%s/%s/conf", cwd, d);
+	}
+	return conf_dir;
+}
+
+static char *
+slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	long n;
+
+	ck_assert_msg(f != NULL, "cannot open %s: %s", path, strerror(errno));
+	ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
+	n = ftell(f);
+	ck_assert_int_ge(n, 0);
+	rewind(f);
+	buf = malloc((size_t)n + 1);
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_uint_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+	buf[n] = '\0';
+	fclose(f);
+	if (len)
+		*len = (size_t)n;
+	return buf;
+}
+
+static void
+write_file(const char *path, const char *text, mode_t mode)
+{
+	FILE *f = fopen(path, "w");
+
+	ck_assert_msg(f != NULL, "cannot create %s", path);
+	ck_assert_int_ge(fputs(text, f), 0);
+	ck_assert_int_eq(fclose(f), 0);
+	ck_assert_int_eq(chmod(path, mode), 0);
+}
+
+static const char *
+fmt_err(const struct conf_error *e)
+{
+	static char buf[600];
+
+	return conf_error_fmt(e, buf, sizeof(buf));
+}
+
+/* Parse text that must be accepted by conf_parse() and conf_validate(). */
+static struct conf *
+good(const char *text)
+{
+	struct conf_error err;
+	struct conf *c = NULL;
+
+	memset(&err, 0, sizeof(err));
+	ck_assert_msg(conf_parse("t.conf", text, strlen(text), &c, &err) == 0,
+	    "rejected: %s\n%s", fmt_err(&err), text);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_msg(conf_validate(c, &err) == 0, "invalid: %s\n%s", fmt_err(&err),
+	    text);
+	return c;
+}
+
+/* Text that conf_parse() or conf_validate() rejects with exactly `want`. */
+static void
+bad(const char *text, const char *want)
+{
+	struct conf_error err;
+	struct conf *c = (struct conf *)1;
+	int r;
+
+	memset(&err, 0, sizeof(err));
+	r = conf_parse("t.conf", text, strlen(text), &c, &err);
+	if (r == 0) {
+		ck_assert_ptr_nonnull(c);
+		r = conf_validate(c, &err);
+		conf_free(c);
+	} else {
+		ck_assert_ptr_null(c);
+	}
+	ck_assert_msg(r == -EINVAL, "accepted (%d): %s", r, text);
+	ck_assert_str_eq(fmt_err(&err), want);
+}
+
+/* print -> parse -> conf_equal, and print -> parse -> print is the same text. */
+static void
+roundtrip(const struct conf *c, const char *what)
+{
+	struct conf_error err;
+	struct conf *c2 = NULL, *c3 = NULL;
+	char *t1, *t2;
+
+	t1 = conf_print(c);
+	ck_assert_ptr_nonnull(t1);
+	ck_assert_msg(conf_parse("printed", t1, strlen(t1), &c2, &err) == 0,
+	    "%s: printed form rejected: %s\n%s", what, fmt_err(&err), t1);
+	ck_assert_msg(conf_equal(c, c2), "%s: printed form differs\n%s", what, t1);
+	ck_assert_msg(conf_equal(c2, c), "%s: conf_equal not symmetric", what);
+	ck_assert_int_eq(conf_validate(c2, &err), conf_validate(c, &err));
+	t2 = conf_print(c2);
+	ck_assert_ptr_nonnull(t2);
+	ck_assert_str_eq(t1, t2);
+	ck_assert_int_eq(conf_parse("printed", t2, strlen(t2), &c3, &err), 0);
+	ck_assert(conf_equal(c2, c3));
+	free(t1);
+	free(t2);
+	conf_free(c2);
+	conf_free(c3);
+}
+
+static struct conf *
+load_fixture(const char *name, bool check_files)
+{
+	struct conf_error err;
+	struct conf *c = NULL;
+	char path[4200];
+
+	snprintf(path, sizeof(path), "%s/%s", testdata_conf(), name);
+	ck_assert_msg(conf_load(path, check_files, &c, &err, NULL, NULL) == 0,
+	    "%s", fmt_err(&err));
+	ck_assert_ptr_nonnull(c);
+	ck_assert_str_eq(c->file, path);
+	return c;
+}
+
+static const char *
+pfx_str(const struct conf_prefix *p)
+{
+	static char buf[4][UTIL_ADDRSTRLEN + 8];
+	static int i;
+
+	i = (i + 1) % 4;
+	return util_prefix_fmt(&p->p, buf[i], sizeof(buf[i]));
+}
+
+static const char *
+fixture_path(const char *name)
+{
+	static char buf[4200];
+
+	snprintf(buf, sizeof(buf), "%s/%s", testdata_conf(), name);
+	return buf;
+}
+
+START_TEST(test_defaults)
+{
+	struct conf *c = load_fixture("good-minimal.conf", true);
+	const struct conf_iface *i = &c->iface;
+
+	ck_assert_str_eq(i->name, CONF_DEFAULT_NAME);
+	ck_assert_str_eq(i->name, "tou0");
+	ck_assert_uint_eq(i->n_address, 1);
+	ck_assert_str_eq(pfx_str(&i->address[0]), "10.77.0.1/24");
+	ck_assert_int_eq(i->address[0].line, 3);
+	ck_assert(!i->has_listen_addr);
+	ck_assert_uint_eq(i->listen_port, 6080);
+	ck_assert_str_eq(i->private_key, fixture_path("key.pem"));
+	ck_assert_int_eq(i->private_key_line, 4);
+	ck_assert_str_eq(i->certificate, fixture_path("cert.pem"));
+	ck_assert_int_eq(i->certificate_line, 5);
+	ck_assert_ptr_null(i->keylog_file);
+	ck_assert_uint_eq(i->mtu, 0);
+	ck_assert_uint_eq(i->path_mtu, 1500);
+	ck_assert_ptr_null(i->user);
+	ck_assert_int_eq(i->encryption, CONF_ENC_DTLS);
+	ck_assert_int_eq(i->log_level, LOG_LEVEL_INFO);
+	ck_assert_str_eq(i->control, "/run/toud/toud.sock");
+	ck_assert_uint_eq(i->rekey_seconds, 3600);
+	ck_assert_uint_eq(i->rekey_bytes, 64ULL << 30);
+	ck_assert_int_eq(i->line, 2);
+	ck_assert_uint_eq(c->n_peers, 0);
+	/* 1500 - 40 (IPv6 worst case) - 8 - 16 - 37 + 16 */
+	ck_assert_uint_eq(conf_tun_mtu(c), 1415);
+	conf_free(c);
+
+	c = good("[peer p]\nfingerprint = sha256:" FP_A2 "\nallowed-ips = 10.9.0.0/16\n"
+	    "[interface]\naddress = 10.77.0.1/24\nprivate-key = /k\ncertificate = /c\n");
+	ck_assert_uint_eq(c->peers[0].keepalive, 0);
+	ck_assert_ptr_null(c->peers[0].endpoint_host);
+	ck_assert_ptr_null(c->peers[0].ca);
+	ck_assert_ptr_null(c->peers[0].cert_name);
+	ck_assert_uint_eq(c->peers[0].n_address, 0);
+	ck_assert_int_eq(c->peers[0].line, 1);
+	ck_assert_int_eq(c->iface.line, 4);
+	ck_assert_str_eq(c->iface.private_key, "/k");
+	conf_free(c);
+}
+END_TEST
+
+START_TEST(test_full)
+{
+	struct conf *c = load_fixture("good-full.conf", true);
+	const struct conf_iface *i = &c->iface;
+	const struct conf_peer *p;
+	char a[UTIL_ADDRSTRLEN], hex[65];
+
+	ck_assert_str_eq(i->name, "tou7");
+	ck_assert_uint_eq(i->n_address, 3);
+	ck_assert_str_eq(pfx_str(&i->address[0]), "10.77.0.1/24");
+	ck_assert_str_eq(pfx_str(&i->address[1]), "fd77::1/64");
+	ck_assert_str_eq(pfx_str(&i->address[2]), "10.78.0.1/16");
+	ck_assert_int_eq(i->address[1].line, 4);
+	ck_assert_int_eq(i->address[2].line, 5);
+	ck_assert(i->has_listen_addr);
+	ck_assert_str_eq(util_addr_fmt(&i->listen_addr, a, sizeof(a)), "192.0.2.10");
+	ck_assert_uint_eq(i->listen_port, 7000);
+	ck_assert_str_eq(i->keylog_file, "/var/tmp/toud-keys.log");
+	ck_assert_uint_eq(i->mtu, 1400);
+	ck_assert_uint_eq(conf_tun_mtu(c), 1400);
+	ck_assert_uint_eq(i->path_mtu, 9000);
+	ck_assert_str_eq(i->user, "toud");
+	ck_assert_int_eq(i->encryption, CONF_ENC_DTLS);
+	ck_assert_int_eq(i->log_level, LOG_LEVEL_DEBUG);
+	ck_assert_str_eq(i->control, "/run/toud/tou7.sock");
+	ck_assert_uint_eq(i->rekey_seconds, 600);
+	ck_assert_uint_eq(i->rekey_bytes, 512ULL << 20);
+	ck_assert_uint_eq(c->n_peers, 3);
+
+	p = &c->peers[0];
+	ck_assert_str_eq(p->name, "bob");
+	ck_assert_int_eq(p->line, 19);
+	ck_assert(p->has_fingerprint);
+	util_hex(p->fingerprint, sizeof(p->fingerprint), hex);
+	ck_assert_str_eq(hex, FP_A2);
+	ck_assert_str_eq(p->endpoint_host, "bob.example.net");
+	ck_assert_uint_eq(p->endpoint_port, 6081);
+	ck_assert_int_eq(p->endpoint_line, 21);
+	ck_assert_uint_eq(p->n_address, 2);
+	ck_assert_str_eq(pfx_str(&p->address[0]), "10.77.0.2/32");
+	ck_assert_str_eq(pfx_str(&p->address[1]), "fd77::2/128");
+	ck_assert_uint_eq(p->n_allowed_ips, 3);
+	ck_assert_str_eq(pfx_str(&p->allowed_ips[0]), "192.168.50.0/24");
+	ck_assert_str_eq(pfx_str(&p->allowed_ips[1]), "2001:db8:50::/48");
+	ck_assert_str_eq(pfx_str(&p->allowed_ips[2]), "10.200.0.0/16");
+	ck_assert_int_eq(p->allowed_ips[2].line, 24);
+	ck_assert_uint_eq(p->keepalive, 25);
+
+	p = &c->peers[1];
+	ck_assert_str_eq(p->name, "carol");
+	ck_assert(!p->has_fingerprint);
+	ck_assert_str_eq(p->ca, fixture_path("ca.pem"));
+	ck_assert_int_eq(p->ca_line, 28);
+	ck_assert_str_eq(p->cert_name, "carol.example.net");
+	ck_assert_str_eq(p->endpoint_host, "2001:db8::7");
+	ck_assert_uint_eq(p->endpoint_port, 6080);
+	ck_assert_uint_eq(p->n_address, 2);
+	ck_assert_str_eq(pfx_str(&p->address[0]), "10.78.0.3/32");
+	ck_assert_str_eq(pfx_str(&p->address[1]), "fd77::3/128");
+	ck_assert_uint_eq(p->keepalive, 0);
+
+	p = &c->peers[2];
+	ck_assert_str_eq(p->name, "dave-01.x_y");
+	ck_assert_str_eq(p->endpoint_host, "198.51.100.4");
+	ck_assert_uint_eq(p->n_address, 0);
+	ck_assert_uint_eq(p->n_allowed_ips, 1);
+	ck_assert_str_eq(pfx_str(&p->allowed_ips[0]), "172.16.0.0/12");
+	conf_free(c);
+}
+END_TEST
+
+START_TEST(test_none_and_case)
+{
+	struct conf *c = load_fixture("good-none.conf", true);
+	char a[UTIL_ADDRSTRLEN];
+
+	ck_assert_int_eq(c->iface.encryption, CONF_ENC_NONE);
+	ck_assert_ptr_null(c->iface.private_key);
+	ck_assert_ptr_null(c->iface.certificate);
+	ck_assert(c->iface.has_listen_addr);
+	ck_assert_int_eq(c->iface.listen_addr.family, AF_INET6);
+	ck_assert_str_eq(util_addr_fmt(&c->iface.listen_addr, a, sizeof(a)), "::");
+	ck_assert_uint_eq(c->iface.listen_port, 6090);
+	ck_assert(!c->peers[0].has_fingerprint);
+	ck_assert_str_eq(c->peers[1].endpoint_host, "carol.example.net");
+	/* 1500 - 40 - 8 + 16: no outer GUE, no DTLS */
+	ck_assert_uint_eq(conf_tun_mtu(c), 1468);
+	conf_free(c);
+
+	c = load_fixture("good-case.conf", true);
+	ck_assert_uint_eq(c->iface.n_address, 1);
+	ck_assert_int_eq(c->iface.line, 4);
+	ck_assert_str_eq(c->iface.certificate, fixture_path("cert.pem"));
+	ck_assert_uint_eq(c->iface.mtu, 0);
+	ck_assert_int_eq(c->iface.log_level, LOG_LEVEL_WARN);
+	ck_assert_uint_eq(c->iface.rekey_bytes, 2ULL << 30);
+	ck_assert_uint_eq(c->n_peers, 1);
+	ck_assert_str_eq(c->peers[0].name, "bob");
+	ck_assert(c->peers[0].has_fingerprint);
+	ck_assert_uint_eq(c->peers[0].n_allowed_ips, 2);
+	ck_assert_str_eq(pfx_str(&c->peers[0].allowed_ips[1]), "10.98.0.0/16");
+	ck_assert_uint_eq(c->peers[0].keepalive, 10);
+	ck_assert_int_eq(c->peers[0].allowed_ips[1].line, 16);
+	conf_free(c);
+
+	c = load_fixture("good-peers-first.conf", true);
+	ck_assert_uint_eq(c->n_peers, 2);
+	ck_assert_str_eq(c->peers[0].name, "bob");
+	ck_assert_str_eq(c->peers[1].name, "alice");
+	ck_assert_str_eq(c->peers[1].cert_name, "alice");
+	ck_assert_int_eq(c->iface.line, 11);
+	ck_assert_int_eq(c->iface.listen_addr.family, AF_INET6);
+	ck_assert_uint_eq(c->iface.listen_port, 443);
+	conf_free(c);
+}
+END_TEST
+
+/* Every good fixture and the shipped example survive print -> parse. */
+START_TEST(test_roundtrip_files)
+{
+	char path[4200], *text;
+	struct conf_error err;
+	struct conf *c;
+	struct dirent *de;
+	size_t len;
+	int n = 0;
+	DIR *d;
+
+	d = opendir(testdata_conf());
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d))) {
+		size_t l = strlen(de->d_name);
+
+		if (strncmp(de->d_name, "good-", 5) != 0 || l < 5 ||
+		    strcmp(de->d_name + l - 5, ".conf") != 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", testdata_conf(), de->d_name);
+		text = slurp(path, &len);
+		ck_assert_msg(conf_parse(path, text, len, &c, &err) == 0, "%s",
+		    fmt_err(&err));
+		ck_assert_msg(conf_validate(c, &err) == 0, "%s", fmt_err(&err));
+		roundtrip(c, de->d_name);
+		conf_free(c);
+		free(text);
+		/* and as loaded: with the key paths made absolute */
+		c = load_fixture(de->d_name, true);
+		roundtrip(c, de->d_name);
+		conf_free(c);
+		n++;
+	}
+	closedir(d);
+	ck_assert_int_ge(n, 5);
+
+	d = NULL;
+	snprintf(path, sizeof(path), "%s/../../../../conf/tou.conf.example",
+	    testdata_conf());
+	if (getenv("TOUD_SRCDIR"))
+		snprintf(path, sizeof(path), "%s/conf/tou.conf.example",
+		    getenv("TOUD_SRCDIR"));
+	ck_assert_msg(conf_load(path, false, &c, &err, NULL, NULL) == 0, "%s",
+	    fmt_err(&err));
+	ck_assert_uint_eq(c->n_peers, 2);
+	ck_assert_str_eq(c->peers[1].cert_name, "carol.example.net");
+	ck_assert_str_eq(c->iface.user, "toud");
+	ck_assert_uint_eq(conf_tun_mtu(c), 1415);
+	roundtrip(c, "tou.conf.example");
+	conf_free(c);
+}
+END_TEST
+
+/* One bad fixture per loop iteration: exactly the message of its .expect. */
+START_TEST(test_bad_fixture)
+{
+	char path[4200], want[1200], *exp, *nl, *at;
+	struct conf_error err;
+	struct conf *c = (struct conf *)1;
+	const char *name = bad_names[_i];
+	size_t l = strlen(name);
+
+	snprintf(path, sizeof(path), "%s/%.*s.expect", testdata_conf(), (int)(l - 5),
+	    name);
+	exp = slurp(path, NULL);
+	nl = strchr(exp, '\n');
+	ck_assert_msg(nl && nl[1] == '\0', "%s: not exactly one line", path);
+	*nl = '\0';
+	/* substitute every @DIR@ */
+	want[0] = '\0';
+	for (at = exp; (nl = strstr(at, "@DIR@")); at = nl + 5) {
+		strncat(want, at, (size_t)(nl - at));
+		strncat(want, testdata_conf(), sizeof(want) - strlen(want) - 1);
+	}
+	strncat(want, at, sizeof(want) - strlen(want) - 1);
+	ck_assert_msg(strncmp(exp, "@DIR@/", 6) == 0, "%s: must start with @DIR@/",
+	    path);
+
+	snprintf(path, sizeof(path), "%s/%s", testdata_conf(), name);
+	memset(&err, 0, sizeof(err));
+	ck_assert_int_eq(conf_load(path, true, &c, &err, NULL, NULL), -EINVAL);
+	ck_assert_ptr_null(c);
+	ck_assert_str_eq(fmt_err(&err), want);
+	free(exp);
+}
+END_TEST
+
+START_TEST(test_bad_count)
+{
+	/* syntax, every key, duplicates, conflicts, missing keys and files */
+	ck_assert_uint_ge(n_bad, 25);
+}
+END_TEST
+
+START_TEST(test_syntax)
+{
+	struct conf *c;
+
+	/* comments, blank lines, whitespace, case, no final newline */
+	c = good("  # comment\n\n\t[INTERFACE]   # here too\nAddress=10.77.0.1/24#x\n"
+	    "PRIVATE-KEY = /k\n  certificate\t=\t/c  \nMtu = Auto");
+	ck_assert_uint_eq(c->iface.mtu, 0);
+	ck_assert_str_eq(c->iface.certificate, "/c");
+	ck_assert_int_eq(c->iface.line, 3);
+	conf_free(c);
+	/* values keep inner blanks; '=' after the first belongs to the value */
+	c = good(HEAD "[peer b]\nca = /etc/tou/my ca.pem\nname = CN=a b\n"
+	    "address = 10.77.0.2\n");
+	ck_assert_str_eq(c->peers[0].ca, "/etc/tou/my ca.pem");
+	ck_assert_str_eq(c->peers[0].cert_name, "CN=a b");
+	conf_free(c);
+
+	bad("", "t.conf: missing section [interface]");
+	bad("# only a comment\n", "t.conf: missing section [interface]");
+	bad("[interface]\n", "t.conf:1: missing key 'address' in [interface]");
+	bad(HEAD "[peer b]\nfingerprint = sha256:" FP_A2 "\naddress = 10.77.0.2\n"
+	    "fingerprint = sha256:" FP_A2 "\n",
+	    "t.conf:8: duplicate key 'fingerprint' in [peer b]");
+	bad(HEAD "ADDRESS =\n", "t.conf:5: address: empty value");
+	bad(HEAD "address = ,\n", "t.conf:5: address: empty element in list");
+	bad(HEAD "address = 10.1.0.1/16,\n", "t.conf:5: address: empty element in list");
+	bad(HEAD "[peer]\n", "t.conf:5: missing peer name in [peer]");
+	bad(HEAD "[peer a/b]\n",
+	    "t.conf:5: invalid peer name 'a/b' (1..32 of A-Z a-z 0-9 . _ -)");
+	bad(HEAD "[]\n", "t.conf:5: unknown section '[]'");
+	bad(HEAD "[\n", "t.conf:5: section header does not end with ']'");
+	bad(HEAD "[peer b] x\n", "t.conf:5: section header does not end with ']'");
+	bad(HEAD "mtu\n", "t.conf:5: missing '=' (expected 'key = value')");
+	bad(HEAD "private key = /k\n", "t.conf:5: unknown key 'private key' in [interface]");
+	bad(HEAD "x\x7f = 1\n", "t.conf:5: control character 0x7f in line");
+	bad(HEAD "user = a\rb\n", "t.conf:5: control character 0x0d in line");
+	bad(HEAD "user = a\vb\n", "t.conf:5: control character 0x0b in line");
+	/* a long unknown key is shortened in the message */
+	bad(HEAD "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa = 1\n",
+	    "t.conf:5: unknown key 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...' "
+	    "in [interface]");
+}
+END_TEST
+
+/* The text need not be NUL-terminated; CRLF is fine; len is respected. */
+START_TEST(test_buffer)
+{
+	const char *text = HEAD "mtu = 1400\nGARBAGE";
+	size_t len = strlen(HEAD "mtu = 1400\n");
+	struct conf_error err;
+	struct conf *c;
+	char *heap;
+
+	heap = malloc(len);
+	ck_assert_ptr_nonnull(heap);
+	memcpy(heap, text, len);
+	ck_assert_int_eq(conf_parse("t.conf", heap, len, &c, &err), 0);
+	ck_assert_uint_eq(c->iface.mtu, 1400);
+	conf_free(c);
+	/* cut inside the value: "mtu = 14" */
+	ck_assert_int_eq(conf_parse("t.conf", heap, len - 3, &c, &err), -EINVAL);
+	ck_assert_str_eq(fmt_err(&err), "t.conf:5: mtu: '14' out of range (576..65535 or auto)");
+	free(heap);
+	text = "[interface]\r\naddress = fd77::1/64\r\nmtu = 1280\r\nprivate-key = /k\r\n";
+	ck_assert_int_eq(conf_parse("t.conf", text, strlen(text), &c, &err), 0);
+	ck_assert_uint_eq(c->iface.mtu, 1280);
+	conf_free(c);
+	/* a NUL inside len is an error even at the very end */
+	ck_assert_int_eq(conf_parse("t.conf", HEAD "\0", sizeof(HEAD), &c, &err), -EINVAL);
+	ck_assert_str_eq(fmt_err(&err), "t.conf:5: NUL byte in line");
+	/* err may be NULL */
+	ck_assert_int_eq(conf_parse("t.conf", "x", 1, &c, NULL), -EINVAL);
+	ck_assert_ptr_null(c);
+}
+END_TEST
+
+START_TEST(test_line_length)
+{
+	char text[2200];
+	struct conf *c;
+
+	/* exactly 1024 characters is fine, 1025 is not (CR does not count) */
+	snprintf(text, sizeof(text), HEAD "#%01023d\r\n", 0);
+	ck_assert_uint_eq(strlen(text), strlen(HEAD) + 1026);
+	c = good(text);
+	conf_free(c);
+	snprintf(text, sizeof(text), HEAD "#%01024d\n", 0);
+	bad(text, "t.conf:5: line longer than 1024 characters");
+}
+END_TEST
+
+START_TEST(test_iface_values)
+{
+	struct conf *c;
+	char a[UTIL_ADDRSTRLEN];
+
+	c = good(HEAD "mtu = 576\npath-mtu = 1280\nrekey-time = 60\nrekey-bytes = 1M\n"
+	    "name = a.b_c-012345678\nlog-level = error\nuser = _toud.x-1\n");
+	ck_assert_uint_eq(c->iface.mtu, 576);
+	ck_assert_uint_eq(c->iface.path_mtu, 1280);
+	ck_assert_uint_eq(c->iface.rekey_seconds, 60);
+	ck_assert_uint_eq(c->iface.rekey_bytes, 1ULL << 20);
+	ck_assert_str_eq(c->iface.name, "a.b_c-012345678");
+	ck_assert_int_eq(c->iface.log_level, LOG_LEVEL_ERR);
+	ck_assert_str_eq(c->iface.user, "_toud.x-1");
+	conf_free(c);
+	c = good(HEAD "mtu = 65535\npath-mtu = 65535\nrekey-time = 86400\n"
+	    "rekey-bytes = 4294967296G\nlog-level = Info\n");
+	ck_assert_uint_eq(c->iface.mtu, 65535);
+	ck_assert_uint_eq(c->iface.path_mtu, 65535);
+	ck_assert_uint_eq(c->iface.rekey_seconds, 86400);
+	ck_assert_uint_eq(c->iface.rekey_bytes, 1ULL << 62);
+	roundtrip(c, "maxima");
+	conf_free(c);
+	c = good(HEAD "rekey-bytes = 1048576\n");
+	ck_assert_uint_eq(c->iface.rekey_bytes, 1ULL << 20);
+	conf_free(c);
+	c = good(HEAD "rekey-bytes = 4611686018427387904\n");
+	ck_assert_uint_eq(c->iface.rekey_bytes, 1ULL << 62);
+	conf_free(c);
+	c = good(HEAD "rekey-bytes = 1536k\n");
+	ck_assert_uint_eq(c->iface.rekey_bytes, 1536ULL << 10);
+	roundtrip(c, "1536K");
+	conf_free(c);
+	c = good(HEAD "rekey-bytes = 1048577\n");
+	roundtrip(c, "odd size");
+	conf_free(c);
+	c = good(HEAD "listen = 65535\n");
+	ck_assert_uint_eq(c->iface.listen_port, 65535);
+	ck_assert(!c->iface.has_listen_addr);
+	conf_free(c);
+	c = good(HEAD "listen = [FD00::0001]:1\n");
+	ck_assert_uint_eq(c->iface.listen_port, 1);
+	ck_assert_str_eq(util_addr_fmt(&c->iface.listen_addr, a, sizeof(a)), "fd00::1");
+	/* listen on IPv6 only: outer IPv6 */
+	ck_assert_uint_eq(conf_tun_mtu(c), 1415);
+	roundtrip(c, "listen v6");
+	conf_free(c);
+	c = good(HEAD "listen = 0.0.0.0:6080\npath-mtu = 9000\n");
+	ck_assert_int_eq(c->iface.listen_addr.family, AF_INET);
+	/* 9000 - 20 - 8 - 16 - 37 + 16 */
+	ck_assert_uint_eq(conf_tun_mtu(c), 8935);
+	conf_free(c);
+	c = good("[interface]\naddress = 10.77.0.1/24\nencryption = None\n"
+	    "listen = 192.0.2.1:6080\n");
+	ck_assert_uint_eq(conf_tun_mtu(c), 1488);
+	conf_free(c);
+	c = good("[interface]\naddress = 10.0.0.1/8, 10.77.0.1/32, ::ffff:10.1.1.1/128,"
+	    " 2001:db8::1/1\n encryption = none\n");
+	ck_assert_uint_eq(c->iface.n_address, 4);
+	ck_assert_int_eq(c->iface.address[2].p.addr.family, AF_INET6);
+	roundtrip(c, "addresses");
+	conf_free(c);
+
+	bad(HEAD "listen = 65536\n", "t.conf:5: listen: '65536' out of range (port 1..65535)");
+	bad(HEAD "listen = +80\n", "t.conf:5: listen: '+80' is not a number (port 1..65535)");
+	bad(HEAD "listen = 1.2.3.4:\n", "t.conf:5: listen: '' is not a number (port 1..65535)");
+	bad(HEAD "listen = [::1]\n", "t.conf:5: listen: '[::1]' is not PORT, ADDR:PORT or [ADDR]:PORT");
+	bad(HEAD "listen = [1.2.3.4]:80\n", "t.conf:5: listen: '1.2.3.4' is not an IP address");
+	bad(HEAD "listen = ::\n", "t.conf:5: listen: an IPv6 address needs brackets in '::' ([ADDR]:PORT)");
+	bad(HEAD "mtu = 0\n", "t.conf:5: mtu: '0' out of range (576..65535 or auto)");
+	bad(HEAD "mtu = 1400 bytes\n", "t.conf:5: mtu: '1400 bytes' is not a number (576..65535 or auto)");
+	bad(HEAD "mtu = 99999999999999999999999\n",
+	    "t.conf:5: mtu: '99999999999999999999999' out of range (576..65535 or auto)");
+	bad(HEAD "path-mtu = 65536\n", "t.conf:5: path-mtu: '65536' out of range (1280..65535)");
+	bad(HEAD "path-mtu = auto\n", "t.conf:5: path-mtu: 'auto' is not a number (1280..65535)");
+	bad(HEAD "rekey-time = 86401\n", "t.conf:5: rekey-time: '86401' out of range (60..86400 seconds)");
+	bad(HEAD "rekey-time = 1h\n", "t.conf:5: rekey-time: '1h' is not a number (60..86400 seconds)");
+	bad(HEAD "rekey-bytes = 1048575\n",
+	    "t.conf:5: rekey-bytes: '1048575' out of range (1M..2^62 bytes, suffix K, M or G)");
+	bad(HEAD "rekey-bytes = 4611686018427387905\n",
+	    "t.conf:5: rekey-bytes: '4611686018427387905' out of range (1M..2^62 bytes, suffix K, M or G)");
+	bad(HEAD "rekey-bytes = 18446744073709551616G\n",
+	    "t.conf:5: rekey-bytes: '18446744073709551616G' out of range (1M..2^62 bytes, suffix K, M or G)");
+	bad(HEAD "rekey-bytes = G\n",
+	    "t.conf:5: rekey-bytes: 'G' is not a number (1M..2^62 bytes, suffix K, M or G)");
+	bad(HEAD "rekey-bytes = 0G\n",
+	    "t.conf:5: rekey-bytes: '0G' out of range (1M..2^62 bytes, suffix K, M or G)");
+	bad(HEAD "name = .\n",
+	    "t.conf:5: name: '.' is not a valid interface name (1..15 of A-Z a-z 0-9 . _ -)");
+	bad(HEAD "name = tou 0\n",
+	    "t.conf:5: name: 'tou 0' is not a valid interface name (1..15 of A-Z a-z 0-9 . _ -)");
+	bad(HEAD "user = root:0\n", "t.conf:5: user: 'root:0' is not a valid user name");
+	bad(HEAD "user = abcdefghijklmnopqrstuvwxyz0123456\n",
+	    "t.conf:5: user: 'abcdefghijklmnopqrstuvwxyz0123456' is not a valid user name");
+	bad(HEAD "log-level = warn\n",
+	    "t.conf:5: log-level: unknown value 'warn' (error, warning, info or debug)");
+	bad(HEAD "encryption = DTLS1.2\n", "t.conf:5: encryption: unknown value 'DTLS1.2' (dtls or none)");
+	bad(HEAD "address = 10.77.0.1/-1\n", "t.conf:5: address: bad prefix length in '10.77.0.1/-1'");
+	bad(HEAD "address = 10.77.0.1/\n", "t.conf:5: address: bad prefix length in '10.77.0.1/'");
+	bad(HEAD "address = 10.77.0.9/0\n", "t.conf:5: address: prefix length 0 in '10.77.0.9/0'");
+	bad(HEAD "address = fe80::1%eth0/64\n", "t.conf:5: address: 'fe80::1%eth0/64' is not an IP address");
+	bad(HEAD "address = 010.77.0.1/24\n", "t.conf:5: address: '010.77.0.1/24' is not an IP address");
+	bad(HEAD "control = /run/" "0123456789012345678901234567890123456789"
+	    "0123456789012345678901234567890123456789012345678901234567890123456\n",
+	    "t.conf:5: control: path longer than 107 characters");
+}
+END_TEST
+
+START_TEST(test_peer_values)
+{
+	struct conf *c;
+	char hex[65];
+
+	c = good(HEAD "[peer x]\nfingerprint = SHA256:" FP_A2 "\naddress = 10.77.0.2/32\n"
+	    "endpoint = [::FFFF:192.0.2.1]:1\nkeepalive = 3600\n"
+	    "[peer y]\nfingerprint = sha256:" "5E5E5E5E5E5E5E5E5E5E5E5E5E5E5E5E5E5E5E5E5E5E5E5E5E5E5E5E5E5E5E5E"
+	    "\naddress = 10.77.0.3\nallowed-ips = 198.51.100.0/24, ::/0\n"
+	    "endpoint = xn--bcher-kva.example.:65535\n");
+	util_hex(c->peers[0].fingerprint, 32, hex);
+	ck_assert_str_eq(hex, FP_A2);
+	ck_assert_str_eq(c->peers[0].endpoint_host, "::ffff:192.0.2.1");
+	ck_assert_uint_eq(c->peers[0].endpoint_port, 1);
+	ck_assert_uint_eq(c->peers[0].keepalive, 3600);
+	ck_assert_uint_eq(c->peers[1].n_allowed_ips, 2);
+	ck_assert_uint_eq(c->peers[1].allowed_ips[1].p.len, 0);
+	ck_assert_str_eq(c->peers[1].endpoint_host, "xn--bcher-kva.example.");
+	ck_assert_uint_eq(c->peers[1].endpoint_port, 65535);
+	roundtrip(c, "peers");
+	conf_free(c);
+	/* allowed-ips without a length is one host; a list mixes families */
+	c = good(HEAD "[peer x]\nfingerprint = sha256:" FP_A2 "\nallowed-ips = 192.0.2.7 ,"
+	    "2001:db8::/32\nendpoint = 192.0.2.7:6080\n");
+	ck_assert_str_eq(pfx_str(&c->peers[0].allowed_ips[0]), "192.0.2.7/32");
+	ck_assert_str_eq(pfx_str(&c->peers[0].allowed_ips[1]), "2001:db8::/32");
+	roundtrip(c, "allowed host");
+	conf_free(c);
+
+#define PEER HEAD "[peer x]\nfingerprint = sha256:" FP_A2 "\naddress = 10.77.0.2\n"
+	bad(PEER "keepalive = -1\n", "t.conf:8: keepalive: '-1' is not a number (0..3600 seconds)");
+	bad(PEER "keepalive = 3601\n", "t.conf:8: keepalive: '3601' out of range (0..3600 seconds)");
+	bad(PEER "endpoint = :80\n", "t.conf:8: endpoint: '' is not a host name or IP address");
+	bad(PEER "endpoint = host:0\n", "t.conf:8: endpoint: '0' out of range (port 1..65535)");
+	bad(PEER "endpoint = host:http\n", "t.conf:8: endpoint: 'http' is not a number (port 1..65535)");
+	bad(PEER "endpoint = -host:1\n", "t.conf:8: endpoint: '-host' is not a host name or IP address");
+	bad(PEER "endpoint = ho st:1\n", "t.conf:8: endpoint: 'ho st' is not a host name or IP address");
+	bad(PEER "endpoint = .:1\n", "t.conf:8: endpoint: '.' is not a host name or IP address");
+	bad(PEER "endpoint = 10.1:1\n", "t.conf:8: endpoint: '10.1' is not a host name or IP address");
+	bad(PEER "endpoint = [bob.example.net]:1\n",
+	    "t.conf:8: endpoint: 'bob.example.net' is not an IPv6 address");
+	bad(PEER "endpoint = a:b:80\n", "t.conf:8: endpoint: 'a:b:80' is not HOST:PORT or [ADDR]:PORT");
+	bad(PEER "endpoint = 2001:db8:0:0:0:0:0:1:6080\n", "t.conf:8: endpoint: an IPv6 "
+	    "address needs brackets in '2001:db8:0:0:0:0:0:1:6080' ([ADDR]:PORT)");
+	bad(PEER "endpoint = [::1]80\n", "t.conf:8: endpoint: '[::1]80' is not HOST:PORT or [ADDR]:PORT");
+	bad(PEER "address = fd77::5/64\n",
+	    "t.conf:8: address: 'fd77::5/64' is not a host address (/32 or /128; use allowed-ips for prefixes)");
+	bad(PEER "address = host\n", "t.conf:8: address: 'host' is not an IP address");
+	bad(PEER "allowed-ips = 2001:db8::1/64\n", "t.conf:8: allowed-ips: host bits set in '2001:db8::1/64'");
+	bad(PEER "allowed-ips = 10.0.0.0/8/8\n", "t.conf:8: allowed-ips: bad prefix length in '10.0.0.0/8/8'");
+	bad(PEER "name = n\nca = /ca\nca = /ca2\n", "t.conf:10: duplicate key 'ca' in [peer x]");
+	bad(PEER "mtu = 1400\n", "t.conf:8: unknown key 'mtu' in [peer x]");
+	bad(HEAD "[peer x]\nfingerprint = sha256: " FP_A2 "\n",
+	    "t.conf:6: fingerprint: 'sha256: a2aeb6b88ebbc7413e33ccaf26b44c6152219...' is not sha256:<64 hex digits>");
+	bad(HEAD "[peer x]\nfingerprint = " FP_A2 "\n",
+	    "t.conf:6: fingerprint: 'a2aeb6b88ebbc7413e33ccaf26b44c6152219d0e9a845...' is not sha256:<64 hex digits>");
+	bad(HEAD "[peer x]\nfingerprint = sha256:" FP_A2 "00\n",
+	    "t.conf:6: fingerprint: 'sha256:a2aeb6b88ebbc7413e33ccaf26b44c6152219d...' is not sha256:<64 hex digits>");
+#undef PEER
+}
+END_TEST
+
+START_TEST(test_limits)
+{
+	size_t cap = 2 * 1024 * 1024, n = 0, x;
+	char *text = malloc(cap);
+	struct conf_error err;
+	struct conf *c;
+
+	ck_assert_ptr_nonnull(text);
+	n += (size_t)snprintf(text + n, cap - n, "[interface]\n");
+	for (x = 0; x < CONF_MAX_VALUES; x++)
+		n += (size_t)snprintf(text + n, cap - n, "address = 10.%zu.%zu.1/24\n",
+		    x / 256, x % 256);
+	n += (size_t)snprintf(text + n, cap - n, "encryption = none\n");
+	ck_assert_int_eq(conf_parse("t.conf", text, n, &c, &err), 0);
+	ck_assert_uint_eq(c->iface.n_address, CONF_MAX_VALUES);
+	conf_free(c);
+	n += (size_t)snprintf(text + n, cap - n, "address = 10.99.0.1/24\n");
+	ck_assert_int_eq(conf_parse("t.conf", text, n, &c, &err), -EINVAL);
+	ck_assert_str_eq(fmt_err(&err),
+	    "t.conf:259: address: too many values in [interface] (more than 256)");
+
+	n = (size_t)snprintf(text, cap, "[interface]\naddress = fd77::1/64\nencryption = none\n");
+	for (x = 0; x < CONF_MAX_PEERS; x++)
+		n += (size_t)snprintf(text + n, cap - n,
+		    "[peer p%zu]\nendpoint = 192.0.2.1:%zu\naddress = fd77::%zx\n",
+		    x, x + 1, x + 2);
+	ck_assert_int_eq(conf_parse("t.conf", text, n, &c, &err), 0);
+	ck_assert_uint_eq(c->n_peers, CONF_MAX_PEERS);
+	ck_assert_int_eq(conf_validate(c, &err), 0);
+	roundtrip(c, "1024 peers");
+	conf_free(c);
+	n += (size_t)snprintf(text + n, cap - n, "[peer last]\n");
+	ck_assert_int_eq(conf_parse("t.conf", text, n, &c, &err), -EINVAL);
+	ck_assert_str_eq(fmt_err(&err), "t.conf:3076: too many peers (more than 1024)");
+	free(text);
+}
+END_TEST
+
+START_TEST(test_validate)
+{
+	struct conf *c;
+
+	/* overlapping prefixes inside one peer are fine, so are the interface
+	 * prefix and a peer's allowed-ips over it */
+	c = good(HEAD "[peer a]\nfingerprint = sha256:" FP_A2 "\naddress = 10.77.0.2\n"
+	    "allowed-ips = 10.0.0.0/8, 10.1.0.0/16, 10.77.0.0/24\n");
+	conf_free(c);
+	/* different families never collide */
+	c = good("[interface]\naddress = 10.77.0.1/24, fd77::1/64\nencryption = none\n"
+	    "[peer a]\nendpoint = a.example:1\nallowed-ips = ::/0\n"
+	    "[peer b]\nendpoint = b.example:1\nallowed-ips = 0.0.0.0/0\n");
+	conf_free(c);
+	/* the claim with the later line is named, whatever the peer order */
+	bad(HEAD "[peer a]\nfingerprint = sha256:" FP_A2 "\nallowed-ips = 10.8.0.0/16\n"
+	    "[peer b]\nca = /ca\nname = b\nallowed-ips = 10.0.0.0/8\n",
+	    "t.conf:11: peer 'b': allowed-ips 10.0.0.0/8 overlaps 10.8.0.0/16 of peer 'a' (line 7)");
+	bad(HEAD "[peer a]\nfingerprint = sha256:" FP_A2 "\naddress = 10.77.0.2\n"
+	    "allowed-ips = 10.9.0.0/16\naddress = 10.77.0.9\n"
+	    "[peer b]\nca = /ca\nname = b\naddress = 10.77.0.9\n",
+	    "t.conf:13: peer 'b': address 10.77.0.9 is also claimed by peer 'a' (line 9)");
+	/* exact repeat inside one peer, as the same key */
+	bad(HEAD "[peer a]\nfingerprint = sha256:" FP_A2 "\nallowed-ips = 10.9.0.0/16\n"
+	    "allowed-ips = 10.9.0.0/16\n",
+	    "t.conf:8: peer 'a': allowed-ips 10.9.0.0/16 is listed twice (first at line 7)");
+	bad("[interface]\naddress = 10.77.0.1/24\nencryption = none\n[peer a]\n"
+	    "endpoint = a:1\naddress = 10.77.0.2\nname = x\n",
+	    "t.conf:4: key 'name' without 'ca' in [peer a]");
+	/* the same CA for two peers is fine; the same fingerprint is not */
+	c = good(HEAD "[peer a]\nca = /ca\nname = a\naddress = 10.77.0.2\n"
+	    "[peer b]\nca = /ca\nname = b\naddress = 10.77.0.3\n");
+	conf_free(c);
+	/* encryption none: fingerprints may stay; private key not needed */
+	c = good("[interface]\naddress = 10.77.0.1/24\nencryption = none\n[peer a]\n"
+	    "endpoint = a:1\naddress = 10.77.0.2\nfingerprint = sha256:" FP_A2 "\n");
+	conf_free(c);
+}
+END_TEST
+
+/* conf_validate() also guards configs that were not parsed from text. */
+START_TEST(test_validate_struct)
+{
+	struct conf_error err;
+	struct conf *c = good(HEAD);
+	struct conf_prefix *saved = c->iface.address;
+
+	c->iface.address = NULL;
+	c->iface.n_address = 0;
+	ck_assert_int_eq(conf_validate(c, &err), -EINVAL);
+	ck_assert_str_eq(fmt_err(&err), "t.conf:1: missing key 'address' in [interface]");
+	c->iface.address = saved;
+	c->iface.n_address = 1;
+	c->iface.line = 0;
+	free(c->iface.private_key);
+	c->iface.private_key = NULL;
+	ck_assert_int_eq(conf_validate(c, &err), -EINVAL);
+	ck_assert_str_eq(fmt_err(&err),
+	    "t.conf: missing key 'private-key' in [interface] (required with encryption dtls)");
+	ck_assert_int_eq(conf_validate(c, NULL), -EINVAL);
+	c->iface.encryption = CONF_ENC_NONE;
+	ck_assert_int_eq(conf_validate(c, &err), 0);
+	conf_free(c);
+	conf_free(NULL);
+}
+END_TEST
+
+START_TEST(test_equal)
+{
+	struct conf *a, *b;
+	static const char *const variants[] = {
+		"name = tou1\n", "address = 10.77.0.9/24\n", "listen = 6081\n",
+		"listen = 0.0.0.0:6080\n", "keylog-file = /kl\n", "mtu = 1400\n",
+		"path-mtu = 1501\n", "user = toud\n", "log-level = debug\n",
+		"control = /run/x.sock\n", "rekey-time = 61\n", "rekey-bytes = 65G\n",
+	};
+	static const char *const peer_variants[] = {
+		"keepalive = 1\n", "endpoint = a.example:1\n", "address = 10.77.0.3\n",
+		"allowed-ips = 10.9.0.0/16\n",
+	};
+	char text[1024];
+	size_t x;
+
+	a = good(HEAD "[peer p]\nfingerprint = sha256:" FP_A2 "\naddress = 10.77.0.2\n");
+	/* other file, other lines, other spelling: equal */
+	b = good("\n\n# x\n[peer p]\nADDRESS = 10.77.0.2/32\nfingerprint = SHA256:"
+	    FP_A2 "\n[interface]\ncertificate = /c\nprivate-key = /k\nmtu = auto\n"
+	    "address = 10.77.0.1/24\nlisten = 6080\nrekey-bytes = 65536M\n");
+	ck_assert(conf_equal(a, b));
+	ck_assert(conf_peer_equal(&a->peers[0], &b->peers[0]));
+	conf_free(b);
+	for (x = 0; x < ARRAY_SIZE(variants); x++) {
+		snprintf(text, sizeof(text), HEAD "%s[peer p]\nfingerprint = sha256:"
+		    FP_A2 "\naddress = 10.77.0.2\n", variants[x]);
+		b = good(text);
+		ck_assert_msg(!conf_equal(a, b), "equal despite %s", variants[x]);
+		ck_assert_msg(!conf_equal(b, a), "equal despite %s", variants[x]);
+		ck_assert(conf_peer_equal(&a->peers[0], &b->peers[0]));
+		conf_free(b);
+	}
+	for (x = 0; x < ARRAY_SIZE(peer_variants); x++) {
+		snprintf(text, sizeof(text), HEAD "[peer p]\nfingerprint = sha256:"
+		    FP_A2 "\naddress = 10.77.0.2\n%s", peer_variants[x]);
+		b = good(text);
+		ck_assert_msg(!conf_peer_equal(&a->peers[0], &b->peers[0]),
+		    "equal despite %s", peer_variants[x]);
+		ck_assert(!conf_equal(a, b));
+		conf_free(b);
+	}
+	b = good(HEAD "[peer p]\nca = /ca\nname = p\naddress = 10.77.0.2\n");
+	ck_assert(!conf_peer_equal(&a->peers[0], &b->peers[0]));
+	conf_free(b);
+	b = good(HEAD "[peer q]\nfingerprint = sha256:" FP_A2 "\naddress = 10.77.0.2\n");
+	ck_assert(!conf_peer_equal(&a->peers[0], &b->peers[0]));
+	ck_assert(!conf_equal(a, b));
+	conf_free(b);
+	b = good(HEAD "[peer p]\nfingerprint = sha256:" FP_A2 "\naddress = 10.77.0.2\n"
+	    "[peer q]\nfingerprint = sha256:" FP_5E "\naddress = 10.77.0.3\n");
+	ck_assert(!conf_equal(a, b));
+	ck_assert(!conf_equal(b, a));
+	conf_free(b);
+	b = good("[interface]\naddress = 10.77.0.1/24\nencryption = none\n[peer p]\n"
+	    "address = 10.77.0.2\nendpoint = a:1\n");
+	ck_assert(!conf_equal(a, b));
+	conf_free(b);
+	conf_free(a);
+
+	/* list order and peer order do not matter */
+	a = good(HEAD "address = fd77::1/64\n[peer p]\nca = /ca\nname = p\n"
+	    "address = 10.77.0.2, fd77::2\n[peer q]\nca = /ca\nname = q\naddress = 10.77.0.3\n");
+	b = good("[interface]\naddress = fd77::1/64, 10.77.0.1/24\nprivate-key = /k\n"
+	    "certificate = /c\n[peer q]\nca = /ca\nname = q\naddress = 10.77.0.3\n"
+	    "[peer p]\nca = /ca\nname = p\naddress = fd77::2\naddress = 10.77.0.2\n");
+	ck_assert(conf_equal(a, b));
+	ck_assert(conf_equal(b, a));
+	ck_assert(conf_peer_equal(&a->peers[0], &b->peers[1]));
+	ck_assert(!conf_peer_equal(&a->peers[0], &b->peers[0]));
+	conf_free(a);
+	conf_free(b);
+}
+END_TEST
+
+START_TEST(test_print)
+{
+	struct conf *c;
+	char *t;
+
+	c = good("[peer bob]\naddress = fd77::2, 10.77.0.2\nfingerprint = sha256:" FP_A2
+	    "\nendpoint = [2001:DB8::1]:6080\nallowed-ips = 192.168.50.0/24\n"
+	    "[interface]\nAddress = 10.77.0.1/24, fd77::1/64\nprivate-key = /k\ncertificate = /c\n"
+	    "listen = [::1]:99\nrekey-bytes = 1025M\n"
+	    "[peer carol]\nname = carol\nca = /ca\nendpoint = Carol.Example:1\naddress = 10.77.0.3\n");
+	t = conf_print(c);
+	ck_assert_ptr_nonnull(t);
+	ck_assert_str_eq(t,
+	    "[interface]\n"
+	    "name        = tou0\n"
+	    "address     = 10.77.0.1/24\n"
+	    "address     = fd77::1/64\n"
+	    "listen      = [::1]:99\n"
+	    "private-key = /k\n"
+	    "certificate = /c\n"
+	    "mtu         = auto\n"
+	    "path-mtu    = 1500\n"
+	    "encryption  = dtls\n"
+	    "log-level   = info\n"
+	    "control     = /run/toud/toud.sock\n"
+	    "rekey-time  = 3600\n"
+	    "rekey-bytes = 1025M\n"
+	    "\n"
+	    "[peer bob]\n"
+	    "fingerprint = sha256:" FP_A2 "\n"
+	    "endpoint    = [2001:db8::1]:6080\n"
+	    "address     = fd77::2\n"
+	    "address     = 10.77.0.2\n"
+	    "allowed-ips = 192.168.50.0/24\n"
+	    "keepalive   = 0\n"
+	    "\n"
+	    "[peer carol]\n"
+	    "ca          = /ca\n"
+	    "name        = carol\n"
+	    "endpoint    = carol.example:1\n"
+	    "address     = 10.77.0.3\n"
+	    "keepalive   = 0\n");
+	free(t);
+	conf_free(c);
+}
+END_TEST
+
+struct warnings {
+	int n;
+	char last[600];
+};
+
+static void
+collect(const struct conf_error *w, void *arg)
+{
+	struct warnings *ws = arg;
+
+	ws->n++;
+	conf_error_fmt(w, ws->last, sizeof(ws->last));
+}
+
+/* Key files: checked only with check_files; the key's mode is warned about. */
+START_TEST(test_key_files)
+{
+	char dir[] = "/tmp/check_conf.XXXXXX", path[256], key[256], cert[256], text[1024];
+	char want[1024];
+	struct warnings ws = { 0, "" };
+	struct conf_error err;
+	struct conf *c;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/tou.conf", dir);
+	snprintf(key, sizeof(key), "%s/key.pem", dir);
+	snprintf(cert, sizeof(cert), "%s/cert.pem", dir);
+	snprintf(text, sizeof(text), "[interface]\naddress = 10.77.0.1/24\n"
+	    "certificate = cert.pem\nprivate-key = %s\n", key);
+	write_file(path, text, 0644);
+
+	/* without check_files the missing files are not noticed */
+	ck_assert_int_eq(conf_load(path, false, &c, &err, collect, &ws), 0);
+	ck_assert_str_eq(c->iface.certificate, cert);
+	conf_free(c);
+	ck_assert_int_eq(conf_load(path, true, &c, &err, collect, &ws), -EINVAL);
+	snprintf(want, sizeof(want), "%s:4: private-key: cannot open '%s': "
+	    "No such file or directory", path, key);
+	ck_assert_str_eq(fmt_err(&err), want);
+
+	write_file(key, "key\n", 0644);
+	ck_assert_int_eq(conf_load(path, true, &c, &err, collect, &ws), -EINVAL);
+	snprintf(want, sizeof(want), "%s:3: certificate: cannot open '%s': "
+	    "No such file or directory", path, cert);
+	ck_assert_str_eq(fmt_err(&err), want);
+	ck_assert_int_eq(ws.n, 0);
+
+	write_file(cert, "cert\n", 0644);
+	ck_assert_int_eq(conf_load(path, true, &c, &err, collect, &ws), 0);
+	conf_free(c);
+	ck_assert_int_eq(ws.n, 1);
+	snprintf(want, sizeof(want), "%s:4: private key '%s' is readable by group or "
+	    "others; chmod 600 it", path, key);
+	ck_assert_str_eq(ws.last, want);
+	/* no callback: no crash */
+	ck_assert_int_eq(conf_load(path, true, &c, &err, NULL, NULL), 0);
+	conf_free(c);
+
+	ck_assert_int_eq(chmod(key, 0640), 0);
+	ck_assert_int_eq(conf_load(path, true, &c, &err, collect, &ws), 0);
+	conf_free(c);
+	ck_assert_int_eq(ws.n, 2);
+	ck_assert_int_eq(chmod(key, 0600), 0);
+	ck_assert_int_eq(conf_load(path, true, &c, &err, collect, &ws), 0);
+	conf_free(c);
+	ck_assert_int_eq(ws.n, 2);
+
+	/* a peer's CA file */
+	snprintf(text, sizeof(text), "[interface]\naddress = 10.77.0.1/24\n"
+	    "certificate = cert.pem\nprivate-key = key.pem\n[peer a]\nca = ca.pem\n"
+	    "name = a\naddress = 10.77.0.2\n");
+	write_file(path, text, 0600);
+	ck_assert_int_eq(conf_load(path, true, &c, &err, collect, &ws), -EINVAL);
+	snprintf(want, sizeof(want), "%s:6: ca: cannot open '%s/ca.pem': "
+	    "No such file or directory", path, dir);
+	ck_assert_str_eq(fmt_err(&err), want);
+	snprintf(want, sizeof(want), "%s/ca.pem", dir);
+	write_file(want, "ca\n", 0644);
+	ck_assert_int_eq(conf_load(path, true, &c, &err, collect, &ws), 0);
+	ck_assert_str_eq(c->peers[0].ca, want);
+	conf_free(c);
+	unlink(want);
+
+	/* a directory is not a key file */
+	snprintf(text, sizeof(text), "[interface]\naddress = 10.77.0.1/24\n"
+	    "certificate = .\nprivate-key = key.pem\n");
+	write_file(path, text, 0600);
+	ck_assert_int_eq(conf_load(path, true, &c, &err, collect, &ws), -EINVAL);
+	snprintf(want, sizeof(want), "%s:3: certificate: '%s/.' is not a regular file",
+	    path, dir);
+	ck_assert_str_eq(fmt_err(&err), want);
+
+	if (geteuid() != 0) {
+		/* unreadable for us (root reads anything) */
+		ck_assert_int_eq(chmod(key, 0), 0);
+		snprintf(text, sizeof(text), "[interface]\naddress = 10.77.0.1/24\n"
+		    "certificate = cert.pem\nprivate-key = key.pem\n");
+		write_file(path, text, 0600);
+		ck_assert_int_eq(conf_load(path, true, &c, &err, collect, &ws), -EINVAL);
+		snprintf(want, sizeof(want), "%s:4: private-key: cannot open '%s': "
+		    "Permission denied", path, key);
+		ck_assert_str_eq(fmt_err(&err), want);
+	}
+	unlink(key);
+	unlink(cert);
+	unlink(path);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+/* A relative configuration path: key paths become absolute through the cwd. */
+START_TEST(test_relative_path)
+{
+	char dir[] = "/tmp/check_conf.XXXXXX", old[2048], want[2200];
+	struct conf_error err;
+	struct conf *c;
+
+	ck_assert_ptr_nonnull(getcwd(old, sizeof(old)));
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert_int_eq(chdir(dir), 0);
+	ck_assert_int_eq(mkdir("sub", 0700), 0);
+	write_file("sub/t.conf", "[interface]\naddress = 10.77.0.1/24\n"
+	    "private-key = key.pem\ncertificate = ../cert.pem\nkeylog-file = kl\n", 0600);
+	write_file("t.conf", "[interface]\naddress = 10.77.0.1/24\n"
+	    "private-key = sub/key.pem\ncertificate = /c\n", 0600);
+	ck_assert_int_eq(conf_load("sub/t.conf", false, &c, &err, NULL, NULL), 0);
+	snprintf(want, sizeof(want), "%s/sub/key.pem", dir);
+	ck_assert_str_eq(c->iface.private_key, want);
+	snprintf(want, sizeof(want), "%s/sub/../cert.pem", dir);
+	ck_assert_str_eq(c->iface.certificate, want);
+	snprintf(want, sizeof(want), "%s/sub/kl", dir);
+	ck_assert_str_eq(c->iface.keylog_file, want);
+	ck_assert_str_eq(c->file, "sub/t.conf");
+	conf_free(c);
+	ck_assert_int_eq(conf_load("t.conf", false, &c, &err, NULL, NULL), 0);
+	snprintf(want, sizeof(want), "%s/sub/key.pem", dir);
+	ck_assert_str_eq(c->iface.private_key, want);
+	ck_assert_str_eq(c->iface.certificate, "/c");
+	conf_free(c);
+	ck_assert_int_eq(conf_load("sub/t.conf", true, &c, &err, NULL, NULL), -EINVAL);
+	snprintf(want, sizeof(want), "sub/t.conf:3: private-key: cannot open "
+	    "'%s/sub/key.pem': No such file or directory", dir);
+	ck_assert_str_eq(fmt_err(&err), want);
+	unlink("sub/t.conf");
+	unlink("t.conf");
+	rmdir("sub");
+	ck_assert_int_eq(chdir(old), 0);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+START_TEST(test_load_errors)
+{
+	char dir[] = "/tmp/check_conf.XXXXXX", path[256], want[512];
+	struct conf_error err;
+	struct conf *c = (struct conf *)1;
+	size_t size = 1024 * 1024, n;
+	char *text;
+
+	ck_assert_int_eq(conf_load("/nonexistent/tou.conf", true, &c, &err, NULL, NULL),
+	    -ENOENT);
+	ck_assert_ptr_null(c);
+	ck_assert_str_eq(fmt_err(&err),
+	    "/nonexistent/tou.conf: cannot open: No such file or directory");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert_int_eq(conf_load(dir, true, &c, &err, NULL, NULL), -EISDIR);
+	snprintf(want, sizeof(want), "%s: cannot read: Is a directory", dir);
+	ck_assert_str_eq(fmt_err(&err), want);
+
+	/* exactly 1 MiB is read; one byte more is refused */
+	text = malloc(size + 2);
+	ck_assert_ptr_nonnull(text);
+	n = (size_t)snprintf(text, size, "[interface]\naddress = 10.77.0.1/24\n"
+	    "encryption = none\n");
+	memset(text + n, '#', size - n);
+	for (; n + 100 < size; n += 100)
+		text[n] = '\n';
+	text[size] = '\0';
+	snprintf(path, sizeof(path), "%s/big.conf", dir);
+	write_file(path, text, 0600);
+	ck_assert_int_eq(conf_load(path, true, &c, &err, NULL, NULL), 0);
+	conf_free(c);
+	text[size] = '\n';
+	text[size + 1] = '\0';
+	write_file(path, text, 0600);
+	ck_assert_int_eq(conf_load(path, true, &c, &err, NULL, NULL), -EFBIG);
+	snprintf(want, sizeof(want), "%s: file larger than 1 MiB", path);
+	ck_assert_str_eq(fmt_err(&err), want);
+	free(text);
+	unlink(path);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+START_TEST(test_error_fmt)
+{
+	struct conf_error e;
+	char buf[16];
+
+	memset(&e, 0, sizeof(e));
+	strcpy(e.file, "/etc/tou.conf");
+	e.line = 7;
+	strcpy(e.msg, "unknown key 'adress' in [peer bob]");
+	ck_assert_str_eq(fmt_err(&e), "/etc/tou.conf:7: unknown key 'adress' in [peer bob]");
+	e.line = 0;
+	ck_assert_str_eq(fmt_err(&e), "/etc/tou.conf: unknown key 'adress' in [peer bob]");
+	ck_assert_str_eq(conf_error_fmt(&e, buf, sizeof(buf)), "/etc/tou.conf: ");
+	ck_assert_ptr_eq(conf_error_fmt(&e, buf, sizeof(buf)), buf);
+}
+END_TEST
+
+static void
+scan_bad_fixtures(void)
+{
+	struct dirent **list;
+	int n, x;
+
+	n = scandir(testdata_conf(), &list, NULL, alphasort);
+	if (n < 0) {
+		fprintf(stderr, "check_conf: cannot read %s: %s\n", testdata_conf(),
+		    strerror(errno));
+		return;
+	}
+	bad_names = calloc((size_t)n, sizeof(*bad_names));
+	for (x = 0; x < n; x++) {
+		size_t l = strlen(list[x]->d_name);
+
+		if (bad_names && strncmp(list[x]->d_name, "bad-", 4) == 0 && l > 5 &&
+		    strcmp(list[x]->d_name + l - 5, ".conf") == 0)
+			bad_names[n_bad++] = strdup(list[x]->d_name);
+		free(list[x]);
+	}
+	free(list);
+}
+
+static Suite *
+conf_suite(void)
+{
+	Suite *s = suite_create("conf");
+	TCase *tc = tcase_create("parse");
+
+	tcase_add_test(tc, test_defaults);
+	tcase_add_test(tc, test_full);
+	tcase_add_test(tc, test_none_and_case);
+	tcase_add_test(tc, test_roundtrip_files);
+	tcase_add_test(tc, test_syntax);
+	tcase_add_test(tc, test_buffer);
+	tcase_add_test(tc, test_line_length);
+	tcase_add_test(tc, test_iface_values);
+	tcase_add_test(tc, test_peer_values);
+	tcase_add_test(tc, test_limits);
+	tcase_add_test(tc, test_validate);
+	tcase_add_test(tc, test_validate_struct);
+	tcase_add_test(tc, test_equal);
+	tcase_add_test(tc, test_print);
+	tcase_add_test(tc, test_error_fmt);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("fixtures");
+	tcase_add_test(tc, test_bad_count);
+	tcase_add_loop_test(tc, test_bad_fixture, 0, (int)n_bad);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("load");
+	tcase_add_test(tc, test_key_files);
+	tcase_add_test(tc, test_relative_path);
+	tcase_add_test(tc, test_load_errors);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr;
+	int failed;
+
+	testdata_conf();
+	scan_bad_fixtures();
+	sr = srunner_create(conf_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
