@@ -1,0 +1,506 @@
+/* rtnl.c - a minimal rtnetlink client.  Every request carries NLM_F_ACK and
+ * its own sequence number and is answered synchronously, so the caller gets
+ * the kernel's verdict as 0 or -errno.  What this handle adds is remembered,
+ * so that exactly that can be removed again, and nothing the administrator
+ * or another program installed. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/if_addr.h>
+#include <net/if.h>
+
+#include "log.h"
+#include "rtnl.h"
+
+/* Our routes show as "proto 116" in `ip route` ('t' for toud). */
+#define RTNL_PROTO_TOUD 0x74
+
+/* How long to wait for the kernel's answer to one request. */
+#define RTNL_TIMEOUT_S 5
+
+#define RTNL_ATTRBUF 128
+
+enum rtnl_kind { RTNL_ADDR, RTNL_ROUTE };
+
+/* Something this handle installed; the list is newest first. */
+struct rtnl_entry {
+	struct rtnl_entry *next;
+	enum rtnl_kind kind;
+	int ifindex;
+	struct ipprefix p;        /* routes: masked */
+};
+
+struct rtnl {
+	int fd;
+	uint32_t seq;
+	struct rtnl_entry *entries;
+};
+
+/* One request: header, family message and room for a few attributes. */
+struct rtnl_req {
+	struct nlmsghdr n;
+	union {
+		struct ifinfomsg ifi;
+		struct ifaddrmsg ifa;
+		struct rtmsg rtm;
+	};
+	uint8_t attrs[RTNL_ATTRBUF];
+};
+
+struct rtnl *
+rtnl_open(void)
+{
+	struct rtnl *r;
+	struct sockaddr_nl sa;
+	struct timeval tv = { .tv_sec = RTNL_TIMEOUT_S };
+	int one = 1, saved;
+
+	if ((r = calloc(1, sizeof(*r))) == NULL)
+		return NULL;
+	r->fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	if (r->fd < 0)
+		goto fail;
+	if (setsockopt(r->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
+		goto fail;
+	/* Acks need not echo the whole request back; an old kernel without
+	 * the option just sends longer acks. */
+	(void)setsockopt(r->fd, SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof(one));
+	memset(&sa, 0, sizeof(sa));
+	sa.nl_family = AF_NETLINK;
+	if (bind(r->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		goto fail;
+	/* Distinct start values keep a stale answer from matching a request. */
+	r->seq = (uint32_t)util_now_ms();
+	return r;
+
+fail:
+	saved = errno;
+	if (r->fd >= 0)
+		close(r->fd);
+	free(r);
+	errno = saved;
+	return NULL;
+}
+
+static void
+rtnl_entries_free(struct rtnl *r)
+{
+	struct rtnl_entry *e, *next;
+
+	for (e = r->entries; e != NULL; e = next) {
+		next = e->next;
+		free(e);
+	}
+	r->entries = NULL;
+}
+
+void
+rtnl_close(struct rtnl *r)
+{
+	if (r == NULL)
+		return;
+	rtnl_entries_free(r);
+	close(r->fd);
+	free(r);
+}
+
+static void
+rtnl_req_init(struct rtnl_req *q, uint16_t type, uint16_t flags, size_t msglen)
+{
+	memset(q, 0, sizeof(*q));
+	q->n.nlmsg_len = (uint32_t)NLMSG_LENGTH(msglen);
+	q->n.nlmsg_type = type;
+	q->n.nlmsg_flags = (uint16_t)(NLM_F_REQUEST | NLM_F_ACK | flags);
+}
+
+static int
+rtnl_attr_put(struct rtnl_req *q, uint16_t type, const void *data, size_t len)
+{
+	size_t off = NLMSG_ALIGN(q->n.nlmsg_len);
+	struct rtattr *rta;
+
+	if (off + RTA_SPACE(len) > sizeof(*q))
+		return -EMSGSIZE;
+	rta = (struct rtattr *)((uint8_t *)q + off);
+	rta->rta_type = type;
+	rta->rta_len = (uint16_t)RTA_LENGTH(len);
+	memcpy(RTA_DATA(rta), data, len);
+	q->n.nlmsg_len = (uint32_t)(off + RTA_SPACE(len));
+	return 0;
+}
+
+static int
+rtnl_attr_put_u32(struct rtnl_req *q, uint16_t type, uint32_t v)
+{
+	return rtnl_attr_put(q, type, &v, sizeof(v));
+}
+
+/* Look for the answer to seq in one datagram: 1 when found (*err set). */
+static int
+rtnl_parse_ack(const uint8_t *buf, size_t len, uint32_t seq, int *err)
+{
+	const struct nlmsghdr *h;
+	const struct nlmsgerr *e;
+	int rem = (int)len;
+
+	for (h = (const struct nlmsghdr *)buf; NLMSG_OK(h, rem);
+	    h = NLMSG_NEXT(h, rem)) {
+		if (h->nlmsg_seq != seq || h->nlmsg_type != NLMSG_ERROR)
+			continue;
+		if (h->nlmsg_len < NLMSG_LENGTH(sizeof(*e))) {
+			*err = -EBADMSG;
+			return 1;
+		}
+		e = NLMSG_DATA(h);
+		/* error is 0 for an ack or a negative errno. */
+		*err = e->error > 0 ? -EPROTO : e->error;
+		return 1;
+	}
+	return 0;
+}
+
+/* Send one request and wait for its ack or error. */
+static int
+rtnl_talk(struct rtnl *r, struct rtnl_req *q)
+{
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+	union {
+		uint8_t b[8192];
+		struct nlmsghdr align;
+	} buf;
+	struct iovec iov;
+	struct msghdr msg;
+	ssize_t n;
+	int err;
+
+	q->n.nlmsg_seq = ++r->seq;
+	do
+		n = sendto(r->fd, q, q->n.nlmsg_len, 0, (struct sockaddr *)&sa,
+		    sizeof(sa));
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	if ((size_t)n != q->n.nlmsg_len)
+		return -EIO;
+
+	for (;;) {
+		iov.iov_base = buf.b;
+		iov.iov_len = sizeof(buf.b);
+		memset(&msg, 0, sizeof(msg));
+		msg.msg_name = &sa;
+		msg.msg_namelen = sizeof(sa);
+		msg.msg_iov = &iov;
+		msg.msg_iovlen = 1;
+		n = recvmsg(r->fd, &msg, 0);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return -ETIMEDOUT;
+			return -errno;
+		}
+		/* Only the kernel speaks to us; a truncated datagram cannot
+		 * be an ack this small buffer would not hold. */
+		if (sa.nl_pid != 0 || (msg.msg_flags & MSG_TRUNC))
+			continue;
+		if (rtnl_parse_ack(buf.b, (size_t)n, q->n.nlmsg_seq, &err))
+			return err;
+	}
+}
+
+static bool
+rtnl_prefix_valid(const struct ipprefix *p)
+{
+	size_t alen = util_addr_len(p->addr.family);
+
+	return alen != 0 && p->len <= alen * 8;
+}
+
+static struct rtnl_entry **
+rtnl_entry_find(struct rtnl *r, enum rtnl_kind kind, int ifindex,
+    const struct ipprefix *p)
+{
+	struct rtnl_entry **ep;
+
+	for (ep = &r->entries; *ep != NULL; ep = &(*ep)->next) {
+		struct rtnl_entry *e = *ep;
+
+		if (e->kind == kind && e->ifindex == ifindex &&
+		    e->p.len == p->len && util_addr_equal(&e->p.addr, &p->addr))
+			return ep;
+	}
+	return NULL;
+}
+
+static void
+rtnl_entry_forget(struct rtnl *r, enum rtnl_kind kind, int ifindex,
+    const struct ipprefix *p)
+{
+	struct rtnl_entry **ep, *e;
+
+	if ((ep = rtnl_entry_find(r, kind, ifindex, p)) == NULL)
+		return;
+	e = *ep;
+	*ep = e->next;
+	free(e);
+}
+
+/* The kernel's ways of saying "not there (any more)". */
+static bool
+rtnl_gone(int err)
+{
+	return err == -ENOENT || err == -ENODEV || err == -ESRCH ||
+	    err == -EADDRNOTAVAIL;
+}
+
+int
+rtnl_link_set(struct rtnl *r, int ifindex, unsigned mtu, bool up)
+{
+	struct rtnl_req q;
+	int err;
+
+	if (ifindex <= 0)
+		return -EINVAL;
+	rtnl_req_init(&q, RTM_NEWLINK, 0, sizeof(q.ifi));
+	q.ifi.ifi_family = AF_UNSPEC;
+	q.ifi.ifi_index = ifindex;
+	q.ifi.ifi_flags = up ? IFF_UP : 0;
+	q.ifi.ifi_change = IFF_UP;
+	/* An MTU of 0 leaves the MTU as it is. */
+	if (mtu != 0 && (err = rtnl_attr_put_u32(&q, IFLA_MTU, mtu)) < 0)
+		return err;
+	return rtnl_talk(r, &q);
+}
+
+static int
+rtnl_addr_req(struct rtnl *r, uint16_t type, uint16_t flags, int ifindex,
+    const struct ipprefix *p)
+{
+	struct rtnl_req q;
+	size_t alen = util_addr_len(p->addr.family);
+	uint32_t ifa_flags = 0;
+	int err;
+
+	rtnl_req_init(&q, type, flags, sizeof(q.ifa));
+	q.ifa.ifa_family = (uint8_t)p->addr.family;
+	q.ifa.ifa_prefixlen = p->len;
+	q.ifa.ifa_scope = RT_SCOPE_UNIVERSE;
+	q.ifa.ifa_index = (uint32_t)ifindex;
+	/* Without DAD an IPv6 address is usable at once, not "tentative". */
+	if (p->addr.family == AF_INET6)
+		ifa_flags = IFA_F_NODAD;
+	q.ifa.ifa_flags = (uint8_t)ifa_flags;
+	if (p->addr.family == AF_INET &&
+	    (err = rtnl_attr_put(&q, IFA_LOCAL, p->addr.b, alen)) < 0)
+		return err;
+	if ((err = rtnl_attr_put(&q, IFA_ADDRESS, p->addr.b, alen)) < 0)
+		return err;
+	if (type == RTM_NEWADDR &&
+	    (err = rtnl_attr_put_u32(&q, IFA_FLAGS, ifa_flags)) < 0)
+		return err;
+	return rtnl_talk(r, &q);
+}
+
+int
+rtnl_addr_add(struct rtnl *r, int ifindex, const struct ipprefix *p)
+{
+	struct rtnl_entry *e;
+	int err;
+
+	if (ifindex <= 0 || !rtnl_prefix_valid(p))
+		return -EINVAL;
+	/* Allocate first: an address we could not remember is not added. */
+	if ((e = calloc(1, sizeof(*e))) == NULL)
+		return -ENOMEM;
+	err = rtnl_addr_req(r, RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, ifindex, p);
+	if (err < 0) {
+		free(e);
+		return err;
+	}
+	e->kind = RTNL_ADDR;
+	e->ifindex = ifindex;
+	e->p = *p;
+	e->next = r->entries;
+	r->entries = e;
+	return 0;
+}
+
+int
+rtnl_addr_del(struct rtnl *r, int ifindex, const struct ipprefix *p)
+{
+	int err;
+
+	if (ifindex <= 0 || !rtnl_prefix_valid(p))
+		return -EINVAL;
+	err = rtnl_addr_req(r, RTM_DELADDR, 0, ifindex, p);
+	if (err == 0 || rtnl_gone(err))
+		rtnl_entry_forget(r, RTNL_ADDR, ifindex, p);
+	return err;
+}
+
+static int
+rtnl_route_req(struct rtnl *r, uint16_t type, uint16_t flags, int ifindex,
+    const struct ipprefix *m)
+{
+	struct rtnl_req q;
+	int err;
+
+	rtnl_req_init(&q, type, flags, sizeof(q.rtm));
+	q.rtm.rtm_family = (uint8_t)m->addr.family;
+	q.rtm.rtm_dst_len = m->len;
+	q.rtm.rtm_table = RT_TABLE_MAIN;
+	/* Deletion matches the protocol too, so it never removes a route
+	 * that someone else installed for the same prefix. */
+	q.rtm.rtm_protocol = RTNL_PROTO_TOUD;
+	q.rtm.rtm_scope = RT_SCOPE_LINK;
+	q.rtm.rtm_type = RTN_UNICAST;
+	if (m->len > 0 && (err = rtnl_attr_put(&q, RTA_DST, m->addr.b,
+	    util_addr_len(m->addr.family))) < 0)
+		return err;
+	if ((err = rtnl_attr_put_u32(&q, RTA_OIF, (uint32_t)ifindex)) < 0)
+		return err;
+	return rtnl_talk(r, &q);
+}
+
+int
+rtnl_route_add(struct rtnl *r, int ifindex, const struct ipprefix *p)
+{
+	struct rtnl_entry *e;
+	struct ipprefix m;
+	int err;
+
+	if (ifindex <= 0 || !rtnl_prefix_valid(p))
+		return -EINVAL;
+	util_prefix_masked(p, &m);
+	if ((e = calloc(1, sizeof(*e))) == NULL)
+		return -ENOMEM;
+	err = rtnl_route_req(r, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, ifindex, &m);
+	if (err < 0) {
+		free(e);
+		return err;
+	}
+	e->kind = RTNL_ROUTE;
+	e->ifindex = ifindex;
+	e->p = m;
+	e->next = r->entries;
+	r->entries = e;
+	return 0;
+}
+
+int
+rtnl_route_del(struct rtnl *r, int ifindex, const struct ipprefix *p)
+{
+	struct ipprefix m;
+	int err;
+
+	if (ifindex <= 0 || !rtnl_prefix_valid(p))
+		return -EINVAL;
+	util_prefix_masked(p, &m);
+	err = rtnl_route_req(r, RTM_DELROUTE, 0, ifindex, &m);
+	if (err == 0 || rtnl_gone(err))
+		rtnl_entry_forget(r, RTNL_ROUTE, ifindex, &m);
+	return err;
+}
+
+static void
+rtnl_undo_kind(struct rtnl *r, enum rtnl_kind kind)
+{
+	char buf[UTIL_ADDRSTRLEN];
+	struct rtnl_entry *e;
+	int err;
+
+	/* The list is newest first: this walks in reverse order of adding. */
+	for (e = r->entries; e != NULL; e = e->next) {
+		if (e->kind != kind)
+			continue;
+		if (kind == RTNL_ROUTE)
+			err = rtnl_route_req(r, RTM_DELROUTE, 0, e->ifindex, &e->p);
+		else
+			err = rtnl_addr_req(r, RTM_DELADDR, 0, e->ifindex, &e->p);
+		/* The device may be gone already, and with it the entry. */
+		if (err < 0 && !rtnl_gone(err)) {
+			errno = -err;
+			log_warn("rtnl: cannot remove %s %s",
+			    kind == RTNL_ROUTE ? "route" : "address",
+			    util_prefix_fmt(&e->p, buf, sizeof(buf)));
+		}
+	}
+}
+
+void
+rtnl_undo_all(struct rtnl *r)
+{
+	if (r == NULL)
+		return;
+	rtnl_undo_kind(r, RTNL_ROUTE);
+	rtnl_undo_kind(r, RTNL_ADDR);
+	rtnl_entries_free(r);
+}
+
+int
+rtnl_monitor_open(void)
+{
+	struct sockaddr_nl sa = {
+		.nl_family = AF_NETLINK,
+		.nl_groups = RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR |
+		    RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE,
+	};
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_ROUTE);
+
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int rc = -errno;
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+unsigned
+rtnl_monitor_read(int fd, int ignore_ifindex)
+{
+	uint8_t buf[8192];
+	unsigned what = 0;
+	ssize_t n;
+
+	while ((n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0 || (n < 0 && errno == EINTR)) {
+		struct nlmsghdr *h;
+		size_t len = n > 0 ? (size_t)n : 0;
+
+		for (h = (struct nlmsghdr *)buf; NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
+			switch (h->nlmsg_type) {
+			case RTM_NEWADDR:
+			case RTM_DELADDR: {
+				const struct ifaddrmsg *ifa = NLMSG_DATA(h);
+				if ((int)ifa->ifa_index != ignore_ifindex)
+					what |= RTNL_EV_ADDR;
+				break;
+			}
+			case RTM_NEWROUTE:
+			case RTM_DELROUTE: {
+				const struct rtmsg *rtm = NLMSG_DATA(h);
+				/* A default route is what decides our path. */
+				if (rtm->rtm_dst_len == 0 && rtm->rtm_protocol != RTNL_PROTO_TOUD)
+					what |= RTNL_EV_ROUTE;
+				break;
+			}
+			case RTM_NEWLINK:
+			case RTM_DELLINK: {
+				const struct ifinfomsg *ifi = NLMSG_DATA(h);
+				if (ifi->ifi_index != ignore_ifindex)
+					what |= RTNL_EV_LINK;
+				break;
+			}
+			}
+		}
+	}
+	if (n < 0 && errno == ENOBUFS)        /* events lost: assume everything changed */
+		what |= RTNL_EV_ADDR | RTNL_EV_ROUTE | RTNL_EV_LINK;
+	return what;
+}
