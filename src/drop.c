@@ -1,0 +1,50 @@
+/* drop.c - names of the drop counters (JSON keys: never rename). */
+#include <assert.h>
+
+#include "drop.h"
+
+static const char *const drop_names[DROP__MAX] = {
+	[DROP_GUE + GUE_ERR_TRUNCATED] = "gue_truncated",
+	[DROP_GUE + GUE_ERR_VARIANT] = "gue_bad_variant",
+	[DROP_GUE + GUE_ERR_CONTROL] = "gue_bad_control",
+	[DROP_GUE + GUE_ERR_HLEN] = "gue_bad_hlen",
+	[DROP_GUE + GUE_ERR_PROTO] = "gue_bad_proto",
+	[DROP_GUE + GUE_ERR_FLAGS] = "gue_bad_flags",
+	[DROP_GUE + GUE_ERR_PFLAGS] = "gue_bad_private_flags",
+	[DROP_GUE + GUE_ERR_SESSION] = "gue_zero_session",
+	[DROP_GUE + GUE_ERR_CONTROL_LEN] = "gue_bad_control_len",
+	[DROP_PKT + PKT_ERR_TRUNCATED] = "inner_truncated",
+	[DROP_PKT + PKT_ERR_VERSION] = "inner_bad_version",
+	[DROP_PKT + PKT_ERR_HLEN] = "inner_bad_header_length",
+	[DROP_PKT + PKT_ERR_LENGTH] = "inner_bad_length",
+	[DROP_PKT + PKT_ERR_L4] = "inner_bad_transport",
+	[DROP_PKT + PKT_ERR_PROTO] = "inner_bad_protocol",
+	[DROP_NO_PEER] = "no_peer",
+	[DROP_NO_ENDPOINT] = "no_endpoint",
+	[DROP_NO_TUNNEL_ADDR] = "no_tunnel_address",
+	[DROP_UNKNOWN_ENDPOINT] = "unknown_endpoint",
+	[DROP_SOURCE] = "source_not_allowed",
+	[DROP_TOO_BIG] = "too_big",
+	[DROP_OVERSIZE] = "oversize_datagram",
+	[DROP_ECN] = "ecn",
+	[DROP_TUN_WRITE] = "tun_write",
+	[DROP_SEND] = "send",
+	[DROP_FAMILY] = "no_socket_for_family",
+	[DROP_UNKNOWN_SESSION] = "unknown_session",
+	[DROP_DTLS_HEADER] = "bad_dtls_header",
+	[DROP_HANDSHAKE] = "handshake_failed",
+	[DROP_HS_RATE] = "handshake_rate_limited",
+	[DROP_HS_COOKIE] = "cookie_requested",
+	[DROP_BAD_RECORD] = "bad_record",
+	[DROP_REPLAY] = "replay",
+	[DROP_QUEUE] = "queue_full",
+	[DROP_SEAL] = "seal",
+};
+static_assert(GUE_ERR__MAX == 10 && PKT_ERR__MAX == 7,
+    "a new gue/pkt error needs a drop counter name here");
+
+const char *
+drop_name(enum drop_reason r)
+{
+	return (unsigned)r < DROP__MAX && drop_names[r] ? drop_names[r] : "unknown";
+}

@@ -1,0 +1,43 @@
+/* drop.h - why a packet was dropped.  Every drop on the data path
+ * increments one of these counters (per peer, or per interface when no peer
+ * is known); `touctl show` prints them by name.  Names are a stable
+ * interface (JSON keys). */
+#ifndef TOUD_DROP_H
+#define TOUD_DROP_H
+
+#include "gue.h"
+#include "pkt.h"
+
+enum drop_reason {
+	/* outer/inner GUE framing (gue_err, GUE_OK unused) */
+	DROP_GUE = 0,
+	/* inner IP or transport packet (pkt_err, PKT_OK unused) */
+	DROP_PKT = DROP_GUE + GUE_ERR__MAX,
+	DROP_NO_PEER = DROP_PKT + PKT_ERR__MAX, /* TUN: no peer routes this destination */
+	DROP_NO_ENDPOINT,       /* TUN: the peer's endpoint is not known (yet) */
+	DROP_NO_TUNNEL_ADDR,    /* compact packet of a family the peer/we have no address of */
+	DROP_UNKNOWN_ENDPOINT,  /* UDP: datagram from an address no peer uses (encryption none) */
+	DROP_SOURCE,            /* inner source not among the peer's addresses/allowed-ips */
+	DROP_TOO_BIG,           /* TUN: larger than the path allows (answered with ICMP) */
+	DROP_OVERSIZE,          /* UDP: datagram larger than the receive buffer */
+	DROP_ECN,               /* RFC 6040: CE on a Not-ECT packet */
+	DROP_TUN_WRITE,         /* writing to the TUN failed */
+	DROP_SEND,              /* sending the UDP datagram failed */
+	DROP_FAMILY,            /* no socket of the endpoint's address family */
+	DROP_UNKNOWN_SESSION,   /* dtls: a record for a session ID we do not know */
+	DROP_DTLS_HEADER,       /* dtls: the record header failed the prefilter */
+	DROP_HANDSHAKE,         /* dtls: a handshake failed (unknown key, alert, timeout) */
+	DROP_HS_RATE,           /* dtls: too many handshakes from one source */
+	DROP_HS_COOKIE,         /* dtls: ClientHello answered with a cookie request (not a loss) */
+	DROP_BAD_RECORD,        /* dtls: a record failed authentication */
+	DROP_REPLAY,            /* dtls: a record seen before, or older than the window */
+	DROP_QUEUE,             /* dtls: handshake queue full, oldest packet dropped */
+	DROP_SEAL,              /* dtls: encryption failed */
+	DROP__MAX
+};
+
+const char *drop_name(enum drop_reason r);
+static inline enum drop_reason drop_gue(enum gue_err e) { return (enum drop_reason)(DROP_GUE + e); }
+static inline enum drop_reason drop_pkt(enum pkt_err e) { return (enum drop_reason)(DROP_PKT + e); }
+
+#endif

@@ -1,0 +1,93 @@
+/* resolve.c - asynchronous resolution of endpoint names. */
+#include <errno.h>
+#include <string.h>
+
+#include <event2/dns.h>
+#include <event2/util.h>
+
+#include "conf.h"
+#include "log.h"
+#include "peer.h"
+#include "resolve.h"
+#include "toud.h"
+
+int
+resolve_init(struct toud *t)
+{
+	t->dns = evdns_base_new(t->base, EVDNS_BASE_INITIALIZE_NAMESERVERS);
+	if (!t->dns) {
+		/* No usable resolv.conf: names from /etc/hosts still work. */
+		t->dns = evdns_base_new(t->base, 0);
+		if (!t->dns)
+			return -ENOMEM;
+		evdns_base_load_hosts(t->dns, NULL);
+	}
+	return 0;
+}
+
+void
+resolve_free(struct toud *t)
+{
+	if (t->dns)
+		evdns_base_free(t->dns, 0);
+	t->dns = NULL;
+}
+
+static void
+resolved(int result, struct evutil_addrinfo *res, void *arg)
+{
+	struct peer *p = arg;
+	char buf[UTIL_ADDRSTRLEN];
+
+	if (result == EVUTIL_EAI_CANCEL)
+		return;                /* p may be gone: touch nothing */
+	p->dns_req = NULL;
+	if (result != 0 || !res) {
+		log_warnx("peer \"%s\": cannot resolve endpoint \"%s\": %s; waiting to be contacted",
+		    p->name, p->cf->endpoint_host, evutil_gai_strerror(result));
+		if (res)
+			evutil_freeaddrinfo(res);
+		return;
+	}
+	if (!p->cur) {
+		/* A peer with a session keeps the address it authenticated from. */
+		memset(&p->endpoint, 0, sizeof(p->endpoint));
+		memcpy(&p->endpoint, res->ai_addr, res->ai_addrlen);
+		if (p->endpoint.sa.sa_family == AF_INET)
+			p->endpoint.in.sin_port = htons(p->cf->endpoint_port);
+		else
+			p->endpoint.in6.sin6_port = htons(p->cf->endpoint_port);
+		p->has_endpoint = true;
+		log_info("peer \"%s\": endpoint \"%s\" is %s", p->name, p->cf->endpoint_host,
+		    util_sa_fmt(&p->endpoint, buf, sizeof(buf)));
+	}
+	evutil_freeaddrinfo(res);
+}
+
+void
+resolve_peer(struct peer *p)
+{
+	const struct conf_peer *cf = p->cf;
+	struct evutil_addrinfo hints = { .ai_socktype = SOCK_DGRAM, .ai_flags = EVUTIL_AI_ADDRCONFIG };
+	struct ipaddr a;
+
+	if (!cf->endpoint_host || p->dns_req)
+		return;
+	if (util_addr_parse(cf->endpoint_host, &a) == 0) {
+		if (!p->cur) {
+			util_sa_from_addr(&p->endpoint, &a, cf->endpoint_port);
+			p->has_endpoint = true;
+		}
+		return;
+	}
+	/* NULL when evdns answered at once (a hosts entry, say). */
+	p->dns_req = evdns_getaddrinfo(p->toud->dns, cf->endpoint_host, NULL, &hints, resolved, p);
+}
+
+void
+resolve_cancel(struct peer *p)
+{
+	if (p->dns_req)
+		evdns_getaddrinfo_cancel(p->dns_req);
+	p->dns_req = NULL;
+}

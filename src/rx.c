@@ -1,0 +1,248 @@
+/* rx.c - the receiving direction: datagrams from the UDP sockets, validated,
+ * matched to a peer, rebuilt into IP packets and written to the TUN.
+ *
+ * Each buffer keeps RX_HEADROOM bytes in front of the datagram so the inner
+ * IP header of a compact TOU segment is rebuilt in place. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "conf.h"
+#include "gue.h"
+#include "log.h"
+#include "peer.h"
+#include "pkt.h"
+#include "prefix.h"
+#include "rx.h"
+#include "session.h"
+#include "toud.h"
+#include "tun.h"
+#include "tx.h"
+#include "udp.h"
+
+#define RX_HEADROOM 64
+#define RX_BUF_SIZE (RX_HEADROOM + 65536)   /* no UDP datagram is larger */
+#define RX_ROUNDS 4
+
+struct rx {
+	struct toud *t;
+	struct event *ev4, *ev6;
+	uint8_t *mem;                       /* UDP_BATCH buffers of RX_BUF_SIZE */
+	uint8_t *scratch;                   /* one more: decrypted plaintext */
+	struct udp_msg msgs[UDP_BATCH];
+};
+
+/* Deliver a whole IP packet from p to the TUN: source check, ECN, MSS. */
+static void
+rx_deliver(struct toud *t, struct peer *p, uint8_t *pkt, size_t len, uint8_t outer_tos,
+    uint64_t now)
+{
+	struct pkt_info pi;
+	enum pkt_err err;
+	bool drop = false;
+	uint8_t ecn;
+
+	if ((err = pkt_parse(pkt, len, &pi)) != PKT_OK) {
+		p->drops[drop_pkt(err)]++;
+		return;
+	}
+	/* Anti-spoofing: the source must be routed to this very peer. */
+	if (prefix_lookup(t->routes, pi.family, pi.src.b) != p) {
+		p->drops[DROP_SOURCE]++;
+		return;
+	}
+	ecn = pkt_ecn_decap(outer_tos & 3, pi.ecn, &drop);
+	if (drop) {
+		p->drops[DROP_ECN]++;
+		return;
+	}
+	if (ecn != pi.ecn) {
+		if (pi.family == AF_INET) {
+			uint16_t old = (uint16_t)(pkt[0] << 8 | pkt[1]);
+			pkt[1] = (uint8_t)((pkt[1] & ~3) | ecn);
+			pkt_csum_update16(pkt + 10, htons(old), htons((uint16_t)(pkt[0] << 8 | pkt[1])));
+		} else {
+			pkt[1] = (uint8_t)((pkt[1] & ~(3 << 4)) | ecn << 4);
+		}
+	}
+	if (pi.proto == IPPROTO_TCP)
+		pkt_mss_clamp(pkt, &pi, pkt_mss_for_mtu(pi.family, t->tun_mtu));
+	if (tun_write(t->tun, pkt, pi.len) < 0) {
+		p->drops[DROP_TUN_WRITE]++;
+		return;
+	}
+	peer_rx(p, pi.len, now);
+}
+
+/* Which family a compact segment belongs to, when both are possible: the
+ * transport checksum covers the inner addresses, and only one pair makes it
+ * add up (DESIGN 2.2; doc/protocol.md "Compact TOU and the address family"). */
+static const struct ipaddr *
+compact_pick(struct toud *t, struct peer *p, uint8_t proto, const uint8_t *seg, size_t len,
+    const struct ipaddr **src)
+{
+	bool v4 = t->local4.family && p->addr4.family;
+	bool v6 = t->local6.family && p->addr6.family;
+
+	if (proto == IPPROTO_ICMP)
+		v6 = false;
+	else if (proto == IPPROTO_ICMPV6)
+		v4 = false;
+	if (v4 && v6 && (proto == IPPROTO_TCP || proto == IPPROTO_UDP)) {
+		v4 = pkt_l4_csum(AF_INET, &p->addr4, &t->local4, proto, seg, len) == 0 ||
+		    (proto == IPPROTO_UDP && len >= 8 && seg[6] == 0 && seg[7] == 0);
+		v6 = !v4 &&
+		    pkt_l4_csum(AF_INET6, &p->addr6, &t->local6, proto, seg, len) == 0;
+	}
+	if (v4 == v6)        /* neither, or a protocol without a checksum to tell */
+		return NULL;
+	*src = v4 ? &p->addr4 : &p->addr6;
+	return v4 ? &t->local4 : &t->local6;
+}
+
+void
+rx_inner(struct toud *t, struct peer *p, uint8_t *buf, size_t len, uint8_t tos, uint64_t now)
+{
+	struct gue_inner in;
+	enum gue_err gerr;
+	enum pkt_err perr;
+
+	if ((gerr = gue_inner_decode(buf, len, &in)) != GUE_OK) {
+		p->drops[drop_gue(gerr)]++;
+		return;
+	}
+	switch (in.kind) {
+	case GUE_KIND_CONTROL:
+		/* Keepalives only prove liveness; the rest arrives with roaming. */
+		peer_rx(p, len, now);
+		return;
+	case GUE_KIND_IP:
+		rx_deliver(t, p, (uint8_t *)in.payload, in.len, tos, now);
+		return;
+	case GUE_KIND_COMPACT: {
+		uint8_t *seg = (uint8_t *)in.payload;
+		const struct ipaddr *src = NULL, *dst;
+		size_t hlen;
+
+		if ((perr = pkt_l4_check(in.proto, seg, in.len)) != PKT_OK) {
+			p->drops[drop_pkt(perr)]++;
+			return;
+		}
+		dst = compact_pick(t, p, in.proto, seg, in.len, &src);
+		if (!dst) {
+			p->drops[DROP_NO_TUNNEL_ADDR]++;
+			return;
+		}
+		/* ECN: the sender copied the inner field to the outer header,
+		 * where the path may have marked CE; it is the inner field now. */
+		hlen = pkt_ip_build(seg, in.len, in.proto, src, dst, tos & 3);
+		if (!hlen) {
+			p->drops[drop_pkt(PKT_ERR_LENGTH)]++;
+			return;
+		}
+		rx_deliver(t, p, seg - hlen, hlen + in.len, tos, now);
+		return;
+	}
+	}
+}
+
+static void
+rx_datagram(struct rx *x, struct udp_msg *m, uint64_t now)
+{
+	struct toud *t = x->t;
+	struct peer *p;
+
+	if (m->truncated) {
+		t->drops[DROP_OVERSIZE]++;
+		return;
+	}
+	if (t->dtls) {
+		session_input(t, m->buf, m->len, &m->peer, &m->local, m->tos,
+		    x->scratch + RX_HEADROOM, RX_BUF_SIZE - RX_HEADROOM, now);
+		return;
+	}
+	/* encryption = none: no session ID, so the endpoint names the peer. */
+	p = peer_find_by_endpoint(t, &m->peer);
+	if (!p) {
+		t->drops[DROP_UNKNOWN_ENDPOINT]++;
+		return;
+	}
+	if (m->local.family)
+		p->local = m->local;
+	rx_inner(t, p, m->buf, m->len, m->tos, now);
+}
+
+static void
+rx_readable(evutil_socket_t fd, short what, void *arg)
+{
+	struct rx *x = arg;
+	unsigned round;
+	int n, i;
+
+	(void)what;
+	for (round = 0; round < RX_ROUNDS; round++) {
+		uint64_t now;
+
+		for (i = 0; i < UDP_BATCH; i++) {
+			x->msgs[i].buf = x->mem + (size_t)i * RX_BUF_SIZE + RX_HEADROOM;
+			x->msgs[i].cap = RX_BUF_SIZE - RX_HEADROOM;
+		}
+		n = udp_recv_batch(fd, x->msgs, UDP_BATCH);
+		if (n <= 0) {
+			if (n < 0 && n != -EAGAIN && n != -EINTR)
+				log_debug_rl("udp receive: %s", strerror(-n));
+			break;
+		}
+		now = util_now_ms();
+		for (i = 0; i < n; i++)
+			rx_datagram(x, &x->msgs[i], now);
+		if (x->t->dtls)
+			tx_flush_records(x->t);     /* handshake replies, rekeys */
+		if (n < UDP_BATCH)
+			break;
+	}
+}
+
+struct rx *
+rx_new(struct toud *t)
+{
+	struct rx *x = calloc(1, sizeof(*x));
+
+	if (!x)
+		return NULL;
+	x->t = t;
+	x->mem = malloc((size_t)RX_BUF_SIZE * (UDP_BATCH + 1));
+	x->scratch = x->mem + (size_t)RX_BUF_SIZE * UDP_BATCH;
+	if (!x->mem)
+		goto err;
+	if (t->udp->fd4 >= 0) {
+		x->ev4 = event_new(t->base, t->udp->fd4, EV_READ | EV_PERSIST, rx_readable, x);
+		if (!x->ev4 || event_add(x->ev4, NULL) < 0)
+			goto err;
+	}
+	if (t->udp->fd6 >= 0) {
+		x->ev6 = event_new(t->base, t->udp->fd6, EV_READ | EV_PERSIST, rx_readable, x);
+		if (!x->ev6 || event_add(x->ev6, NULL) < 0)
+			goto err;
+	}
+	return x;
+err:
+	rx_free(x);
+	errno = ENOMEM;
+	return NULL;
+}
+
+void
+rx_free(struct rx *x)
+{
+	if (!x)
+		return;
+	if (x->ev4)
+		event_free(x->ev4);
+	if (x->ev6)
+		event_free(x->ev6);
+	free(x->mem);
+	free(x);
+}

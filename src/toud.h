@@ -1,0 +1,76 @@
+/* toud.h - struct toud, the one context of the daemon, passed explicitly to
+ * every module.  No other mutable state exists outside it (apart from the
+ * logger's level in log.c). */
+#ifndef TOUD_TOUD_H
+#define TOUD_TOUD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "drop.h"
+#include "util.h"
+
+struct conf;
+struct event_base;
+struct event;
+struct tun;
+struct udp;
+struct rtnl;
+struct control;
+struct prefix_table;
+struct peer;
+struct rx;
+struct dtls_ctx;
+struct session;
+struct evdns_base;
+
+#define TOUD_SESSION_BUCKETS 256       /* session ID hash table (power of two) */
+#define TOUD_HS_RATE_SLOTS 256         /* per-source handshake rate limiter */
+struct tx;
+
+struct toud {
+	struct event_base *base;
+	const char *conf_file;
+	struct conf *conf;              /* the configuration in force */
+
+	struct tun *tun;
+	struct udp *udp;
+	struct rtnl *rtnl;
+	struct control *control;
+	struct tx *tx;                  /* TUN -> UDP, with its buffers */
+	struct rx *rx;                  /* UDP -> TUN, with its buffers */
+
+	struct peer **peers;            /* in configuration order */
+	size_t n_peers;
+	/* Destination -> peer for the TUN side; the same table checks the
+	 * inner source of packets from a peer (anti-spoofing). */
+	struct prefix_table *routes;
+
+	/* This node's tunnel addresses used for compact TOU (the first one of
+	 * each family in [interface] address); family 0 when absent. */
+	struct ipaddr local4, local6;
+	unsigned tun_mtu;
+
+	uint64_t drops[DROP__MAX];      /* drops that belong to no peer */
+
+	/* encryption = dtls */
+	struct dtls_ctx *dtls;
+	struct session *sessions[TOUD_SESSION_BUCKETS];
+	unsigned n_half_open;           /* server handshakes not yet authenticated */
+	uint64_t listen_id;             /* session ID of the ClientHello being answered */
+	struct { uint32_t key; uint32_t tokens; uint64_t stamp_ms; } hs_rate[TOUD_HS_RATE_SLOTS];
+	struct event *ev_cookie;        /* cookie secret rotation */
+
+	struct event *ev_sigterm, *ev_sigint, *ev_sighup;
+	struct event *ev_watchdog;      /* notify.c */
+	struct evdns_base *dns;         /* resolve.c */
+	int netmon_fd;                  /* rtnetlink events of the host */
+	struct event *ev_netmon, *ev_netchange;
+};
+
+/* reload.c: re-read the configuration file and apply it (SIGHUP, `touctl
+ * reload`).  0, or -errno; err gets a summary or the reason. */
+int toud_reload(struct toud *t, char *err, size_t errlen);
+
+#endif
