@@ -1,0 +1,24 @@
+/* control.h - the control socket touctl talks to.
+ *
+ * Protocol: the client connects, writes one request line ("show [PEER]
+ * [--json]" or "reload"), and reads the reply until EOF.  The reply's first
+ * line is "ok" or "error: MESSAGE"; the rest is the output to print.  Only
+ * root and the daemon's own user may connect (SO_PEERCRED). */
+#ifndef TOUD_CONTROL_H
+#define TOUD_CONTROL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct toud;
+struct control;
+
+struct control *control_open(struct toud *t, const char *path);  /* NULL with errno */
+void control_close(struct control *c);                          /* also unlinks the socket */
+
+/* show.c: render the state of the daemon, all peers or one, as JSON (the
+ * stable fields of DESIGN 4.1) or as text like `wg show`.  Returns a
+ * malloc'd string, or NULL with errno (ENOENT: no such peer). */
+char *show_render(struct toud *t, const char *peer, bool json);
+
+#endif

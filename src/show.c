@@ -1,0 +1,444 @@
+/* show.c - `touctl show`: the daemon's state as JSON (the stable fields of
+ * DESIGN 4.1) or as text in the manner of `wg show`.
+ *
+ * Called from the control socket, never from the packet path, so a plain
+ * growable heap buffer is used. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conf.h"
+#include "control.h"
+#include "drop.h"
+#include "peer.h"
+#include "session.h"
+#include "toud.h"
+#include "util.h"
+
+struct show_buf {
+	char *p;
+	size_t len, cap;
+	bool failed;            /* an allocation failed: the result is ENOMEM */
+};
+
+static bool
+show_reserve(struct show_buf *b, size_t n)
+{
+	size_t cap;
+	char *np;
+
+	if (b->failed)
+		return false;
+	if (b->len + n + 1 <= b->cap)
+		return true;
+	cap = b->cap ? b->cap : 1024;
+	while (cap < b->len + n + 1) {
+		if (cap > SIZE_MAX / 2) {
+			b->failed = true;
+			return false;
+		}
+		cap *= 2;
+	}
+	if (!(np = realloc(b->p, cap))) {
+		b->failed = true;
+		return false;
+	}
+	b->p = np;
+	b->cap = cap;
+	return true;
+}
+
+static void
+show_putn(struct show_buf *b, const char *s, size_t n)
+{
+	if (!show_reserve(b, n))
+		return;
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+static void
+show_puts(struct show_buf *b, const char *s)
+{
+	show_putn(b, s, strlen(s));
+}
+
+static void show_printf(struct show_buf *, const char *, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+show_printf(struct show_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		b->failed = true;
+		return;
+	}
+	if (!show_reserve(b, (size_t)n))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+}
+
+/* Length of the well-formed UTF-8 sequence at s (RFC 3629: no overlongs,
+ * no surrogates, nothing above U+10FFFF), or 0 if there is none. */
+static size_t
+show_utf8_len(const unsigned char *s)
+{
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		return (s[1] & 0xc0) == 0x80 ? 2 : 0;
+	if (s[0] >= 0xe0 && s[0] <= 0xef) {
+		if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80)
+			return 0;
+		if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0))
+			return 0;
+		return 3;
+	}
+	if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 ||
+		    (s[3] & 0xc0) != 0x80)
+			return 0;
+		if ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90))
+			return 0;
+		return 4;
+	}
+	return 0;
+}
+
+/* A JSON string.  Control characters are escaped, and bytes that are not
+ * valid UTF-8 become U+FFFD so the output always parses. */
+static void
+show_json_str(struct show_buf *b, const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t n;
+
+	show_putn(b, "\"", 1);
+	while (*s) {
+		switch (*s) {
+		case '"':
+			show_puts(b, "\\\"");
+			break;
+		case '\\':
+			show_puts(b, "\\\\");
+			break;
+		case '\b':
+			show_puts(b, "\\b");
+			break;
+		case '\f':
+			show_puts(b, "\\f");
+			break;
+		case '\n':
+			show_puts(b, "\\n");
+			break;
+		case '\r':
+			show_puts(b, "\\r");
+			break;
+		case '\t':
+			show_puts(b, "\\t");
+			break;
+		default:
+			if (*s < 0x20 || *s == 0x7f) {
+				show_printf(b, "\\u%04x", *s);
+			} else if (*s < 0x80) {
+				show_putn(b, (const char *)s, 1);
+			} else if ((n = show_utf8_len(s)) > 0) {
+				show_putn(b, (const char *)s, n);
+				s += n;
+				continue;
+			} else {
+				show_puts(b, "\\ufffd");
+			}
+		}
+		s++;
+	}
+	show_putn(b, "\"", 1);
+}
+
+/* Text output goes to a terminal: control bytes are shown as \xNN. */
+static void
+show_text_str(struct show_buf *b, const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+
+	for (; *s; s++) {
+		if (*s < 0x20 || *s == 0x7f || *s == '\\')
+			show_printf(b, "\\x%02x", *s);
+		else
+			show_putn(b, (const char *)s, 1);
+	}
+}
+
+/* The session identifier of the peer's current DTLS association as hex, or
+ * NULL when it has none (encryption = none, or no session yet). */
+static const char *
+show_session_id(const struct peer *p, char *buf, size_t len)
+{
+	if (!p->cur || len < 17)
+		return NULL;
+	snprintf(buf, len, "%016" PRIx64, p->cur->id);
+	return buf;
+}
+
+/* The wall-clock time (unix seconds) of the peer's last completed
+ * handshake; false when none is known. */
+static bool
+show_last_handshake(const struct peer *p, uint64_t *unix_s)
+{
+	if (!p->last_handshake)
+		return false;
+	*unix_s = p->last_handshake;
+	return true;
+}
+
+/* Seconds since the last datagram from the peer; false if none arrived. */
+static bool
+show_last_rx(const struct peer *p, uint64_t now_ms, uint64_t *secs)
+{
+	if (!p->last_rx_ms)
+		return false;
+	*secs = now_ms > p->last_rx_ms ? (now_ms - p->last_rx_ms) / 1000 : 0;
+	return true;
+}
+
+static const char *
+show_encryption(const struct toud *t)
+{
+	return t->conf->iface.encryption == CONF_ENC_NONE ? "none" : "dtls";
+}
+
+static void
+show_json_drops(struct show_buf *b, const uint64_t *drops)
+{
+	bool first = true;
+	unsigned r;
+
+	show_putn(b, "{", 1);
+	for (r = 0; r < DROP__MAX; r++) {
+		if (!drops[r])
+			continue;
+		if (!first)
+			show_puts(b, ", ");
+		first = false;
+		show_json_str(b, drop_name((enum drop_reason)r));
+		show_printf(b, ": %" PRIu64, drops[r]);
+	}
+	show_putn(b, "}", 1);
+}
+
+static void
+show_json_peer(struct show_buf *b, const struct peer *p, uint64_t now_ms)
+{
+	char buf[UTIL_ADDRSTRLEN];
+	const char *sid;
+	uint64_t v;
+
+	show_puts(b, "    {\n      \"name\": ");
+	show_json_str(b, p->name);
+	show_puts(b, ",\n      \"state\": ");
+	show_json_str(b, peer_state_name(p->state));
+	show_puts(b, ",\n      \"endpoint\": ");
+	if (p->has_endpoint)
+		show_json_str(b, util_sa_fmt(&p->endpoint, buf, sizeof(buf)));
+	else
+		show_puts(b, "null");
+	show_puts(b, ",\n      \"session_id\": ");
+	if ((sid = show_session_id(p, buf, sizeof(buf))))
+		show_json_str(b, sid);
+	else
+		show_puts(b, "null");
+	show_puts(b, ",\n      \"last_handshake\": ");
+	if (show_last_handshake(p, &v))
+		show_printf(b, "%" PRIu64, v);
+	else
+		show_puts(b, "null");
+	show_printf(b, ",\n      \"rx_bytes\": %" PRIu64
+	    ",\n      \"tx_bytes\": %" PRIu64
+	    ",\n      \"rx_packets\": %" PRIu64
+	    ",\n      \"tx_packets\": %" PRIu64
+	    ",\n      \"drops\": ",
+	    p->rx_bytes, p->tx_bytes, p->rx_packets, p->tx_packets);
+	show_json_drops(b, p->drops);
+	show_puts(b, ",\n      \"last_rx\": ");
+	if (show_last_rx(p, now_ms, &v))
+		show_printf(b, "%" PRIu64, v);
+	else
+		show_puts(b, "null");
+	show_puts(b, "\n    }");
+}
+
+static void
+show_json(struct show_buf *b, const struct toud *t, struct peer *const *peers,
+    size_t n, uint64_t now_ms)
+{
+	size_t i;
+
+	show_puts(b, "{\n  \"interface\": {\n    \"name\": ");
+	show_json_str(b, t->conf->iface.name);
+	show_printf(b, ",\n    \"mtu\": %u,\n    \"listen_port\": %u,\n"
+	    "    \"encryption\": ", t->tun_mtu, t->conf->iface.listen_port);
+	show_json_str(b, show_encryption(t));
+	show_puts(b, ",\n    \"drops\": ");
+	show_json_drops(b, t->drops);
+	show_puts(b, "\n  },\n  \"peers\": [");
+	for (i = 0; i < n; i++) {
+		show_puts(b, i ? ",\n" : "\n");
+		show_json_peer(b, peers[i], now_ms);
+	}
+	show_puts(b, n ? "\n  ]\n}\n" : "]\n}\n");
+}
+
+static void
+show_text_drops(struct show_buf *b, const uint64_t *drops)
+{
+	bool first = true;
+	unsigned r;
+
+	for (r = 0; r < DROP__MAX; r++) {
+		if (!drops[r])
+			continue;
+		show_puts(b, first ? "  drops: " : ", ");
+		first = false;
+		show_printf(b, "%s %" PRIu64, drop_name((enum drop_reason)r), drops[r]);
+	}
+	if (!first)
+		show_putn(b, "\n", 1);
+}
+
+/* "1.21 MiB" as wg(8) prints it. */
+static void
+show_text_bytes(struct show_buf *b, uint64_t v)
+{
+	static const char *const unit[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+	double d = (double)v;
+	unsigned u = 0;
+
+	if (v < 1024) {
+		show_printf(b, "%" PRIu64 " B", v);
+		return;
+	}
+	d /= 1024;
+	while (d >= 1024 && u + 1 < ARRAY_SIZE(unit)) {
+		d /= 1024;
+		u++;
+	}
+	show_printf(b, "%.2f %s", d, unit[u]);
+}
+
+/* "1 hour, 2 minutes, 3 seconds ago". */
+static void
+show_text_ago(struct show_buf *b, uint64_t secs)
+{
+	static const struct { const char *name; uint64_t secs; } part[] = {
+		{ "day", 86400 }, { "hour", 3600 }, { "minute", 60 }, { "second", 1 },
+	};
+	bool first = true;
+	size_t i;
+
+	if (!secs) {
+		show_puts(b, "now");
+		return;
+	}
+	for (i = 0; i < ARRAY_SIZE(part); i++) {
+		uint64_t n = secs / part[i].secs;
+
+		if (!n)
+			continue;
+		secs %= part[i].secs;
+		show_printf(b, "%s%" PRIu64 " %s%s", first ? "" : ", ", n,
+		    part[i].name, n == 1 ? "" : "s");
+		first = false;
+	}
+	show_puts(b, " ago");
+}
+
+static void
+show_text_peer(struct show_buf *b, const struct peer *p, uint64_t now_ms)
+{
+	char buf[UTIL_ADDRSTRLEN];
+	uint64_t v;
+
+	show_puts(b, "\npeer: ");
+	show_text_str(b, p->name);
+	show_puts(b, "\n  endpoint: ");
+	if (p->has_endpoint)
+		show_text_str(b, util_sa_fmt(&p->endpoint, buf, sizeof(buf)));
+	else
+		show_puts(b, "(none)");
+	show_printf(b, "\n  state: %s\n", peer_state_name(p->state));
+	if (show_last_handshake(p, &v)) {
+		uint64_t wall = util_wall_s();
+
+		show_puts(b, "  latest handshake: ");
+		show_text_ago(b, wall > v ? wall - v : 0);
+		show_putn(b, "\n", 1);
+	}
+	if (show_last_rx(p, now_ms, &v)) {
+		show_puts(b, "  latest receive: ");
+		show_text_ago(b, v);
+		show_putn(b, "\n", 1);
+	}
+	show_puts(b, "  transfer: ");
+	show_text_bytes(b, p->rx_bytes);
+	show_puts(b, " received, ");
+	show_text_bytes(b, p->tx_bytes);
+	show_printf(b, " sent\n  packets: %" PRIu64 " received, %" PRIu64 " sent\n",
+	    p->rx_packets, p->tx_packets);
+	show_text_drops(b, p->drops);
+}
+
+static void
+show_text(struct show_buf *b, const struct toud *t, struct peer *const *peers,
+    size_t n, uint64_t now_ms)
+{
+	size_t i;
+
+	show_puts(b, "interface: ");
+	show_text_str(b, t->conf->iface.name);
+	show_printf(b, "\n  listen port: %u\n  mtu: %u\n  encryption: %s%s\n",
+	    t->conf->iface.listen_port, t->tun_mtu, show_encryption(t),
+	    t->conf->iface.encryption == CONF_ENC_NONE ?
+	    " (traffic is NOT encrypted: for debugging only)" : "");
+	show_text_drops(b, t->drops);
+	for (i = 0; i < n; i++)
+		show_text_peer(b, peers[i], now_ms);
+}
+
+char *
+show_render(struct toud *t, const char *peer, bool json)
+{
+	struct show_buf b = { 0 };
+	struct peer *one, *const *peers = t->peers;
+	size_t n = t->n_peers;
+	uint64_t now_ms = util_now_ms();
+
+	if (peer) {
+		if (!(one = peer_find_by_name(t, peer))) {
+			errno = ENOENT;
+			return NULL;
+		}
+		peers = &one;
+		n = 1;
+	}
+	if (json)
+		show_json(&b, t, peers, n, now_ms);
+	else
+		show_text(&b, t, peers, n, now_ms);
+	if (b.failed) {
+		free(b.p);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return b.p;
+}

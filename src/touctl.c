@@ -1,0 +1,278 @@
+/* touctl.c - the command line client of toud's control socket.
+ *
+ * It sends one request line and prints the reply: the body of an "ok" reply
+ * to stdout, the message of an "error: " reply to stderr. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "conf.h"
+#include "dtls.h"
+
+#define TOUCTL_TIMEOUT_S 30             /* a reload may resolve host names */
+#define TOUCTL_REPLY_MAX (64u << 20)
+
+static void usage(FILE *, int) __attribute__((noreturn));
+
+static void
+usage(FILE *f, int status)
+{
+	fprintf(f,
+	    "usage: touctl [-h] [-s socket] command [args]\n"
+	    "commands:\n"
+	    "  show [PEER] [--json]   interface and peer state\n"
+	    "  reload                 re-read the configuration (as SIGHUP)\n"
+	    "  genkey DIR             write DIR/key.pem and DIR/cert.pem, print the fingerprint\n"
+	    "  fingerprint CERT       print a certificate's fingerprint\n"
+	    "default socket: %s\n", CONF_DEFAULT_CONTROL);
+	exit(status);
+}
+
+/* Peer names are [A-Za-z0-9._-]; anything else cannot name a peer and
+ * could not travel in the one-line request anyway. */
+static bool
+touctl_valid_peer(const char *s)
+{
+	size_t n = strlen(s), i;
+
+	if (n == 0 || n > CONF_NAME_MAX)
+		return false;
+	for (i = 0; i < n; i++) {
+		char ch = s[i];
+
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		    (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-'))
+			return false;
+	}
+	return true;
+}
+
+static int
+touctl_connect(const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct timeval tv = { TOUCTL_TIMEOUT_S, 0 };
+	int fd;
+
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	return fd;
+}
+
+static void
+touctl_fail(const char *path, int e)
+{
+	fprintf(stderr, "touctl: %s: %s%s\n", path, strerror(e),
+	    e == ENOENT || e == ECONNREFUSED ? " (is toud running?)" : "");
+	exit(1);
+}
+
+/* Send the request and read the whole reply; returns its length. */
+static size_t
+touctl_request(const char *path, const char *req, char **out)
+{
+	size_t len = strlen(req), off = 0, cap = 4096, n_read = 0;
+	char *buf;
+	ssize_t n;
+	int fd;
+
+	if ((fd = touctl_connect(path)) < 0)
+		touctl_fail(path, errno);
+	while (off < len) {
+		n = send(fd, req + off, len - off, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			break;  /* toud may have replied and closed: read that */
+		off += (size_t)n;
+	}
+	if (!(buf = malloc(cap))) {
+		fprintf(stderr, "touctl: out of memory\n");
+		exit(1);
+	}
+	for (;;) {
+		if (cap - n_read < 2) {
+			char *nb;
+
+			if (cap >= TOUCTL_REPLY_MAX) {
+				fprintf(stderr, "touctl: %s: reply too long\n", path);
+				exit(1);
+			}
+			if (!(nb = realloc(buf, cap * 2))) {
+				fprintf(stderr, "touctl: out of memory\n");
+				exit(1);
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		n = recv(fd, buf + n_read, cap - n_read - 1, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			fprintf(stderr, "touctl: %s: timed out waiting for toud\n", path);
+			exit(1);
+		}
+		if (n < 0) {
+			/* An error after a complete reply changes nothing. */
+			if (n_read && buf[n_read - 1] == '\n')
+				break;
+			touctl_fail(path, errno);
+		}
+		if (n == 0)
+			break;
+		n_read += (size_t)n;
+	}
+	close(fd);
+	buf[n_read] = '\0';
+	*out = buf;
+	return n_read;
+}
+
+static int
+touctl_run(const char *path, const char *req)
+{
+	char *reply, *nl;
+	size_t len;
+
+	len = touctl_request(path, req, &reply);
+	if (len == 0) {
+		fprintf(stderr, "touctl: %s: toud closed the connection without a reply\n",
+		    path);
+		return 1;
+	}
+	if (strlen(reply) != len || !(nl = strchr(reply, '\n'))) {
+		fprintf(stderr, "touctl: %s: malformed reply\n", path);
+		return 1;
+	}
+	*nl = '\0';
+	if (strcmp(reply, "ok") == 0) {
+		fputs(nl + 1, stdout);
+		if (fflush(stdout) == EOF || ferror(stdout)) {
+			fprintf(stderr, "touctl: stdout: %s\n", strerror(errno));
+			return 1;
+		}
+		return 0;
+	}
+	if (strncmp(reply, "error: ", 7) == 0) {
+		/* The message may run on over further lines. */
+		*nl = '\n';
+		len = strlen(reply);
+		while (len && reply[len - 1] == '\n')
+			reply[--len] = '\0';
+		fprintf(stderr, "touctl: %s\n", reply + 7);
+		return 1;
+	}
+	fprintf(stderr, "touctl: %s: malformed reply\n", path);
+	return 1;
+}
+
+static int
+touctl_show(const char *path, int argc, char **argv)
+{
+	const char *peer = NULL;
+	char req[64];
+	bool json = false;
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0) {
+			json = true;
+		} else if (argv[i][0] == '-') {
+			fprintf(stderr, "touctl: show: unknown option '%s'\n", argv[i]);
+			usage(stderr, 2);
+		} else if (peer) {
+			fprintf(stderr, "touctl: show: more than one peer\n");
+			usage(stderr, 2);
+		} else if (!touctl_valid_peer(argv[i])) {
+			fprintf(stderr, "touctl: show: invalid peer name '%s'\n", argv[i]);
+			exit(2);
+		} else {
+			peer = argv[i];
+		}
+	}
+	snprintf(req, sizeof(req), "show%s%s%s\n", peer ? " " : "", peer ? peer : "",
+	    json ? " --json" : "");
+	return touctl_run(path, req);
+}
+
+/* genkey DIR / fingerprint CERT: print "sha256:<64 hex>". */
+static int
+touctl_keys(const char *cmd, const char *arg)
+{
+	uint8_t fp[DTLS_FP_LEN];
+	char line[7 + 2 * DTLS_FP_LEN + 1], err[512];
+	int rc;
+
+	if (strcmp(cmd, "genkey") == 0)
+		rc = dtls_genkey(arg, fp, err, sizeof(err));
+	else
+		rc = dtls_cert_fingerprint(arg, fp, err, sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, "touctl: %s: %s\n", cmd, err);
+		return 1;
+	}
+	dtls_fp_format(fp, line);
+	printf("%s\n", line);
+	return 0;
+}
+
+int
+main(int argc, char *argv[])
+{
+	const char *path = CONF_DEFAULT_CONTROL;
+	int ch;
+
+	/* '+': options end at the command, so "show --json" reaches it. */
+	while ((ch = getopt(argc, argv, "+hs:")) != -1) {
+		switch (ch) {
+		case 'h':
+			usage(stdout, 0);
+			break;
+		case 's':
+			path = optarg;
+			break;
+		default:
+			usage(stderr, 2);
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc < 1)
+		usage(stderr, 2);
+
+	if (strcmp(argv[0], "show") == 0)
+		return touctl_show(path, argc, argv);
+	if (strcmp(argv[0], "reload") == 0) {
+		if (argc != 1)
+			usage(stderr, 2);
+		return touctl_run(path, "reload\n");
+	}
+	if (strcmp(argv[0], "genkey") == 0 || strcmp(argv[0], "fingerprint") == 0) {
+		if (argc != 2)
+			usage(stderr, 2);
+		return touctl_keys(argv[0], argv[1]);
+	}
+	fprintf(stderr, "touctl: unknown command '%s'\n", argv[0]);
+	usage(stderr, 2);
+}

@@ -1,0 +1,669 @@
+/* check_show.c - `touctl show` output: JSON (a stable interface, compared
+ * with golden files and checked to parse) and text. */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conf.h"
+#include "control.h"
+#include "drop.h"
+#include "peer.h"
+#include "toud.h"
+#include "util.h"
+
+/* Weak: the test runs with or without peer.c linked in. */
+__attribute__((weak)) const char *
+peer_state_name(enum peer_state s)
+{
+	static const char *const names[] = { "idle", "handshaking", "up", "dead" };
+
+	return (unsigned)s < ARRAY_SIZE(names) ? names[s] : "unknown";
+}
+
+__attribute__((weak)) struct peer *
+peer_find_by_name(struct toud *t, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < t->n_peers; i++)
+		if (strcmp(t->peers[i]->name, name) == 0)
+			return t->peers[i];
+	return NULL;
+}
+
+static const char *
+testdata_dir(void)
+{
+	const char *d = getenv("TOUD_TESTDATA");
+
+	return d && *d ? d : "tests/unit/data";
+}
+
+static char *
+testdata_read(const char *name)
+{
+	char path[1024];
+	FILE *f;
+	char *buf;
+	long n;
+
+	snprintf(path, sizeof(path), "%s/show/%s", testdata_dir(), name);
+	f = fopen(path, "rb");
+	ck_assert_msg(f != NULL, "cannot open %s", path);
+	ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
+	n = ftell(f);
+	ck_assert_int_ge(n, 0);
+	rewind(f);
+	buf = malloc((size_t)n + 1);
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_uint_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+/* --- a small strict JSON checker (RFC 8259 syntax, UTF-8) ---------------- */
+
+struct json {
+	const unsigned char *s;
+	int depth;
+};
+
+static bool json_value(struct json *j);
+
+static void
+json_ws(struct json *j)
+{
+	while (*j->s == ' ' || *j->s == '\t' || *j->s == '\n' || *j->s == '\r')
+		j->s++;
+}
+
+static bool
+json_lit(struct json *j, const char *lit)
+{
+	size_t n = strlen(lit);
+
+	if (strncmp((const char *)j->s, lit, n) != 0)
+		return false;
+	j->s += n;
+	return true;
+}
+
+static bool
+json_hex4(const unsigned char *s)
+{
+	int i;
+
+	for (i = 0; i < 4; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f') ||
+		    (s[i] >= 'A' && s[i] <= 'F')))
+			return false;
+	return true;
+}
+
+static size_t
+json_utf8(const unsigned char *s)
+{
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		return (s[1] & 0xc0) == 0x80 ? 2 : 0;
+	if (s[0] >= 0xe0 && s[0] <= 0xef) {
+		if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 ||
+		    (s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0))
+			return 0;
+		return 3;
+	}
+	if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 ||
+		    (s[3] & 0xc0) != 0x80 || (s[0] == 0xf0 && s[1] < 0x90) ||
+		    (s[0] == 0xf4 && s[1] >= 0x90))
+			return 0;
+		return 4;
+	}
+	return 0;
+}
+
+static bool
+json_string(struct json *j)
+{
+	size_t n;
+
+	if (*j->s++ != '"')
+		return false;
+	for (;;) {
+		if (*j->s == '"') {
+			j->s++;
+			return true;
+		}
+		if (*j->s < 0x20)
+			return false;           /* raw control character, or the end */
+		if (*j->s == '\\') {
+			j->s++;
+			if (*j->s == 'u') {
+				if (!json_hex4(j->s + 1))
+					return false;
+				j->s += 5;
+			} else if (*j->s && strchr("\"\\/bfnrt", *j->s)) {
+				j->s++;
+			} else {
+				return false;
+			}
+		} else if (*j->s < 0x80) {
+			j->s++;
+		} else if ((n = json_utf8(j->s)) > 0) {
+			j->s += n;
+		} else {
+			return false;
+		}
+	}
+}
+
+static bool
+json_digits(struct json *j)
+{
+	if (*j->s < '0' || *j->s > '9')
+		return false;
+	while (*j->s >= '0' && *j->s <= '9')
+		j->s++;
+	return true;
+}
+
+static bool
+json_number(struct json *j)
+{
+	if (*j->s == '-')
+		j->s++;
+	if (*j->s == '0')
+		j->s++;
+	else if (!json_digits(j))
+		return false;
+	if (*j->s == '.') {
+		j->s++;
+		if (!json_digits(j))
+			return false;
+	}
+	if (*j->s == 'e' || *j->s == 'E') {
+		j->s++;
+		if (*j->s == '+' || *j->s == '-')
+			j->s++;
+		if (!json_digits(j))
+			return false;
+	}
+	return true;
+}
+
+static bool
+json_container(struct json *j, char close, bool object)
+{
+	j->s++;
+	json_ws(j);
+	if (*j->s == close) {
+		j->s++;
+		return true;
+	}
+	for (;;) {
+		if (object) {
+			if (!json_string(j))
+				return false;
+			json_ws(j);
+			if (*j->s++ != ':')
+				return false;
+		}
+		if (!json_value(j))
+			return false;
+		json_ws(j);
+		if (*j->s == close) {
+			j->s++;
+			return true;
+		}
+		if (*j->s++ != ',')
+			return false;
+		json_ws(j);
+	}
+}
+
+static bool
+json_value(struct json *j)
+{
+	bool ok;
+
+	json_ws(j);
+	if (++j->depth > 32)
+		return false;
+	switch (*j->s) {
+	case '{':
+		ok = json_container(j, '}', true);
+		break;
+	case '[':
+		ok = json_container(j, ']', false);
+		break;
+	case '"':
+		ok = json_string(j);
+		break;
+	case 't':
+		ok = json_lit(j, "true");
+		break;
+	case 'f':
+		ok = json_lit(j, "false");
+		break;
+	case 'n':
+		ok = json_lit(j, "null");
+		break;
+	default:
+		ok = json_number(j);
+	}
+	j->depth--;
+	return ok;
+}
+
+/* Exactly one JSON object and nothing else but white space. */
+static bool
+json_valid(const char *s)
+{
+	struct json j = { (const unsigned char *)s, 0 };
+
+	json_ws(&j);
+	if (*j.s != '{' || !json_value(&j))
+		return false;
+	json_ws(&j);
+	return *j.s == '\0';
+}
+
+/* --- fixtures ------------------------------------------------------------- */
+
+static const char conf_text[] =
+    "[interface]\n"
+    "name = tou0\n"
+    "address = 10.77.0.1/24\n"
+    "address = fd77::1/64\n"
+    "listen = 6080\n"
+    "encryption = none\n"
+    "\n"
+    "[peer bob]\n"
+    "endpoint = 192.0.2.7:6080\n"
+    "address = 10.77.0.2\n"
+    "\n"
+    "[peer carol]\n"
+    "address = 10.77.0.3\n"
+    "\n"
+    "[peer dave]\n"
+    "endpoint = [2001:db8::7]:6081\n"
+    "address = fd77::4\n";
+
+struct fixture {
+	struct toud t;
+	struct peer peer[3];
+	struct peer *peers[3];
+};
+
+static void
+set_endpoint(struct peer *p, const char *addr, uint16_t port)
+{
+	struct ipaddr a;
+
+	ck_assert_int_eq(util_addr_parse(addr, &a), 0);
+	ck_assert_int_eq(util_sa_from_addr(&p->endpoint, &a, port), 0);
+	p->has_endpoint = true;
+}
+
+/* bob: up, counters, drops, heard from 12 s ago; carol: idle, nothing yet;
+ * dave: dead, IPv6 endpoint, large counters, heard from 3 s ago.  (Ages are
+ * monotonic time, which starts at boot: keep them small.) */
+static void
+fixture_init(struct fixture *f)
+{
+	struct conf_error err;
+	uint64_t now;
+	size_t i;
+
+	memset(f, 0, sizeof(*f));
+	ck_assert_msg(conf_parse("test.conf", conf_text, strlen(conf_text), &f->t.conf,
+	    &err) == 0, "%d: %s", err.line, err.msg);
+	ck_assert_uint_eq(f->t.conf->n_peers, 3);
+	f->t.tun_mtu = 1415;
+	f->t.drops[DROP_NO_PEER] = 5;
+	f->t.drops[DROP_GUE + GUE_ERR_TRUNCATED] = 2;
+	for (i = 0; i < 3; i++) {
+		f->peer[i].toud = &f->t;
+		f->peer[i].cf = &f->t.conf->peers[i];
+		f->peer[i].name = f->t.conf->peers[i].name;
+		f->peers[i] = &f->peer[i];
+	}
+	f->t.peers = f->peers;
+	f->t.n_peers = 3;
+
+	f->peer[0].state = PEER_UP;
+	set_endpoint(&f->peer[0], "192.0.2.7", 6080);
+	f->peer[0].rx_bytes = 1268777;
+	f->peer[0].tx_bytes = 3482;
+	f->peer[0].rx_packets = 900;
+	f->peer[0].tx_packets = 40;
+	f->peer[0].drops[DROP_SOURCE] = 3;
+	f->peer[0].drops[drop_gue(GUE_ERR_VARIANT)] = 1;
+
+	f->peer[1].state = PEER_IDLE;
+
+	f->peer[2].state = PEER_DEAD;
+	set_endpoint(&f->peer[2], "2001:db8::7", 6081);
+	f->peer[2].rx_bytes = 5ULL << 30;
+	f->peer[2].tx_bytes = 1023;
+	f->peer[2].rx_packets = 18446744073709551615ULL;
+	f->peer[2].tx_packets = 1;
+	f->peer[2].drops[DROP_TUN_WRITE] = 7;
+
+	/* Well inside the second, so the rendering sees the same count. */
+	now = util_now_ms();
+	f->peer[0].last_rx_ms = now - 12000 - 100;
+	f->peer[2].last_rx_ms = now - 3000 - 100;
+}
+
+static void
+fixture_free(struct fixture *f)
+{
+	conf_free(f->t.conf);
+}
+
+static void
+check_golden(const char *got, const char *file)
+{
+	char *want = testdata_read(file);
+
+	ck_assert_msg(strcmp(got, want) == 0, "%s differs; got:\n%s", file, got);
+	free(want);
+}
+
+/* --- tests ------------------------------------------------------------------ */
+
+START_TEST(json_all)
+{
+	struct fixture f;
+	char *s;
+
+	fixture_init(&f);
+	s = show_render(&f.t, NULL, true);
+	ck_assert_ptr_nonnull(s);
+	ck_assert(json_valid(s));
+	check_golden(s, "all.json");
+	free(s);
+	fixture_free(&f);
+}
+END_TEST
+
+START_TEST(json_one_peer)
+{
+	struct fixture f;
+	char *s;
+
+	fixture_init(&f);
+	s = show_render(&f.t, "bob", true);
+	ck_assert_ptr_nonnull(s);
+	ck_assert(json_valid(s));
+	check_golden(s, "bob.json");
+	free(s);
+	s = show_render(&f.t, "carol", true);
+	ck_assert_ptr_nonnull(s);
+	ck_assert(json_valid(s));
+	ck_assert_ptr_nonnull(strstr(s, "\"name\": \"carol\""));
+	ck_assert_ptr_nonnull(strstr(s, "\"endpoint\": null"));
+	ck_assert_ptr_nonnull(strstr(s, "\"last_rx\": null"));
+	ck_assert_ptr_nonnull(strstr(s, "\"drops\": {}"));
+	ck_assert_ptr_null(strstr(s, "bob"));
+	ck_assert_ptr_null(strstr(s, "dave"));
+	free(s);
+	fixture_free(&f);
+}
+END_TEST
+
+START_TEST(text_all)
+{
+	struct fixture f;
+	char *s;
+
+	fixture_init(&f);
+	s = show_render(&f.t, NULL, false);
+	ck_assert_ptr_nonnull(s);
+	check_golden(s, "all.txt");
+	free(s);
+	fixture_free(&f);
+}
+END_TEST
+
+START_TEST(text_one_peer)
+{
+	struct fixture f;
+	char *s;
+
+	fixture_init(&f);
+	s = show_render(&f.t, "dave", false);
+	ck_assert_ptr_nonnull(s);
+	check_golden(s, "dave.txt");
+	free(s);
+	fixture_free(&f);
+}
+END_TEST
+
+START_TEST(unknown_peer)
+{
+	struct fixture f;
+
+	fixture_init(&f);
+	errno = 0;
+	ck_assert_ptr_null(show_render(&f.t, "mallory", true));
+	ck_assert_int_eq(errno, ENOENT);
+	errno = 0;
+	ck_assert_ptr_null(show_render(&f.t, "mallory", false));
+	ck_assert_int_eq(errno, ENOENT);
+	errno = 0;
+	ck_assert_ptr_null(show_render(&f.t, "", true));
+	ck_assert_int_eq(errno, ENOENT);
+	/* Names match exactly. */
+	ck_assert_ptr_null(show_render(&f.t, "Bob", true));
+	ck_assert_ptr_null(show_render(&f.t, "bo", true));
+	fixture_free(&f);
+}
+END_TEST
+
+START_TEST(no_peers_no_drops)
+{
+	struct fixture f;
+	char *s;
+
+	fixture_init(&f);
+	f.t.n_peers = 0;
+	memset(f.t.drops, 0, sizeof(f.t.drops));
+	f.t.conf->iface.encryption = CONF_ENC_DTLS;
+	f.t.conf->iface.listen_port = 7000;
+	f.t.tun_mtu = 1380;
+	s = show_render(&f.t, NULL, true);
+	ck_assert_ptr_nonnull(s);
+	ck_assert(json_valid(s));
+	ck_assert_str_eq(s,
+	    "{\n"
+	    "  \"interface\": {\n"
+	    "    \"name\": \"tou0\",\n"
+	    "    \"mtu\": 1380,\n"
+	    "    \"listen_port\": 7000,\n"
+	    "    \"encryption\": \"dtls\",\n"
+	    "    \"drops\": {}\n"
+	    "  },\n"
+	    "  \"peers\": []\n"
+	    "}\n");
+	free(s);
+	s = show_render(&f.t, NULL, false);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_str_eq(s,
+	    "interface: tou0\n"
+	    "  listen port: 7000\n"
+	    "  mtu: 1380\n"
+	    "  encryption: dtls\n");
+	free(s);
+	ck_assert_ptr_null(show_render(&f.t, "bob", false));
+	ck_assert_int_eq(errno, ENOENT);
+	fixture_free(&f);
+}
+END_TEST
+
+START_TEST(states)
+{
+	static const struct { enum peer_state s; const char *json; } cases[] = {
+		{ PEER_IDLE, "\"state\": \"idle\"" },
+		{ PEER_HANDSHAKING, "\"state\": \"handshaking\"" },
+		{ PEER_UP, "\"state\": \"up\"" },
+		{ PEER_DEAD, "\"state\": \"dead\"" },
+	};
+	struct fixture f;
+	size_t i;
+	char *s;
+
+	fixture_init(&f);
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		f.peer[1].state = cases[i].s;
+		s = show_render(&f.t, "carol", true);
+		ck_assert_ptr_nonnull(s);
+		ck_assert_msg(strstr(s, cases[i].json) != NULL, "%s", s);
+		free(s);
+	}
+	fixture_free(&f);
+}
+END_TEST
+
+/* Interface and peer names are restricted by the parser, but the output
+ * must stay valid JSON and harmless on a terminal whatever they hold. */
+START_TEST(escaping)
+{
+	struct fixture f;
+	char *s;
+
+	fixture_init(&f);
+	memcpy(f.t.conf->iface.name, "t\"\\\n\x01\x7f\xc3\xa9\xff", 10);
+	f.peer[0].name = "a/b\t\r\b\f\x1f\xe2\x82\xac\xc3\x28\xed\xa0\x80z";
+	s = show_render(&f.t, NULL, true);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_msg(json_valid(s), "%s", s);
+	ck_assert_ptr_nonnull(strstr(s,
+	    "\"name\": \"t\\\"\\\\\\n\\u0001\\u007f\xc3\xa9\\ufffd\","));
+	ck_assert_ptr_nonnull(strstr(s,
+	    "\"name\": \"a/b\\t\\r\\b\\f\\u001f\xe2\x82\xac\\ufffd(\\ufffd\\ufffd\\ufffdz\","));
+	free(s);
+
+	s = show_render(&f.t, NULL, false);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_ptr_nonnull(strstr(s,
+	    "interface: t\"\\x5c\\x0a\\x01\\x7f\xc3\xa9\xff\n"));
+	ck_assert_ptr_nonnull(strstr(s, "peer: a/b\\x09\\x0d\\x08\\x0c\\x1f"));
+	ck_assert_ptr_null(strchr(s, '\x1f'));
+	ck_assert_ptr_null(strchr(s, '\r'));
+	free(s);
+	fixture_free(&f);
+}
+END_TEST
+
+START_TEST(text_units)
+{
+	static const struct { uint64_t rx, tx; const char *line; } cases[] = {
+		{ 0, 1, "  transfer: 0 B received, 1 B sent\n" },
+		{ 1023, 1024, "  transfer: 1023 B received, 1.00 KiB sent\n" },
+		{ 1536, 1048576, "  transfer: 1.50 KiB received, 1.00 MiB sent\n" },
+		{ 3ULL << 40, 18446744073709551615ULL,
+		  "  transfer: 3.00 TiB received, 16.00 EiB sent\n" },
+	};
+	static const struct { uint64_t secs; const char *line; } ago[] = {
+		{ 1, "  latest receive: 1 second ago\n" },
+		{ 59, "  latest receive: 59 seconds ago\n" },
+		{ 60, "  latest receive: 1 minute ago\n" },
+		{ 61, "  latest receive: 1 minute, 1 second ago\n" },
+		{ 3725, "  latest receive: 1 hour, 2 minutes, 5 seconds ago\n" },
+		{ 90061, "  latest receive: 1 day, 1 hour, 1 minute, 1 second ago\n" },
+		{ 2 * 86400 + 7200, "  latest receive: 2 days, 2 hours ago\n" },
+	};
+	struct fixture f;
+	size_t i;
+	char *s;
+
+	fixture_init(&f);
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		f.peer[1].rx_bytes = cases[i].rx;
+		f.peer[1].tx_bytes = cases[i].tx;
+		s = show_render(&f.t, "carol", false);
+		ck_assert_ptr_nonnull(s);
+		ck_assert_msg(strstr(s, cases[i].line) != NULL, "%s", s);
+		free(s);
+	}
+	for (i = 0; i < ARRAY_SIZE(ago); i++) {
+		uint64_t now = util_now_ms();
+
+		/* The clock counts from boot: an age older than that cannot
+		 * be expressed (rare, on a machine that just started). */
+		if (now <= ago[i].secs * 1000 + 1000)
+			continue;
+		f.peer[1].last_rx_ms = now - ago[i].secs * 1000 - 100;
+		s = show_render(&f.t, "carol", false);
+		ck_assert_ptr_nonnull(s);
+		ck_assert_msg(strstr(s, ago[i].line) != NULL, "%s", s);
+		free(s);
+	}
+	/* The monotonic clock never runs backwards, but a stale stamp must not
+	 * turn into a huge number. */
+	f.peer[1].last_rx_ms = util_now_ms() + 5000;
+	s = show_render(&f.t, "carol", false);
+	ck_assert_ptr_nonnull(strstr(s, "  latest receive: now\n"));
+	free(s);
+	s = show_render(&f.t, "carol", true);
+	ck_assert_ptr_nonnull(strstr(s, "\"last_rx\": 0\n"));
+	free(s);
+	fixture_free(&f);
+}
+END_TEST
+
+/* The checker must itself reject what is not JSON, or the tests above
+ * would prove nothing. */
+START_TEST(checker_rejects)
+{
+	static const char *const bad[] = {
+		"", "{", "{}{}", "[]", "{\"a\":1,}", "{\"a\" 1}", "{a:1}",
+		"{\"a\":01}", "{\"a\":1.}", "{\"a\":-}", "{\"a\":\"\x01\"}",
+		"{\"a\":\"\\x41\"}", "{\"a\":\"\\u12g4\"}", "{\"a\":\"\xff\"}",
+		"{\"a\":\"\xc3\x28\"}", "{\"a\":\"\xed\xa0\x80\"}", "{\"a\":nul}",
+		"{\"a\":[1,]}", "{\"a\":\"x}", "{\"a\":1} x",
+	};
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(bad); i++)
+		ck_assert_msg(!json_valid(bad[i]), "accepted: %s", bad[i]);
+	ck_assert(json_valid(" {\"a\": [1, -2.5e3, true, false, null, \"\\u00e9\xc3\xa9\", {}]}\n"));
+}
+END_TEST
+
+static Suite *
+show_suite(void)
+{
+	Suite *s = suite_create("show");
+	TCase *tc = tcase_create("show");
+
+	tcase_add_test(tc, json_all);
+	tcase_add_test(tc, json_one_peer);
+	tcase_add_test(tc, text_all);
+	tcase_add_test(tc, text_one_peer);
+	tcase_add_test(tc, unknown_peer);
+	tcase_add_test(tc, no_peers_no_drops);
+	tcase_add_test(tc, states);
+	tcase_add_test(tc, escaping);
+	tcase_add_test(tc, text_units);
+	tcase_add_test(tc, checker_rejects);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr;
+	int failed;
+
+	sr = srunner_create(show_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
