@@ -1,0 +1,1166 @@
+/* dtls.c - DTLS 1.2 over OpenSSL 3.0, without sockets or an event loop.
+ *
+ * Every SSL object talks through a small datagram BIO: a read hands OpenSSL
+ * the one record the caller just passed in, a write splits what OpenSSL
+ * produced at record boundaries and gives each record to the session's
+ * output callback.  Peers are authenticated by the SHA-256 of their public
+ * key (or a CA, through the authorize callback); there is no chain building
+ * for self-signed certificates. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <openssl/bio.h>
+#include <openssl/bn.h>
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/pem.h>
+#include <openssl/rand.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+
+#include "dtls.h"
+#include "log.h"
+
+#define DTLS_CIPHERS "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:" \
+	"ECDHE-ECDSA-CHACHA20-POLY1305"
+#define DTLS_GROUPS "X25519:P-256"
+
+#define CT_CCS 20
+#define CT_ALERT 21
+#define CT_HANDSHAKE 22
+#define CT_APPDATA 23
+
+#define DTLS_MAX_RECORD (DTLS_RECORD_HDR + 16384 + 2048)  /* largest legal ciphertext */
+#define DTLS_MIN_LINK_MTU 256                             /* OpenSSL's DTLS1_MIN_MTU */
+#define DTLS_COOKIE_LEN 16
+#define DTLS_SECRET_LEN 32
+#define DTLS_TIMER_INIT_US 300000
+#define DTLS_TIMER_MAX_US 4000000
+#define DTLS_WINDOW 64                  /* OpenSSL 3.0's replay bitmap */
+#define DTLS_BUFFERED_MAX 128           /* OpenSSL queues at most 100 early records */
+
+struct dtls_ctx {
+	SSL_CTX *ssl_ctx;
+	dtls_authorize_fn *authorize;
+	void *authorize_arg;
+	dtls_output_fn *listen_output;
+	void *listen_output_arg;
+	unsigned link_mtu;
+	uint8_t fp[DTLS_FP_LEN];
+	uint8_t secret[DTLS_SECRET_LEN];        /* cookie secrets */
+	uint8_t prev_secret[DTLS_SECRET_LEN];
+	int keylog_fd;
+	struct dtls_sess *listener;             /* reused for every DTLSv1_listen */
+	BIO_ADDR *listen_addr;
+	size_t listen_req_len;                  /* size of the request being answered */
+	bool listen_replied;
+};
+
+struct dtls_sess {
+	struct dtls_ctx *c;
+	SSL *ssl;
+	dtls_output_fn *out;
+	void *out_arg;
+	union sockaddr_union peer;              /* where our records go */
+	union sockaddr_union src;               /* source of the record being read */
+	const uint8_t *rd;                      /* the record OpenSSL may read, once */
+	size_t rdlen;
+	bool listener;
+	bool client;
+	bool established;
+	enum dtls_result failed;                /* terminal result, or DTLS_AGAIN */
+	void *expect;
+	void *peer_obj;
+	/* Mirror of OpenSSL's replay window, to tell a replay from a forgery
+	 * when OpenSSL drops a record silently. */
+	bool win_any;
+	uint64_t win_top;
+	uint64_t win_bits;
+};
+
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* Reason of the newest OpenSSL error; the queue is cleared by the caller. */
+static const char *
+ssl_reason(void)
+{
+	unsigned long e = ERR_peek_last_error();
+	const char *r = e != 0 ? ERR_reason_error_string(e) : NULL;
+
+	return r != NULL ? r : "unknown error";
+}
+
+static uint16_t
+get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+/* epoch(16) << 48 | sequence(48) from a cleartext record header. */
+static uint64_t
+rec_seq(const uint8_t *rec)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 3; i < 11; i++)
+		v = v << 8 | rec[i];
+	return v;
+}
+
+/* One whole record: header plus exactly the fragment its length announces. */
+static bool
+rec_whole(const uint8_t *rec, size_t len)
+{
+	return len >= DTLS_RECORD_HDR && len <= DTLS_MAX_RECORD &&
+	    DTLS_RECORD_HDR + (size_t)get16(rec + 11) == len;
+}
+
+static int
+cert_fp(X509 *x, uint8_t fp[DTLS_FP_LEN])
+{
+	X509_PUBKEY *pk = X509_get_X509_PUBKEY(x);
+	unsigned char *der = NULL;
+	unsigned int mdlen = 0;
+	int n, ok;
+
+	if (pk == NULL || (n = i2d_X509_PUBKEY(pk, &der)) <= 0)
+		return -EINVAL;
+	ok = EVP_Digest(der, (size_t)n, fp, &mdlen, EVP_sha256(), NULL) == 1 &&
+	    mdlen == DTLS_FP_LEN;
+	OPENSSL_free(der);
+	return ok ? 0 : -EIO;
+}
+
+/* --- replay window mirror -------------------------------------------- */
+
+static void
+win_mark(struct dtls_sess *s, uint64_t v)
+{
+	uint64_t d;
+
+	if (!s->win_any || v >> 48 > s->win_top >> 48) {
+		s->win_any = true;
+		s->win_top = v;
+		s->win_bits = 1;
+		return;
+	}
+	if (v >> 48 < s->win_top >> 48)
+		return;
+	if (v > s->win_top) {
+		d = v - s->win_top;
+		s->win_bits = d >= DTLS_WINDOW ? 1 : s->win_bits << d | 1;
+		s->win_top = v;
+	} else {
+		d = s->win_top - v;
+		if (d < DTLS_WINDOW)
+			s->win_bits |= (uint64_t)1 << d;
+	}
+}
+
+static bool
+win_seen(const struct dtls_sess *s, uint64_t v)
+{
+	uint64_t d;
+
+	if (!s->win_any || v >> 48 > s->win_top >> 48)
+		return false;
+	if (v >> 48 < s->win_top >> 48)
+		return true;
+	if (v > s->win_top)
+		return false;
+	d = s->win_top - v;
+	return d >= DTLS_WINDOW || (s->win_bits >> d & 1);
+}
+
+/* --- the datagram BIO ------------------------------------------------ */
+
+static int
+addr_to_bio(const union sockaddr_union *sa, BIO_ADDR *ap)
+{
+	switch (sa->sa.sa_family) {
+	case AF_INET:
+		return BIO_ADDR_rawmake(ap, AF_INET, &sa->in.sin_addr, 4, sa->in.sin_port);
+	case AF_INET6:
+		return BIO_ADDR_rawmake(ap, AF_INET6, &sa->in6.sin6_addr, 16,
+		    sa->in6.sin6_port);
+	default:
+		return 0;
+	}
+}
+
+static int
+dgram_read(BIO *b, char *buf, int len)
+{
+	struct dtls_sess *s = BIO_get_data(b);
+	size_t n;
+
+	BIO_clear_retry_flags(b);
+	if (s == NULL || s->rd == NULL || len <= 0) {
+		BIO_set_retry_read(b);
+		return -1;
+	}
+	n = s->rdlen < (size_t)len ? s->rdlen : (size_t)len;
+	memcpy(buf, s->rd, n);
+	s->rd = NULL;
+	s->rdlen = 0;
+	return (int)n;
+}
+
+static int
+dgram_write(BIO *b, const char *data, int dlen)
+{
+	struct dtls_sess *s = BIO_get_data(b);
+	const uint8_t *p = (const uint8_t *)data;
+	const union sockaddr_union *to;
+	dtls_output_fn *out;
+	void *arg;
+	size_t left, n;
+
+	BIO_clear_retry_flags(b);
+	if (s == NULL || dlen <= 0)
+		return dlen < 0 ? -1 : 0;
+	left = (size_t)dlen;
+	if (s->listener) {
+		/* A stateless answer is never larger than the request, so
+		 * the listener cannot amplify a spoofed source. */
+		if (left > s->c->listen_req_len || s->c->listen_output == NULL)
+			return dlen;
+		out = s->c->listen_output;
+		arg = s->c->listen_output_arg;
+		to = &s->src;
+		s->c->listen_replied = true;
+	} else {
+		out = s->out;
+		arg = s->out_arg;
+		to = &s->peer;
+	}
+	if (out == NULL)
+		return dlen;
+	while (left > 0) {
+		n = left;
+		if (left >= DTLS_RECORD_HDR &&
+		    DTLS_RECORD_HDR + (size_t)get16(p + 11) <= left)
+			n = DTLS_RECORD_HDR + get16(p + 11);
+		out(arg, p, n, to);
+		p += n;
+		left -= n;
+	}
+	return dlen;
+}
+
+static long
+dgram_ctrl(BIO *b, int cmd, long num, void *ptr)
+{
+	struct dtls_sess *s = BIO_get_data(b);
+
+	(void)num;
+	switch (cmd) {
+	case BIO_CTRL_DGRAM_GET_PEER:
+		/* DTLSv1_listen asks for the source of the ClientHello. */
+		if (s == NULL || ptr == NULL)
+			return 0;
+		return addr_to_bio(s->listener ? &s->src : &s->peer, ptr) ? 1 : 0;
+	case BIO_CTRL_DGRAM_SET_CONNECTED:
+	case BIO_CTRL_DGRAM_SET_PEER:
+	case BIO_CTRL_FLUSH:
+		return 1;
+	case BIO_CTRL_DGRAM_QUERY_MTU:          /* SSL_OP_NO_QUERY_MTU + link MTU */
+	case BIO_CTRL_DGRAM_GET_MTU_OVERHEAD:   /* the link MTU is the record size */
+	case BIO_CTRL_PUSH:
+	case BIO_CTRL_POP:
+	case BIO_CTRL_PENDING:
+	case BIO_CTRL_WPENDING:
+	case BIO_CTRL_DGRAM_SET_NEXT_TIMEOUT:   /* the caller runs the timers */
+	case BIO_CTRL_DGRAM_GET_RECV_TIMER_EXP:
+	case BIO_CTRL_DGRAM_GET_SEND_TIMER_EXP:
+	default:
+		return 0;
+	}
+}
+
+/* The method table is immutable once built, like OpenSSL's own; BIO type
+ * indexes are a process-wide resource, so it is built once per process. */
+static CRYPTO_ONCE dgram_once = CRYPTO_ONCE_STATIC_INIT;
+static BIO_METHOD *dgram_method;
+
+static void
+dgram_method_init(void)
+{
+	BIO_METHOD *m;
+	int type = BIO_get_new_index();
+
+	if (type == -1)
+		return;
+	m = BIO_meth_new(type | BIO_TYPE_SOURCE_SINK, "toud datagram");
+	if (m == NULL)
+		return;
+	if (!BIO_meth_set_read(m, dgram_read) || !BIO_meth_set_write(m, dgram_write) ||
+	    !BIO_meth_set_ctrl(m, dgram_ctrl)) {
+		BIO_meth_free(m);
+		return;
+	}
+	dgram_method = m;
+}
+
+static const BIO_METHOD *
+dgram_method_get(void)
+{
+	if (!CRYPTO_THREAD_run_once(&dgram_once, dgram_method_init))
+		return NULL;
+	return dgram_method;
+}
+
+/* --- OpenSSL callbacks ----------------------------------------------- */
+
+static unsigned int
+sess_timer_cb(SSL *ssl, unsigned int timer_us)
+{
+	(void)ssl;
+	if (timer_us == 0)
+		return DTLS_TIMER_INIT_US;
+	if (timer_us >= DTLS_TIMER_MAX_US / 2)
+		return DTLS_TIMER_MAX_US;
+	return timer_us * 2;
+}
+
+/* Replaces chain verification: the peer is who its key says, if the
+ * caller knows that key. */
+static int
+verify_cb(X509_STORE_CTX *xs, void *arg)
+{
+	struct dtls_ctx *c = arg;
+	SSL *ssl = X509_STORE_CTX_get_ex_data(xs, SSL_get_ex_data_X509_STORE_CTX_idx());
+	struct dtls_sess *s = ssl != NULL ? SSL_get_app_data(ssl) : NULL;
+	X509 *leaf = X509_STORE_CTX_get0_cert(xs);
+	uint8_t fp[DTLS_FP_LEN];
+	void *p;
+
+	if (s == NULL || leaf == NULL || cert_fp(leaf, fp) < 0)
+		goto refuse;
+	p = c->authorize(c->authorize_arg, fp, xs);
+	if (p == NULL || (s->client && p != s->expect))
+		goto refuse;
+	s->peer_obj = p;
+	return 1;
+refuse:
+	X509_STORE_CTX_set_error(xs, X509_V_ERR_APPLICATION_VERIFICATION);
+	return 0;
+}
+
+static void
+keylog_cb(const SSL *ssl, const char *line)
+{
+	struct dtls_ctx *c = SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl));
+	struct iovec iov[2];
+
+	if (c == NULL || c->keylog_fd < 0)
+		return;
+	iov[0].iov_base = (void *)(uintptr_t)line;
+	iov[0].iov_len = strlen(line);
+	iov[1].iov_base = (void *)(uintptr_t)"\n";
+	iov[1].iov_len = 1;
+	/* One writev on an O_APPEND file: lines of both sides stay whole. */
+	if (writev(c->keylog_fd, iov, 2) < 0)
+		log_debug("key log: %s", strerror(errno));
+}
+
+static int
+cookie_calc(const uint8_t secret[DTLS_SECRET_LEN], const union sockaddr_union *sa,
+    uint8_t cookie[DTLS_COOKIE_LEN])
+{
+	uint8_t msg[1 + 16 + 2], md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	size_t n;
+
+	switch (sa->sa.sa_family) {
+	case AF_INET:
+		msg[0] = 4;
+		memcpy(msg + 1, &sa->in.sin_addr, 4);
+		memcpy(msg + 5, &sa->in.sin_port, 2);
+		n = 7;
+		break;
+	case AF_INET6:
+		msg[0] = 6;
+		memcpy(msg + 1, &sa->in6.sin6_addr, 16);
+		memcpy(msg + 17, &sa->in6.sin6_port, 2);
+		n = 19;
+		break;
+	default:
+		return -EAFNOSUPPORT;
+	}
+	if (HMAC(EVP_sha256(), secret, DTLS_SECRET_LEN, msg, n, md, &mdlen) == NULL ||
+	    mdlen < DTLS_COOKIE_LEN)
+		return -EIO;
+	memcpy(cookie, md, DTLS_COOKIE_LEN);
+	OPENSSL_cleanse(md, sizeof(md));
+	return 0;
+}
+
+static int
+cookie_generate_cb(SSL *ssl, unsigned char *cookie, unsigned int *cookie_len)
+{
+	struct dtls_sess *s = SSL_get_app_data(ssl);
+
+	if (s == NULL || cookie_calc(s->c->secret, &s->src, cookie) < 0)
+		return 0;
+	*cookie_len = DTLS_COOKIE_LEN;
+	return 1;
+}
+
+static int
+cookie_verify_cb(SSL *ssl, const unsigned char *cookie, unsigned int cookie_len)
+{
+	struct dtls_sess *s = SSL_get_app_data(ssl);
+	uint8_t want[DTLS_COOKIE_LEN];
+
+	if (s == NULL || cookie_len != DTLS_COOKIE_LEN)
+		return 0;
+	if (cookie_calc(s->c->secret, &s->src, want) == 0 &&
+	    CRYPTO_memcmp(want, cookie, DTLS_COOKIE_LEN) == 0)
+		return 1;
+	if (cookie_calc(s->c->prev_secret, &s->src, want) == 0 &&
+	    CRYPTO_memcmp(want, cookie, DTLS_COOKIE_LEN) == 0)
+		return 1;
+	return 0;
+}
+
+/* Never prompt for a pass phrase: the daemon has no terminal. */
+static int
+no_passwd_cb(char *buf, int size, int rwflag, void *u)
+{
+	(void)buf;
+	(void)size;
+	(void)rwflag;
+	(void)u;
+	return 0;
+}
+
+/* --- sessions -------------------------------------------------------- */
+
+static struct dtls_sess *
+sess_new(struct dtls_ctx *c)
+{
+	const BIO_METHOD *m = dgram_method_get();
+	struct dtls_sess *s;
+	BIO *bio;
+
+	if (m == NULL || (s = calloc(1, sizeof(*s))) == NULL)
+		return NULL;
+	s->c = c;
+	if ((s->ssl = SSL_new(c->ssl_ctx)) == NULL)
+		goto fail;
+	if ((bio = BIO_new(m)) == NULL)
+		goto fail;
+	BIO_set_data(bio, s);
+	BIO_set_init(bio, 1);
+	SSL_set_bio(s->ssl, bio, bio);
+	SSL_set_app_data(s->ssl, s);
+	if (!DTLS_set_link_mtu(s->ssl, c->link_mtu))
+		goto fail;
+	DTLS_set_timer_cb(s->ssl, sess_timer_cb);
+	return s;
+fail:
+	SSL_free(s->ssl);
+	free(s);
+	ERR_clear_error();
+	return NULL;
+}
+
+static int
+listener_new(struct dtls_ctx *c)
+{
+	struct dtls_sess *s = sess_new(c);
+
+	if (s == NULL)
+		return -ENOMEM;
+	s->listener = true;
+	SSL_set_accept_state(s->ssl);
+	SSL_set_options(s->ssl, SSL_OP_COOKIE_EXCHANGE);
+	c->listener = s;
+	return 0;
+}
+
+/* One step of the handshake; the error queue is the caller's to clear. */
+static enum dtls_result
+sess_drive(struct dtls_sess *s)
+{
+	int r = SSL_do_handshake(s->ssl);
+
+	if (r == 1) {
+		s->established = true;
+		return DTLS_DONE;
+	}
+	switch (SSL_get_error(s->ssl, r)) {
+	case SSL_ERROR_WANT_READ:
+	case SSL_ERROR_WANT_WRITE:
+		return DTLS_AGAIN;
+	default:
+		s->failed = DTLS_ERR_HANDSHAKE;
+		return DTLS_ERR_HANDSHAKE;
+	}
+}
+
+struct dtls_sess *
+dtls_sess_client(struct dtls_ctx *c, void *expect, dtls_output_fn *out, void *out_arg,
+    const union sockaddr_union *to)
+{
+	struct dtls_sess *s;
+
+	if (out == NULL || to == NULL || (s = sess_new(c)) == NULL)
+		return NULL;
+	s->client = true;
+	s->expect = expect;
+	s->out = out;
+	s->out_arg = out_arg;
+	s->peer = *to;
+	s->src = *to;
+	SSL_set_connect_state(s->ssl);
+	return s;
+}
+
+void
+dtls_sess_free(struct dtls_sess *s)
+{
+	if (s == NULL)
+		return;
+	SSL_free(s->ssl);
+	free(s);
+}
+
+void
+dtls_sess_set_peer_addr(struct dtls_sess *s, const union sockaddr_union *to)
+{
+	s->peer = *to;
+}
+
+enum dtls_result
+dtls_sess_handshake(struct dtls_sess *s)
+{
+	enum dtls_result r;
+
+	if (s->failed != DTLS_AGAIN)
+		return s->failed;
+	if (s->established)
+		return DTLS_AGAIN;
+	r = sess_drive(s);
+	ERR_clear_error();
+	return r;
+}
+
+/* SSL_read gave no data: say why. */
+static enum dtls_result
+sess_read_error(struct dtls_sess *s, int r, uint8_t ctype, uint64_t seq)
+{
+	switch (SSL_get_error(s->ssl, r)) {
+	case SSL_ERROR_WANT_READ:
+	case SSL_ERROR_WANT_WRITE:
+		/* Handshake retransmissions and warning alerts are handled
+		 * inside OpenSSL; only application data counts as refused. */
+		if (ctype != CT_APPDATA)
+			return DTLS_AGAIN;
+		return win_seen(s, seq) ? DTLS_ERR_REPLAY : DTLS_ERR_RECORD;
+	default:
+		/* close_notify, a fatal alert, or a broken session */
+		s->established = false;
+		s->failed = DTLS_ERR_CLOSED;
+		return DTLS_ERR_CLOSED;
+	}
+}
+
+enum dtls_result
+dtls_sess_input(struct dtls_sess *s, const uint8_t *rec, size_t len,
+    uint8_t *out, size_t cap, size_t *outlen, uint64_t *seq)
+{
+	enum dtls_result res;
+	uint64_t rseq;
+	int r = 0, i;
+
+	*outlen = 0;
+	if (s->failed != DTLS_AGAIN)
+		return s->failed;
+	/* Exactly one record per call: OpenSSL would otherwise keep the
+	 * rest of the datagram and hand it out later. */
+	if (!rec_whole(rec, len))
+		return DTLS_ERR_RECORD;
+	rseq = rec_seq(rec);
+	s->rd = rec;
+	s->rdlen = len;
+	if (!s->established) {
+		res = sess_drive(s);
+		goto out;
+	}
+	if (cap == 0) {
+		res = DTLS_ERR_RECORD;
+		goto out;
+	}
+	for (i = 0; i < DTLS_BUFFERED_MAX; i++) {
+		r = SSL_read(s->ssl, out, cap > INT_MAX ? INT_MAX : (int)cap);
+		if (r <= 0 || s->rd == NULL)
+			break;
+		/* Plaintext of a record OpenSSL buffered while the handshake
+		 * was finishing, not of rec: drop it, so that *seq stays the
+		 * sequence of the data returned. */
+		log_debug("dtls: dropped a record that arrived before the handshake completed");
+	}
+	if (r <= 0) {
+		res = sess_read_error(s, r, rec[0], rseq);
+		goto out;
+	}
+	if (s->rd != NULL) {
+		res = DTLS_ERR_RECORD;
+		goto out;
+	}
+	win_mark(s, rseq);
+	if (SSL_pending(s->ssl) > 0) {
+		/* Larger than out: discard the rest of the record rather than
+		 * return it with the next one. */
+		while (SSL_pending(s->ssl) > 0 &&
+		    SSL_read(s->ssl, out, cap > INT_MAX ? INT_MAX : (int)cap) > 0)
+			;
+		res = DTLS_ERR_RECORD;
+		goto out;
+	}
+	*outlen = (size_t)r;
+	if (seq != NULL)
+		*seq = rseq;
+	res = DTLS_DATA;
+out:
+	s->rd = NULL;
+	s->rdlen = 0;
+	ERR_clear_error();
+	return res;
+}
+
+int
+dtls_sess_seal(struct dtls_sess *s, const uint8_t *in, size_t len)
+{
+	size_t max;
+	int r;
+
+	if (!s->established || s->failed != DTLS_AGAIN)
+		return -ENOTCONN;
+	if (len == 0)
+		return -EINVAL;
+	max = DTLS_get_data_mtu(s->ssl);
+	if (max == 0 || len > max)
+		return -EMSGSIZE;
+	r = SSL_write(s->ssl, in, (int)len);
+	ERR_clear_error();
+	return r == (int)len ? 0 : -EIO;
+}
+
+void
+dtls_sess_close(struct dtls_sess *s)
+{
+	if (s->established && s->failed == DTLS_AGAIN)
+		(void)SSL_shutdown(s->ssl);
+	ERR_clear_error();
+	s->established = false;
+	if (s->failed == DTLS_AGAIN)
+		s->failed = DTLS_ERR_CLOSED;
+}
+
+bool
+dtls_sess_established(const struct dtls_sess *s)
+{
+	return s->established && s->failed == DTLS_AGAIN;
+}
+
+void *
+dtls_sess_peer(const struct dtls_sess *s)
+{
+	return s->peer_obj;
+}
+
+const char *
+dtls_sess_cipher(const struct dtls_sess *s)
+{
+	return SSL_get_cipher_name(s->ssl);
+}
+
+bool
+dtls_sess_timeout(struct dtls_sess *s, struct timeval *tv)
+{
+	if (s->failed != DTLS_AGAIN)
+		return false;
+	return DTLSv1_get_timeout(s->ssl, tv) == 1;
+}
+
+enum dtls_result
+dtls_sess_handle_timeout(struct dtls_sess *s)
+{
+	int r;
+
+	if (s->failed != DTLS_AGAIN)
+		return s->failed;
+	r = DTLSv1_handle_timeout(s->ssl);
+	ERR_clear_error();
+	if (r < 0) {
+		s->established = false;
+		s->failed = DTLS_ERR_HANDSHAKE;
+		return DTLS_ERR_HANDSHAKE;
+	}
+	return DTLS_AGAIN;
+}
+
+enum dtls_listen_result
+dtls_listen(struct dtls_ctx *c, const uint8_t *rec, size_t len,
+    const union sockaddr_union *from, dtls_output_fn *out, void *out_arg,
+    struct dtls_sess **sess)
+{
+	struct dtls_sess *s;
+	int r;
+
+	*sess = NULL;
+	/* Only a handshake record can open a session; the caller filters
+	 * already, but nothing else may reach DTLSv1_listen. */
+	if (!rec_whole(rec, len) || rec[0] != CT_HANDSHAKE || out == NULL ||
+	    (from->sa.sa_family != AF_INET && from->sa.sa_family != AF_INET6))
+		return DTLS_LISTEN_DROP;
+	if (c->listener == NULL && listener_new(c) < 0)
+		return DTLS_LISTEN_DROP;
+	s = c->listener;
+	s->src = *from;
+	s->rd = rec;
+	s->rdlen = len;
+	c->listen_req_len = len;
+	c->listen_replied = false;
+	r = DTLSv1_listen(s->ssl, c->listen_addr);
+	s->rd = NULL;
+	s->rdlen = 0;
+	ERR_clear_error();
+	if (r < 0) {
+		/* Not expected from a well-formed call; start over clean. */
+		dtls_sess_free(s);
+		c->listener = NULL;
+		return DTLS_LISTEN_DROP;
+	}
+	if (r == 0)
+		return c->listen_replied ? DTLS_LISTEN_REPLIED : DTLS_LISTEN_DROP;
+
+	/* A valid cookie: the listener becomes the session and answers the
+	 * buffered ClientHello right away. */
+	c->listener = NULL;
+	s->listener = false;
+	s->out = out;
+	s->out_arg = out_arg;
+	s->peer = *from;
+	if (listener_new(c) < 0)
+		log_debug("dtls: no listener for now");
+	r = sess_drive(s);
+	ERR_clear_error();
+	if (r == DTLS_ERR_HANDSHAKE) {
+		dtls_sess_free(s);
+		return DTLS_LISTEN_DROP;
+	}
+	*sess = s;
+	return DTLS_LISTEN_ACCEPTED;
+}
+
+/* --- the context ----------------------------------------------------- */
+
+static int
+keylog_open(struct dtls_ctx *c, const char *cfg_file, char *err, size_t errlen)
+{
+	const char *f = cfg_file != NULL ? cfg_file : getenv("SSLKEYLOGFILE");
+
+	if (f == NULL || *f == '\0')
+		return 0;
+	c->keylog_fd = open(f, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	if (c->keylog_fd < 0) {
+		int e = errno;
+
+		seterr(err, errlen, "key log %s: %s", f, strerror(e));
+		return -e;
+	}
+	SSL_CTX_set_keylog_callback(c->ssl_ctx, keylog_cb);
+	return 0;
+}
+
+static int
+ctx_setup(struct dtls_ctx *c, const struct dtls_ctx_config *cfg, char *err, size_t errlen)
+{
+	SSL_CTX *ctx = c->ssl_ctx;
+	X509 *cert;
+
+	if (!SSL_CTX_set_min_proto_version(ctx, DTLS1_2_VERSION) ||
+	    !SSL_CTX_set_max_proto_version(ctx, DTLS1_2_VERSION) ||
+	    !SSL_CTX_set_cipher_list(ctx, DTLS_CIPHERS) ||
+	    !SSL_CTX_set1_groups_list(ctx, DTLS_GROUPS)) {
+		seterr(err, errlen, "dtls setup: %s", ssl_reason());
+		return -EINVAL;
+	}
+	SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET | SSL_OP_NO_RENEGOTIATION |
+	    SSL_OP_NO_QUERY_MTU | SSL_OP_CIPHER_SERVER_PREFERENCE);
+	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+	SSL_CTX_set_read_ahead(ctx, 0);
+	SSL_CTX_set_app_data(ctx, c);
+	SSL_CTX_set_default_passwd_cb(ctx, no_passwd_cb);
+
+	/* Key first: a certificate that does not match then drops it, and
+	 * the check below names both files. */
+	if (SSL_CTX_use_PrivateKey_file(ctx, cfg->private_key, SSL_FILETYPE_PEM) != 1) {
+		seterr(err, errlen, "cannot load private key %s: %s", cfg->private_key,
+		    ssl_reason());
+		return -EINVAL;
+	}
+	if (SSL_CTX_use_certificate_chain_file(ctx, cfg->certificate) != 1) {
+		seterr(err, errlen, "cannot load certificate %s: %s", cfg->certificate,
+		    ssl_reason());
+		return -EINVAL;
+	}
+	if (SSL_CTX_check_private_key(ctx) != 1) {
+		seterr(err, errlen, "private key %s does not match certificate %s",
+		    cfg->private_key, cfg->certificate);
+		return -EINVAL;
+	}
+	if ((cert = SSL_CTX_get0_certificate(ctx)) == NULL || cert_fp(cert, c->fp) < 0) {
+		seterr(err, errlen, "certificate %s: no public key", cfg->certificate);
+		return -EINVAL;
+	}
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+	SSL_CTX_set_cert_verify_callback(ctx, verify_cb, c);
+	SSL_CTX_set_cookie_generate_cb(ctx, cookie_generate_cb);
+	SSL_CTX_set_cookie_verify_cb(ctx, cookie_verify_cb);
+	return 0;
+}
+
+struct dtls_ctx *
+dtls_ctx_new(const struct dtls_ctx_config *cfg, char *err, size_t errlen)
+{
+	struct dtls_ctx *c;
+
+	if (cfg->private_key == NULL || cfg->certificate == NULL || cfg->authorize == NULL) {
+		seterr(err, errlen, "dtls: private key, certificate and authorization required");
+		return NULL;
+	}
+	if (cfg->link_mtu < DTLS_MIN_LINK_MTU || cfg->link_mtu > 65535) {
+		seterr(err, errlen, "dtls: link mtu %u out of range", cfg->link_mtu);
+		return NULL;
+	}
+	if (dgram_method_get() == NULL) {
+		seterr(err, errlen, "dtls: cannot create the datagram bio");
+		return NULL;
+	}
+	if ((c = calloc(1, sizeof(*c))) == NULL) {
+		seterr(err, errlen, "dtls: %s", strerror(ENOMEM));
+		return NULL;
+	}
+	c->keylog_fd = -1;
+	c->authorize = cfg->authorize;
+	c->authorize_arg = cfg->authorize_arg;
+	c->listen_output = cfg->listen_output;
+	c->listen_output_arg = cfg->listen_output_arg;
+	c->link_mtu = cfg->link_mtu;
+	if (RAND_bytes(c->secret, sizeof(c->secret)) != 1 ||
+	    RAND_bytes(c->prev_secret, sizeof(c->prev_secret)) != 1) {
+		seterr(err, errlen, "dtls: no random bytes: %s", ssl_reason());
+		goto fail;
+	}
+	if ((c->listen_addr = BIO_ADDR_new()) == NULL ||
+	    (c->ssl_ctx = SSL_CTX_new(DTLS_method())) == NULL) {
+		seterr(err, errlen, "dtls: %s", ssl_reason());
+		goto fail;
+	}
+	if (ctx_setup(c, cfg, err, errlen) < 0)
+		goto fail;
+	if (keylog_open(c, cfg->keylog_file, err, errlen) < 0)
+		goto fail;
+	if (listener_new(c) < 0) {
+		seterr(err, errlen, "dtls: cannot create the listener");
+		goto fail;
+	}
+	ERR_clear_error();
+	return c;
+fail:
+	ERR_clear_error();
+	dtls_ctx_free(c);
+	return NULL;
+}
+
+void
+dtls_ctx_free(struct dtls_ctx *c)
+{
+	if (c == NULL)
+		return;
+	dtls_sess_free(c->listener);
+	SSL_CTX_free(c->ssl_ctx);
+	BIO_ADDR_free(c->listen_addr);
+	if (c->keylog_fd >= 0)
+		close(c->keylog_fd);
+	OPENSSL_cleanse(c->secret, sizeof(c->secret));
+	OPENSSL_cleanse(c->prev_secret, sizeof(c->prev_secret));
+	free(c);
+}
+
+const uint8_t *
+dtls_ctx_fingerprint(const struct dtls_ctx *c)
+{
+	return c->fp;
+}
+
+void
+dtls_ctx_rotate_cookie(struct dtls_ctx *c)
+{
+	uint8_t next[DTLS_SECRET_LEN];
+
+	if (RAND_bytes(next, sizeof(next)) != 1) {
+		ERR_clear_error();
+		log_debug("dtls: cookie secret not rotated: no random bytes");
+		return;
+	}
+	memcpy(c->prev_secret, c->secret, sizeof(c->secret));
+	memcpy(c->secret, next, sizeof(next));
+	OPENSSL_cleanse(next, sizeof(next));
+}
+
+bool
+dtls_ctx_keylog_active(const struct dtls_ctx *c)
+{
+	return c->keylog_fd >= 0;
+}
+
+/* --- CA mode --------------------------------------------------------- */
+
+static bool
+cn_equal(X509 *x, const char *name)
+{
+	X509_NAME *subj = X509_get_subject_name(x);
+	size_t nlen = strlen(name);
+	int i = -1;
+
+	while ((i = X509_NAME_get_index_by_NID(subj, NID_commonName, i)) >= 0) {
+		ASN1_STRING *d = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subj, i));
+		unsigned char *u = NULL;
+		int n = ASN1_STRING_to_UTF8(&u, d);
+		bool eq = n >= 0 && (size_t)n == nlen && memcmp(u, name, nlen) == 0;
+
+		OPENSSL_free(u);
+		if (eq)
+			return true;
+	}
+	return false;
+}
+
+bool
+dtls_verify_ca(struct x509_store_ctx_st *xs, const char *ca_file, const char *name)
+{
+	X509_STORE *store = NULL;
+	X509_STORE_CTX *vx = NULL;
+	X509 *leaf;
+	bool ok = false;
+
+	if (xs == NULL || ca_file == NULL || name == NULL || *name == '\0' ||
+	    (leaf = X509_STORE_CTX_get0_cert(xs)) == NULL)
+		return false;
+	/* Leave the handshake's own error queue as it was. */
+	ERR_set_mark();
+	if ((store = X509_STORE_new()) == NULL || X509_STORE_load_file(store, ca_file) != 1)
+		goto out;
+	if ((vx = X509_STORE_CTX_new()) == NULL ||
+	    X509_STORE_CTX_init(vx, store, leaf, X509_STORE_CTX_get0_untrusted(xs)) != 1)
+		goto out;
+	if (X509_verify_cert(vx) != 1)
+		goto out;
+	ok = X509_check_host(leaf, name, strlen(name), 0, NULL) == 1 || cn_equal(leaf, name);
+out:
+	X509_STORE_CTX_free(vx);
+	X509_STORE_free(store);
+	ERR_pop_to_mark();
+	return ok;
+}
+
+/* --- keys ------------------------------------------------------------ */
+
+static int
+add_ext(X509 *x, X509V3_CTX *v3, int nid, const char *value)
+{
+	X509_EXTENSION *ext = X509V3_EXT_conf_nid(NULL, v3, nid, value);
+	int ok;
+
+	if (ext == NULL)
+		return -EINVAL;
+	ok = X509_add_ext(x, ext, -1);
+	X509_EXTENSION_free(ext);
+	return ok ? 0 : -EINVAL;
+}
+
+static X509 *
+cert_selfsign(EVP_PKEY *pkey)
+{
+	X509 *x = X509_new();
+	BIGNUM *bn = BN_new();
+	X509_NAME *name;
+	X509V3_CTX v3;
+
+	if (x == NULL || bn == NULL)
+		goto fail;
+	/* 127 random bits with the top one set: positive, nonzero, 16 bytes */
+	if (!X509_set_version(x, X509_VERSION_3) ||
+	    !BN_rand(bn, 127, BN_RAND_TOP_ONE, BN_RAND_BOTTOM_ANY) ||
+	    BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(x)) == NULL)
+		goto fail;
+	if (X509_gmtime_adj(X509_getm_notBefore(x), -3600) == NULL ||
+	    X509_time_adj_ex(X509_getm_notAfter(x), 36525, 0, NULL) == NULL)
+		goto fail;
+	name = X509_get_subject_name(x);
+	if (!X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+	    (const unsigned char *)"toud", -1, -1, 0) ||
+	    !X509_set_issuer_name(x, name) || !X509_set_pubkey(x, pkey))
+		goto fail;
+	X509V3_set_ctx(&v3, x, x, NULL, NULL, 0);
+	if (add_ext(x, &v3, NID_basic_constraints, "critical,CA:FALSE") < 0 ||
+	    add_ext(x, &v3, NID_key_usage, "critical,digitalSignature") < 0 ||
+	    add_ext(x, &v3, NID_subject_key_identifier, "hash") < 0)
+		goto fail;
+	if (X509_sign(x, pkey, EVP_sha256()) <= 0)
+		goto fail;
+	BN_free(bn);
+	return x;
+fail:
+	BN_free(bn);
+	X509_free(x);
+	return NULL;
+}
+
+/* Write PEM into an open file and close it. */
+static int
+pem_write_fd(int fd, EVP_PKEY *pkey, X509 *x)
+{
+	BIO *b = BIO_new_fd(fd, BIO_NOCLOSE);
+	int ok;
+
+	if (b == NULL) {
+		close(fd);
+		return -ENOMEM;
+	}
+	errno = 0;
+	ok = pkey != NULL ? PEM_write_bio_PrivateKey(b, pkey, NULL, NULL, 0, NULL, NULL) :
+	    PEM_write_bio_X509(b, x);
+	ok = ok && BIO_flush(b) == 1;
+	BIO_free(b);
+	if (!ok) {
+		int e = errno != 0 ? errno : EIO;
+
+		close(fd);
+		return -e;
+	}
+	return close(fd) < 0 ? -errno : 0;
+}
+
+int
+dtls_genkey(const char *dir, uint8_t fp[DTLS_FP_LEN], char *err, size_t errlen)
+{
+	char kpath[PATH_MAX], cpath[PATH_MAX];
+	EVP_PKEY *pkey = NULL;
+	X509 *x = NULL;
+	bool created = false;
+	int fd, ret;
+
+	if ((size_t)snprintf(kpath, sizeof(kpath), "%s/key.pem", dir) >= sizeof(kpath) ||
+	    (size_t)snprintf(cpath, sizeof(cpath), "%s/cert.pem", dir) >= sizeof(cpath)) {
+		seterr(err, errlen, "%s: %s", dir, strerror(ENAMETOOLONG));
+		return -ENAMETOOLONG;
+	}
+	if ((pkey = EVP_EC_gen("P-256")) == NULL || (x = cert_selfsign(pkey)) == NULL ||
+	    cert_fp(x, fp) < 0) {
+		seterr(err, errlen, "cannot generate a key: %s", ssl_reason());
+		ret = -EIO;
+		goto out;
+	}
+	fd = open(kpath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		ret = -errno;
+		if (errno == EEXIST)
+			seterr(err, errlen, "%s exists", kpath);
+		else
+			seterr(err, errlen, "%s: %s", kpath, strerror(errno));
+		goto out;
+	}
+	created = true;
+	if ((ret = pem_write_fd(fd, pkey, NULL)) < 0) {
+		seterr(err, errlen, "%s: %s", kpath, strerror(-ret));
+		goto out;
+	}
+	fd = open(cpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		ret = -errno;
+		seterr(err, errlen, "%s: %s", cpath, strerror(errno));
+		goto out;
+	}
+	/* Whatever the umask: the certificate is public. */
+	if (fchmod(fd, 0644) < 0 || (ret = pem_write_fd(fd, NULL, x)) < 0) {
+		if (ret == 0) {
+			ret = -errno;
+			close(fd);
+		}
+		seterr(err, errlen, "%s: %s", cpath, strerror(-ret));
+		goto out;
+	}
+	ret = 0;
+out:
+	if (ret < 0 && created)
+		unlink(kpath);
+	EVP_PKEY_free(pkey);
+	X509_free(x);
+	ERR_clear_error();
+	return ret;
+}
+
+int
+dtls_cert_fingerprint(const char *cert_file, uint8_t fp[DTLS_FP_LEN], char *err,
+    size_t errlen)
+{
+	FILE *f = fopen(cert_file, "re");
+	X509 *x;
+	int ret;
+
+	if (f == NULL) {
+		ret = -errno;
+		seterr(err, errlen, "%s: %s", cert_file, strerror(errno));
+		return ret;
+	}
+	x = PEM_read_X509(f, NULL, no_passwd_cb, NULL);
+	fclose(f);
+	if (x == NULL) {
+		seterr(err, errlen, "%s: not a PEM certificate", cert_file);
+		ret = -EINVAL;
+	} else if ((ret = cert_fp(x, fp)) < 0) {
+		seterr(err, errlen, "%s: no public key", cert_file);
+	}
+	X509_free(x);
+	ERR_clear_error();
+	return ret;
+}
+
+void
+dtls_fp_format(const uint8_t fp[DTLS_FP_LEN], char out[7 + 2 * DTLS_FP_LEN + 1])
+{
+	memcpy(out, "sha256:", 7);
+	util_hex(fp, DTLS_FP_LEN, out + 7);
+}

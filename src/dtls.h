@@ -1,0 +1,128 @@
+/* dtls.h - DTLS 1.2 over OpenSSL 3.0, without sockets or an event loop.
+ *
+ * One struct dtls_ctx per daemon (SSL_CTX, this node's key and certificate,
+ * the cookie secret, the key log); one struct dtls_sess per DTLS association
+ * (one SSL object over a custom datagram BIO).  The caller moves datagrams:
+ * it hands each received DTLS record to dtls_sess_input() / dtls_listen(),
+ * and every datagram OpenSSL wants to send comes back through the output
+ * callback, one DTLS record per call (a flight is split at record
+ * boundaries, so every datagram on the wire carries exactly one record). */
+#ifndef TOUD_DTLS_H
+#define TOUD_DTLS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/time.h>
+
+#include "util.h"
+
+struct dtls_ctx;
+struct dtls_sess;
+struct x509_store_ctx_st;
+
+#define DTLS_FP_LEN 32                 /* SHA-256 of the SubjectPublicKeyInfo */
+#define DTLS_RECORD_HDR 13
+
+/* One datagram (exactly one record) to send to `to`. */
+typedef void dtls_output_fn(void *arg, const uint8_t *rec, size_t len,
+    const union sockaddr_union *to);
+
+/* Map the certificate a peer presented to the peer object it authenticates,
+ * or NULL to refuse it.  fp is the SHA-256 of its public key; xs the chain
+ * for CA checks (dtls_verify_ca). */
+typedef void *dtls_authorize_fn(void *arg, const uint8_t fp[DTLS_FP_LEN],
+    struct x509_store_ctx_st *xs);
+
+struct dtls_ctx_config {
+	const char *private_key;       /* PEM files */
+	const char *certificate;
+	const char *keylog_file;       /* NULL: SSLKEYLOGFILE or none */
+	dtls_authorize_fn *authorize;
+	void *authorize_arg;
+	dtls_output_fn *listen_output; /* where HelloVerifyRequests go */
+	void *listen_output_arg;
+	unsigned link_mtu;             /* largest DTLS record datagram (bytes after the outer GUE header) */
+};
+
+/* NULL with a message in err on failure (unreadable key, key and
+ * certificate do not match, ...). */
+struct dtls_ctx *dtls_ctx_new(const struct dtls_ctx_config *cfg, char *err, size_t errlen);
+void dtls_ctx_free(struct dtls_ctx *c);
+/* This node's own fingerprint (for the initiator tie-break). */
+const uint8_t *dtls_ctx_fingerprint(const struct dtls_ctx *c);
+/* Rotate the cookie secret (call every DTLS_COOKIE_ROTATE_S seconds;
+ * cookies of the current and the previous secret are accepted). */
+#define DTLS_COOKIE_ROTATE_S 60
+void dtls_ctx_rotate_cookie(struct dtls_ctx *c);
+/* Whether a key log is being written (the daemon warns at start). */
+bool dtls_ctx_keylog_active(const struct dtls_ctx *c);
+
+/* Check a presented chain against the CA in ca_file and the expected
+ * common name.  true if it verifies. */
+bool dtls_verify_ca(struct x509_store_ctx_st *xs, const char *ca_file, const char *name);
+
+/* A client (initiator) session towards the peer `expect`: the handshake
+ * succeeds only if authorize() returns exactly `expect`. */
+struct dtls_sess *dtls_sess_client(struct dtls_ctx *c, void *expect,
+    dtls_output_fn *out, void *out_arg, const union sockaddr_union *to);
+void dtls_sess_free(struct dtls_sess *s);
+/* Change where the session's datagrams go (roaming). */
+void dtls_sess_set_peer_addr(struct dtls_sess *s, const union sockaddr_union *to);
+
+enum dtls_result {
+	DTLS_AGAIN = 0,          /* nothing to report (handshake in progress, or no data) */
+	DTLS_DATA,               /* dtls_sess_input: plaintext was produced */
+	DTLS_DONE,               /* the handshake just completed */
+	DTLS_ERR_HANDSHAKE,      /* handshake failed (alert, unknown key): free the session */
+	DTLS_ERR_REPLAY,         /* record refused: already seen or older than the window */
+	DTLS_ERR_RECORD,         /* record refused: failed authentication or malformed */
+	DTLS_ERR_CLOSED,         /* the peer sent close_notify or a fatal alert */
+};
+
+/* Start (client) or continue the handshake. */
+enum dtls_result dtls_sess_handshake(struct dtls_sess *s);
+/* Feed one received record.  During the handshake it drives the handshake
+ * (DTLS_AGAIN / DTLS_DONE / DTLS_ERR_HANDSHAKE).  Once established, it
+ * decrypts application data into out (capacity cap): DTLS_DATA with *outlen,
+ * or an error.  *seq is set to (epoch << 48 | sequence) of the record that
+ * produced data, for the roaming rule. */
+enum dtls_result dtls_sess_input(struct dtls_sess *s, const uint8_t *rec, size_t len,
+    uint8_t *out, size_t cap, size_t *outlen, uint64_t *seq);
+/* Encrypt one plaintext datagram; the record leaves through the output
+ * callback before this returns.  0 or -errno (-ENOTCONN before the
+ * handshake completed, -EMSGSIZE beyond the link MTU). */
+int dtls_sess_seal(struct dtls_sess *s, const uint8_t *in, size_t len);
+/* Send close_notify. */
+void dtls_sess_close(struct dtls_sess *s);
+bool dtls_sess_established(const struct dtls_sess *s);
+/* The peer object authorize() returned (NULL until the certificate was
+ * accepted). */
+void *dtls_sess_peer(const struct dtls_sess *s);
+const char *dtls_sess_cipher(const struct dtls_sess *s);
+/* Retransmission timer of the handshake: true and *tv when one is due. */
+bool dtls_sess_timeout(struct dtls_sess *s, struct timeval *tv);
+/* The timer fired: retransmit.  DTLS_ERR_HANDSHAKE when OpenSSL gives up. */
+enum dtls_result dtls_sess_handle_timeout(struct dtls_sess *s);
+
+/* A record from an unknown session: answer a ClientHello statelessly with
+ * a HelloVerifyRequest (through listen_output, never larger than the
+ * request), or, when it carries a valid cookie, create the server session
+ * (*out).  Everything else is refused. */
+enum dtls_listen_result {
+	DTLS_LISTEN_DROP,        /* not a ClientHello, or malformed */
+	DTLS_LISTEN_REPLIED,     /* HelloVerifyRequest sent; no state kept */
+	DTLS_LISTEN_ACCEPTED,    /* valid cookie: *out is a new server session */
+};
+enum dtls_listen_result dtls_listen(struct dtls_ctx *c, const uint8_t *rec, size_t len,
+    const union sockaddr_union *from, dtls_output_fn *out, void *out_arg,
+    struct dtls_sess **sess);
+
+/* keys: touctl genkey / fingerprint, and the daemon's own fingerprint. */
+int dtls_genkey(const char *dir, uint8_t fp[DTLS_FP_LEN], char *err, size_t errlen);
+int dtls_cert_fingerprint(const char *cert_file, uint8_t fp[DTLS_FP_LEN], char *err,
+    size_t errlen);
+/* "sha256:<64 hex>" */
+void dtls_fp_format(const uint8_t fp[DTLS_FP_LEN], char out[7 + 2 * DTLS_FP_LEN + 1]);
+
+#endif
