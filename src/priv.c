@@ -1,0 +1,65 @@
+/* priv.c - privilege drop with libcap-ng. */
+#include <cap-ng.h>
+#include <errno.h>
+#include <pwd.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "priv.h"
+
+/* The capabilities toud keeps: routes, addresses and the TUN need
+ * CAP_NET_ADMIN for as long as it runs (reload, link events, exit). */
+static void
+select_caps(uint16_t port)
+{
+	capng_clear(CAPNG_SELECT_BOTH);
+	capng_update(CAPNG_ADD, CAPNG_EFFECTIVE | CAPNG_PERMITTED, CAP_NET_ADMIN);
+	if (port && port < 1024)
+		capng_update(CAPNG_ADD, CAPNG_EFFECTIVE | CAPNG_PERMITTED, CAP_NET_BIND_SERVICE);
+}
+
+int
+priv_drop(const char *user, uint16_t port, const char *const *chown_paths)
+{
+	struct passwd *pw = NULL;
+	int rc;
+
+	if (user) {
+		errno = 0;
+		if (!(pw = getpwnam(user))) {
+			log_warnx("user \"%s\": %s", user, errno ? "lookup failed" : "no such user");
+			return errno ? -errno : -ENOENT;
+		}
+	}
+	if (geteuid() != 0) {
+		/* Already unprivileged (systemd User= with ambient capabilities):
+		 * just keep no more than we need. */
+		if (!capng_have_capability(CAPNG_EFFECTIVE, CAP_NET_ADMIN))
+			log_warnx("running without CAP_NET_ADMIN: route changes will fail");
+		select_caps(port);
+		if (capng_apply(CAPNG_SELECT_BOTH) < 0)
+			return -EPERM;
+	} else if (pw) {
+		for (; chown_paths && *chown_paths; chown_paths++)
+			if (chown(*chown_paths, pw->pw_uid, pw->pw_gid) < 0)
+				log_warn("chown %s", *chown_paths);
+		select_caps(port);
+		rc = capng_change_id((int)pw->pw_uid, (int)pw->pw_gid,
+		    CAPNG_DROP_SUPP_GRP | CAPNG_CLEAR_BOUNDING);
+		if (rc < 0) {
+			log_warnx("cannot switch to user \"%s\" (libcap-ng error %d)", user, rc);
+			return -EPERM;
+		}
+	} else {
+		/* root without a user to switch to: stay root but keep only
+		 * what is needed. */
+		select_caps(port);
+		capng_apply(CAPNG_SELECT_BOUNDS);
+		if (capng_apply(CAPNG_SELECT_CAPS) < 0)
+			return -EPERM;
+	}
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return -errno;
+	return 0;
+}

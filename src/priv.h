@@ -1,0 +1,15 @@
+/* priv.h - dropping privileges once set-up is done. */
+#ifndef TOUD_PRIV_H
+#define TOUD_PRIV_H
+
+#include <stdint.h>
+
+/* Switch to `user` (NULL: stay the current user), keeping only
+ * CAP_NET_ADMIN (and CAP_NET_BIND_SERVICE for a port below 1024), with an
+ * empty bounding set and no_new_privs.  Started without root but with
+ * CAP_NET_ADMIN (systemd's User= + AmbientCapabilities=), it only trims
+ * the capability sets.  chown_paths are handed to the user first (the
+ * control socket, so it can be removed at exit).  0 or -errno. */
+int priv_drop(const char *user, uint16_t port, const char *const *chown_paths);
+
+#endif

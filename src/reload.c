@@ -1,0 +1,181 @@
+/* reload.c - SIGHUP and `touctl reload`: parse the file again, validate,
+ * and apply only the difference.  Untouched peers keep their sessions and
+ * their traffic; removed peers go with their routes; added peers appear.
+ * An invalid file changes nothing.  [interface] settings that shape the
+ * TUN, the sockets or the identity need a restart, and a reload that
+ * changes them is refused as a whole. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conf.h"
+#include "dtls.h"
+#include "log.h"
+#include "notify.h"
+#include "peer.h"
+#include "session.h"
+#include "toud.h"
+#include "tx.h"
+
+static bool
+str_eq(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+static bool
+prefixes_eq(const struct conf_prefix *a, size_t na, const struct conf_prefix *b, size_t nb)
+{
+	size_t i;
+
+	if (na != nb)
+		return false;
+	for (i = 0; i < na; i++)
+		if (a[i].p.len != b[i].p.len || !util_addr_equal(&a[i].p.addr, &b[i].p.addr))
+			return false;
+	return true;
+}
+
+/* The first [interface] key whose change needs a restart, or NULL. */
+static const char *
+iface_restart_key(const struct conf_iface *a, const struct conf_iface *b)
+{
+	if (strcmp(a->name, b->name) != 0)
+		return "name";
+	if (!prefixes_eq(a->address, a->n_address, b->address, b->n_address))
+		return "address";
+	if (a->listen_port != b->listen_port || a->has_listen_addr != b->has_listen_addr ||
+	    (a->has_listen_addr && !util_addr_equal(&a->listen_addr, &b->listen_addr)))
+		return "listen";
+	if (!str_eq(a->private_key, b->private_key))
+		return "private-key";
+	if (!str_eq(a->certificate, b->certificate))
+		return "certificate";
+	if (!str_eq(a->keylog_file, b->keylog_file))
+		return "keylog-file";
+	if (a->mtu != b->mtu)
+		return "mtu";
+	if (a->path_mtu != b->path_mtu)
+		return "path-mtu";
+	if (!str_eq(a->user, b->user))
+		return "user";
+	if (a->encryption != b->encryption)
+		return "encryption";
+	if (!str_eq(a->control, b->control))
+		return "control";
+	return NULL;
+}
+
+static struct peer *
+take_peer(struct peer **old, size_t n, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (old[i] && strcmp(old[i]->name, name) == 0) {
+			struct peer *p = old[i];
+			old[i] = NULL;
+			return p;
+		}
+	}
+	return NULL;
+}
+
+static int reload(struct toud *t, char *err, size_t errlen);
+
+int
+toud_reload(struct toud *t, char *err, size_t errlen)
+{
+	int rc;
+
+	notify_reloading();
+	rc = reload(t, err, errlen);
+	notify_ready();
+	return rc;
+}
+
+static int
+reload(struct toud *t, char *err, size_t errlen)
+{
+	struct conf *nc = NULL, *oc = t->conf;
+	struct conf_error ce;
+	struct peer **np, **old = t->peers;
+	size_t i, n_old = t->n_peers, added = 0, removed = 0, changed = 0, failed = 0;
+	const char *key;
+	char buf[600];
+	int rc;
+
+	if (conf_load(t->conf_file, true, &nc, &ce, NULL, NULL) < 0) {
+		snprintf(err, errlen, "%s; nothing changed", conf_error_fmt(&ce, buf, sizeof(buf)));
+		return -EINVAL;
+	}
+	if ((key = iface_restart_key(&oc->iface, &nc->iface)) != NULL) {
+		snprintf(err, errlen, "%s: changing [interface] %s needs a restart; nothing changed",
+		    t->conf_file, key);
+		conf_free(nc);
+		return -EINVAL;
+	}
+	np = calloc(nc->n_peers ? nc->n_peers : 1, sizeof(*np));
+	if (!np) {
+		conf_free(nc);
+		snprintf(err, errlen, "out of memory; nothing changed");
+		return -ENOMEM;
+	}
+
+	/* Take the surviving peers out of the old list first, then remove the
+	 * rest, so a prefix that moves between peers is free when added. */
+	for (i = 0; i < nc->n_peers; i++)
+		np[i] = take_peer(old, n_old, nc->peers[i].name);
+	for (i = 0; i < n_old; i++) {
+		if (!old[i])
+			continue;
+		log_info("peer \"%s\": removed", old[i]->name);
+		if (old[i]->cur) {
+			dtls_sess_close(old[i]->cur->dtls);
+			tx_flush_records(t);   /* before the peer it counts to goes */
+		}
+		peer_uninstall(old[i]);
+		peer_free(old[i]);
+		removed++;
+	}
+	for (i = 0; i < nc->n_peers; i++) {
+		if (!np[i])
+			continue;
+		if (!conf_peer_equal(np[i]->cf, &nc->peers[i]))
+			changed++;
+		if (peer_reconfigure(np[i], &nc->peers[i]) < 0)
+			failed++;
+	}
+	/* Every surviving peer points into nc now; the old file can go. */
+	t->conf = nc;
+	free(old);
+	t->peers = np;
+	t->n_peers = 0;
+	for (i = 0; i < nc->n_peers; i++) {
+		if (!np[i]) {
+			np[i] = peer_new(t, &nc->peers[i]);
+			if (!np[i]) {
+				failed++;
+				continue;
+			}
+			log_info("peer \"%s\": added", np[i]->name);
+			added++;
+			if (peer_install(np[i]) < 0)
+				failed++;
+		}
+	}
+	/* Compact the list past peers that could not be created. */
+	for (i = 0; i < nc->n_peers; i++)
+		if (np[i])
+			np[t->n_peers++] = np[i];
+	conf_free(oc);
+	log_set_level((enum log_level)nc->iface.log_level);
+	peer_report_status(t);
+	rc = failed ? -EIO : 0;
+	snprintf(err, errlen, "%zu peer%s added, %zu removed, %zu changed%s", added,
+	    added == 1 ? "" : "s", removed, changed,
+	    failed ? "; some routes could not be installed (see the log)" : "");
+	log_info("reload: %s", err);
+	return rc;
+}
