@@ -418,6 +418,8 @@ session_listen(struct toud *t, uint64_t id, const uint8_t *rec, size_t len,
 		t->drops[DROP_HANDSHAKE]++;
 		return;
 	}
+	if (local && local->family)
+		s->local = *local;     /* an accepted hello is answered at once */
 	t->listen_id = id;
 	r = dtls_listen(t->dtls, rec, len, from, session_output, s, &ds);
 	if (r != DTLS_LISTEN_ACCEPTED) {
@@ -428,8 +430,6 @@ session_listen(struct toud *t, uint64_t id, const uint8_t *rec, size_t len,
 		return;
 	}
 	s->dtls = ds;
-	if (local && local->family)
-		s->local = *local;
 	table_insert(s);
 	t->n_half_open++;
 	if (dtls_sess_handshake(ds) == DTLS_ERR_HANDSHAKE) {
