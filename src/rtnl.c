@@ -146,7 +146,7 @@ rtnl_parse_ack(const uint8_t *buf, size_t len, uint32_t seq, int *err)
 {
 	const struct nlmsghdr *h;
 	const struct nlmsgerr *e;
-	int rem = (int)len;
+	size_t rem = len;
 
 	for (h = (const struct nlmsghdr *)buf; NLMSG_OK(h, rem);
 	    h = NLMSG_NEXT(h, rem)) {
