@@ -60,6 +60,13 @@ conf_validate_iface(const struct conf *c, struct conf_error *err)
 				    "(first at line %d)",
 				    util_addr_fmt(&i->address[x].p.addr, a, sizeof(a)),
 				    i->address[y].line);
+	/* Linux turns IPv6 off on a link below the IPv6 minimum MTU. */
+	for (x = 0; x < i->n_address; x++)
+		if (i->address[x].p.addr.family == AF_INET6 && conf_tun_mtu(c) < 1280)
+			return conf_verr(c, err, i->address[x].line,
+			    "address: %s needs a TUN MTU of at least 1280, but the MTU "
+			    "is %u (raise mtu or path-mtu)",
+			    util_addr_fmt(&i->address[x].p.addr, a, sizeof(a)), conf_tun_mtu(c));
 	if (i->encryption == CONF_ENC_DTLS && !i->private_key)
 		return conf_verr(c, err, i->line, "missing key 'private-key' in "
 		    "[interface] (required with encryption dtls)");

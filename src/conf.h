@@ -103,9 +103,9 @@ int conf_parse(const char *file, const char *text, size_t len, struct conf **out
 void conf_free(struct conf *c);
 
 /* conf.c: whole-config checks that need no files: duplicate peer names, an
- * address or allowed-ip claimed by two peers or overlapping this node's own
- * addresses, a peer address outside every interface prefix of its family,
- * missing mandatory keys for the chosen encryption. */
+ * address or allowed-ip claimed by two peers, a peer address equal to one of
+ * this node's or outside every interface prefix of its family, missing
+ * mandatory keys for the chosen encryption, a TUN MTU too small for IPv6. */
 int conf_validate(const struct conf *c, struct conf_error *err);
 
 /* A warning about a config that is valid but suspicious. */
@@ -124,8 +124,8 @@ char *conf_print(const struct conf *c);
 bool conf_equal(const struct conf *a, const struct conf *b);
 bool conf_peer_equal(const struct conf_peer *a, const struct conf_peer *b);
 
-/* The TUN MTU for c: mtu if set, else derived from path_mtu (tun.c has the
- * arithmetic; conf.c has it too so `toud -t` can print it). */
+/* The TUN MTU for c: mtu if set, else derived from path_mtu (the
+ * arithmetic is in conf.c, and in tou.conf(5)). */
 unsigned conf_tun_mtu(const struct conf *c);
 /* Largest inner packet sizes and header overheads, DESIGN 2.4. */
 #define CONF_OVERHEAD_UDP 8

@@ -987,7 +987,7 @@ dtls_verify_ca(struct x509_store_ctx_st *xs, const char *ca_file, const char *na
 		goto out;
 	if (X509_verify_cert(vx) != 1)
 		goto out;
-	ok = X509_check_host(leaf, name, strlen(name), 0, NULL) == 1 || cn_equal(leaf, name);
+	ok = X509_check_host(leaf, name, strlen(name), X509_CHECK_FLAG_NO_WILDCARDS, NULL) == 1 || cn_equal(leaf, name);
 out:
 	X509_STORE_CTX_free(vx);
 	X509_STORE_free(store);

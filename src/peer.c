@@ -5,12 +5,14 @@
 #include <string.h>
 
 #include "conf.h"
+#include "dtls.h"
 #include "log.h"
 #include "notify.h"
 #include "peer.h"
 #include "prefix.h"
 #include "resolve.h"
 #include "rtnl.h"
+#include "tx.h"
 #include "session.h"
 #include "toud.h"
 #include "tun.h"
@@ -60,10 +62,28 @@ peer_reconfigure(struct peer *p, const struct conf_peer *cf)
 		peer_take_conf(p, cf);         /* same values, new owner */
 		return 0;
 	}
+	bool auth_changed = p->cf->has_fingerprint != cf->has_fingerprint ||
+	    memcmp(p->cf->fingerprint, cf->fingerprint, sizeof(cf->fingerprint)) != 0 ||
+	    (!p->cf->ca != !cf->ca) || (cf->ca && strcmp(p->cf->ca, cf->ca) != 0) ||
+	    (!p->cf->cert_name != !cf->cert_name) ||
+	    (cf->cert_name && strcmp(p->cf->cert_name, cf->cert_name) != 0);
+
 	peer_uninstall(p);
 	peer_take_conf(p, cf);
+	if (auth_changed) {
+		/* The key that authenticated the sessions may be revoked: end
+		 * them; the next packet starts a handshake under the new rules. */
+		if (p->cur)
+			dtls_sess_close(p->cur->dtls);
+		tx_flush_records(p->toud);
+		while (p->cur || p->next || p->prev)
+			session_free(p->cur ? p->cur : p->next ? p->next : p->prev);
+		peer_set_state(p, PEER_IDLE);
+	}
 	if (endpoint_changed) {
-		p->has_endpoint = false;
+		/* A live session keeps the address it authenticated from. */
+		if (!p->cur)
+			p->has_endpoint = false;
 		resolve_peer(p);
 	}
 	rc = peer_install(p);

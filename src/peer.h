@@ -44,6 +44,7 @@ struct peer {
 	 * and the replaced one that still drains. */
 	struct session *cur, *next, *prev;
 	uint64_t last_handshake;           /* unix seconds; 0 = never */
+	uint8_t key_fp[32];                /* fingerprint of the key it last authenticated with */
 	unsigned hs_failures;              /* consecutive, for the retry back-off */
 	uint64_t hs_retry_ms;              /* no new handshake before this */
 	uint64_t roam_log_ms;              /* rate limit of the roaming log line */
@@ -97,7 +98,7 @@ void peer_timers_on_rx(struct peer *p);
 void peer_timers_reconfigure(struct peer *p);
 /* A handshake failed: back off, then retry while there is something to send. */
 void peer_timers_hs_failed(struct peer *p);
-/* A session was established: arm the rekey deadline. */
+/* A session was established: arm the rekey deadline and liveness. */
 void peer_timers_established(struct peer *p);
 
 /* Session timers (also here, so all timing policy is in one file). */

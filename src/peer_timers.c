@@ -136,6 +136,7 @@ rekey_cb(evutil_socket_t fd, short what, void *arg)
 void
 peer_timers_established(struct peer *p)
 {
+	arm(p->ev_liveness, liveness_ms(p));
 	if (p->cur->initiator)
 		arm(p->ev_rekey, 1000ULL * p->toud->conf->iface.rekey_seconds);
 	else

@@ -6,7 +6,9 @@
 
 /* Switch to `user` (NULL: stay the current user), keeping only
  * CAP_NET_ADMIN (and CAP_NET_BIND_SERVICE for a port below 1024), with an
- * empty bounding set and no_new_privs.  Started without root but with
+ * empty bounding set (only when started as root: without CAP_SETPCAP the
+ * service manager's CapabilityBoundingSet= does that) and no_new_privs.
+ * Started without root but with
  * CAP_NET_ADMIN (systemd's User= + AmbientCapabilities=), it only trims
  * the capability sets.  chown_paths are handed to the user first (the
  * control socket, so it can be removed at exit).  0 or -errno. */

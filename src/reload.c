@@ -106,7 +106,9 @@ reload(struct toud *t, char *err, size_t errlen)
 	char buf[600];
 	int rc;
 
-	if (conf_load(t->conf_file, true, &nc, &ce, NULL, NULL) < 0) {
+	/* Key files are not re-read: [interface] keys need a restart anyway,
+	 * and after the privilege drop a root-only key is (rightly) unreadable. */
+	if (conf_load(t->conf_file, false, &nc, &ce, NULL, NULL) < 0) {
 		snprintf(err, errlen, "%s; nothing changed", conf_error_fmt(&ce, buf, sizeof(buf)));
 		return -EINVAL;
 	}
@@ -170,7 +172,8 @@ reload(struct toud *t, char *err, size_t errlen)
 		if (np[i])
 			np[t->n_peers++] = np[i];
 	conf_free(oc);
-	log_set_level((enum log_level)nc->iface.log_level);
+	if (!t->debug)
+		log_set_level((enum log_level)nc->iface.log_level);
 	peer_report_status(t);
 	rc = failed ? -EIO : 0;
 	snprintf(err, errlen, "%zu peer%s added, %zu removed, %zu changed%s", added,

@@ -36,8 +36,8 @@ struct rx {
 
 /* Deliver a whole IP packet from p to the TUN: source check, ECN, MSS. */
 static void
-rx_deliver(struct toud *t, struct peer *p, uint8_t *pkt, size_t len, uint8_t outer_tos,
-    uint64_t now)
+rx_deliver(struct toud *t, struct peer *p, uint8_t *pkt, size_t len, size_t wire_len,
+    uint8_t outer_tos, uint64_t now)
 {
 	struct pkt_info pi;
 	enum pkt_err err;
@@ -73,7 +73,7 @@ rx_deliver(struct toud *t, struct peer *p, uint8_t *pkt, size_t len, uint8_t out
 		p->drops[DROP_TUN_WRITE]++;
 		return;
 	}
-	peer_rx(p, pi.len, now);
+	peer_rx(p, wire_len, now);
 }
 
 /* Which family a compact segment belongs to, when both are possible: the
@@ -103,7 +103,8 @@ compact_pick(struct toud *t, struct peer *p, uint8_t proto, const uint8_t *seg, 
 }
 
 void
-rx_inner(struct toud *t, struct peer *p, uint8_t *buf, size_t len, uint8_t tos, uint64_t now)
+rx_inner(struct toud *t, struct peer *p, uint8_t *buf, size_t len, size_t wire_len, uint8_t tos,
+    uint64_t now)
 {
 	struct gue_inner in;
 	enum gue_err gerr;
@@ -116,10 +117,10 @@ rx_inner(struct toud *t, struct peer *p, uint8_t *buf, size_t len, uint8_t tos, 
 	switch (in.kind) {
 	case GUE_KIND_CONTROL:
 		/* Keepalives only prove liveness; the rest arrives with roaming. */
-		peer_rx(p, len, now);
+		peer_rx(p, wire_len, now);
 		return;
 	case GUE_KIND_IP:
-		rx_deliver(t, p, (uint8_t *)in.payload, in.len, tos, now);
+		rx_deliver(t, p, (uint8_t *)in.payload, in.len, wire_len, tos, now);
 		return;
 	case GUE_KIND_COMPACT: {
 		uint8_t *seg = (uint8_t *)in.payload;
@@ -142,7 +143,7 @@ rx_inner(struct toud *t, struct peer *p, uint8_t *buf, size_t len, uint8_t tos, 
 			p->drops[drop_pkt(PKT_ERR_LENGTH)]++;
 			return;
 		}
-		rx_deliver(t, p, seg - hlen, hlen + in.len, tos, now);
+		rx_deliver(t, p, seg - hlen, hlen + in.len, wire_len, tos, now);
 		return;
 	}
 	}
@@ -171,7 +172,7 @@ rx_datagram(struct rx *x, struct udp_msg *m, uint64_t now)
 	}
 	if (m->local.family)
 		p->local = m->local;
-	rx_inner(t, p, m->buf, m->len, m->tos, now);
+	rx_inner(t, p, m->buf, m->len, m->len, m->tos, now);
 }
 
 static void

@@ -103,14 +103,13 @@ authorize(void *arg, const uint8_t fp[DTLS_FP_LEN], struct x509_store_ctx_st *xs
 	for (i = 0; i < t->n_peers; i++) {
 		const struct conf_peer *cf = t->peers[i]->cf;
 
-		if (cf->has_fingerprint && memcmp(cf->fingerprint, fp, DTLS_FP_LEN) == 0)
+		if ((cf->has_fingerprint && memcmp(cf->fingerprint, fp, DTLS_FP_LEN) == 0) ||
+		    (cf->ca && dtls_verify_ca(xs, cf->ca, cf->cert_name))) {
+			/* Kept for the initiator tie-break (a CA peer has no
+			 * configured fingerprint). */
+			memcpy(t->peers[i]->key_fp, fp, DTLS_FP_LEN);
 			return t->peers[i];
-	}
-	for (i = 0; i < t->n_peers; i++) {
-		const struct conf_peer *cf = t->peers[i]->cf;
-
-		if (cf->ca && dtls_verify_ca(xs, cf->ca, cf->cert_name))
-			return t->peers[i];
+		}
 	}
 	return NULL;
 }
@@ -268,14 +267,14 @@ static bool
 newer_wins(const struct session *new, const struct session *old)
 {
 	const uint8_t *mine = dtls_ctx_fingerprint(new->t->dtls);
-	const uint8_t *theirs = new->peer->cf->has_fingerprint ? new->peer->cf->fingerprint : NULL;
+	const uint8_t *theirs = new->peer->key_fp;
 	bool i_am_lower;
 
 	if (new->established_ms - old->established_ms >= SESSION_DRAIN_MS)
 		return true;
 	if (new->initiator == old->initiator)
 		return true;
-	i_am_lower = !theirs || memcmp(mine, theirs, DTLS_FP_LEN) < 0;
+	i_am_lower = memcmp(mine, theirs, DTLS_FP_LEN) < 0;
 	return new->initiator == i_am_lower;
 }
 
@@ -318,6 +317,7 @@ session_established(struct session *s)
 	if (s->local.family)
 		p->local = s->local;
 	p->last_handshake = util_wall_s();
+	p->last_rx_ms = s->established_ms;
 	p->hs_failures = 0;
 	p->hs_retry_ms = 0;
 	snprintf(id, sizeof(id), "%016llx", (unsigned long long)s->id);
@@ -521,7 +521,7 @@ session_input(struct toud *t, uint8_t *dgram, size_t len, const union sockaddr_u
 		s->unanswered_ms = 0;
 		s->bytes += outlen;
 		session_roam(s, from, local, seq, now);
-		rx_inner(t, s->peer, scratch, outlen, tos, now);
+		rx_inner(t, s->peer, scratch, outlen, len, tos, now);
 		return;
 	case DTLS_ERR_HANDSHAKE:
 		session_failed(s, s->peer ? "refused" : "unknown key");

@@ -315,6 +315,7 @@ main(int argc, char *argv[])
 	if (optind != argc)
 		usage();
 	log_init(debug ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO, "toud");
+	t.debug = debug;
 
 	if (conf_load(t.conf_file, true, &t.conf, &err, conf_warning, NULL) < 0) {
 		fprintf(stderr, "%s\n", conf_error_fmt(&err, buf, sizeof(buf)));

@@ -32,6 +32,7 @@ struct tx;
 struct toud {
 	struct event_base *base;
 	const char *conf_file;
+	bool debug;                     /* -d: debug logging whatever the file says */
 	struct conf *conf;              /* the configuration in force */
 
 	struct tun *tun;
