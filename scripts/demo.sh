@@ -6,7 +6,7 @@
 #   sudo scripts/demo.sh
 #
 # DEMO_SKIP_DEPS=1 skips scripts/deps.sh, DEMO_SKIP_BUILD=1 the build;
-# ENCRYPTION=none|dtls picks the mode (dtls needs `touctl genkey`).
+# ENCRYPTION=dtls (default) or none picks the mode.
 set -eu
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -15,9 +15,13 @@ if [ "$(id -u)" -ne 0 ]; then
 	echo "demo.sh: run as root: sudo scripts/demo.sh" >&2
 	exit 1
 fi
-enc=${ENCRYPTION:-none}
+enc=${ENCRYPTION:-dtls}
 step=0
-say() { step=$((step + 1)); printf '[%2d] %s\n' "$step" "$*"; }
+say() {
+	step=$((step + 1))
+	printf '[%2d] %s\n' "$step" "$*"
+	if [ -n "${step_file:-}" ]; then echo "$step" >"$step_file"; fi
+}
 die() { echo "demo.sh: $*" >&2; exit 1; }
 
 if [ "${DEMO_SKIP_DEPS:-0}" != 1 ]; then
@@ -35,22 +39,34 @@ touctl=$top/_build/src/touctl
 alice=toud-demo$$-alice
 bob=toud-demo$$-bob
 dir=$(mktemp -d /tmp/toud-demo.XXXXXX)
-pids=()
+step_file=$dir/.step
+# The demo itself runs in a subshell; this shell only waits for it and
+# cleans up, also after Ctrl-C (its INT/TERM traps just let it get here).
 cleanup() {
 	local pid
-	trap - EXIT INT TERM
-	for pid in "${pids[@]}"; do
-		kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
-	done
+	trap - EXIT
+	[ -f "$step_file" ] && step=$(cat "$step_file")
+	say "stopping toud and tearing down"
+	if [ -f "$dir/pids" ]; then
+		while read -r pid; do
+			kill "$pid" 2>/dev/null || true
+		done <"$dir/pids"
+		sleep 0.5
+	fi
 	ip netns del "$alice" 2>/dev/null || true
 	ip netns del "$bob" 2>/dev/null || true
 	rm -rf "$dir"
 	echo "     removed the namespaces, processes and $dir"
 }
 trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+trap : INT TERM
+# start_bg CMD...: a background process the clean-up will stop.
+start_bg() {
+	"$@" &
+	echo $! >>"$dir/pids"
+}
 
+(
 say "creating namespaces $alice and $bob, veth 10.200.0.1 <-> 10.200.0.2"
 for ns in "$alice" "$bob"; do
 	ip netns add "$ns"
@@ -94,8 +110,7 @@ conf bob 10.77.0.2 alice 10.77.0.1 10.200.0.1:6080
 say "starting toud in both namespaces (logs in $dir)"
 for n in alice bob; do
 	ns=toud-demo$$-$n
-	ip netns exec "$ns" "$toud" -c "$dir/$n.conf" </dev/null >"$dir/$n.log" 2>&1 &
-	pids+=($!)
+	start_bg ip netns exec "$ns" "$toud" -c "$dir/$n.conf" </dev/null >"$dir/$n.log" 2>&1
 done
 for n in alice bob; do
 	for i in $(seq 100); do
@@ -116,9 +131,8 @@ ip netns exec "$alice" ping -n -q -c 3 -i 0.2 10.77.0.2 | sed -n 's/^/     /; /r
 say "bob serves a 10 MB random file on http://10.77.0.2:8080/"
 mkdir "$dir/www"
 head -c $((10 * 1024 * 1024)) /dev/urandom >"$dir/www/file"
-ip netns exec "$bob" python3 -m http.server --bind 10.77.0.2 --directory "$dir/www" 8080 \
-    </dev/null >"$dir/http.log" 2>&1 &
-pids+=($!)
+start_bg ip netns exec "$bob" python3 -m http.server --bind 10.77.0.2 --directory "$dir/www" 8080 \
+    </dev/null >"$dir/http.log" 2>&1
 for i in $(seq 100); do
 	[ -n "$(ip netns exec "$bob" ss -Hltn 'sport = :8080')" ] && break
 	sleep 0.1
@@ -138,5 +152,4 @@ say "touctl show on alice"
 "$touctl" -s "$dir/alice.sock" show | sed 's/^/     /'
 say "touctl show on bob"
 "$touctl" -s "$dir/bob.sock" show | sed 's/^/     /'
-
-say "stopping toud and tearing down"
+)
