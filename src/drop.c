@@ -20,6 +20,7 @@ static const char *const drop_names[DROP__MAX] = {
 	[DROP_PKT + PKT_ERR_L4] = "inner_bad_transport",
 	[DROP_PKT + PKT_ERR_PROTO] = "inner_bad_protocol",
 	[DROP_NO_PEER] = "no_peer",
+	[DROP_NOT_UNICAST] = "not_unicast",
 	[DROP_NO_ENDPOINT] = "no_endpoint",
 	[DROP_NO_TUNNEL_ADDR] = "no_tunnel_address",
 	[DROP_UNKNOWN_ENDPOINT] = "unknown_endpoint",

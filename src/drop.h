@@ -14,6 +14,7 @@ enum drop_reason {
 	/* inner IP or transport packet (pkt_err, PKT_OK unused) */
 	DROP_PKT = DROP_GUE + GUE_ERR__MAX,
 	DROP_NO_PEER = DROP_PKT + PKT_ERR__MAX, /* TUN: no peer routes this destination */
+	DROP_NOT_UNICAST,       /* TUN: multicast or link-local (the kernel's own IPv6 chatter) */
 	DROP_NO_ENDPOINT,       /* TUN: the peer's endpoint is not known (yet) */
 	DROP_NO_TUNNEL_ADDR,    /* compact packet of a family the peer/we have no address of */
 	DROP_UNKNOWN_ENDPOINT,  /* UDP: datagram from an address no peer uses (encryption none) */

@@ -13,6 +13,7 @@
 #include "conf.h"
 #include "control.h"
 #include "drop.h"
+#include "dtls.h"
 #include "peer.h"
 #include "session.h"
 #include "toud.h"
@@ -377,6 +378,8 @@ show_text_peer(struct show_buf *b, const struct peer *p, uint64_t now_ms)
 	else
 		show_puts(b, "(none)");
 	show_printf(b, "\n  state: %s\n", peer_state_name(p->state));
+	if (show_session_id(p, buf, sizeof(buf)))
+		show_printf(b, "  session: %s (%s)\n", buf, dtls_sess_cipher(p->cur->dtls));
 	if (show_last_handshake(p, &v)) {
 		uint64_t wall = util_wall_s();
 

@@ -80,6 +80,16 @@ too_big(struct toud *t, struct peer *p, const uint8_t *pkt, const struct pkt_inf
 		t->drops[DROP_TUN_WRITE]++;
 }
 
+/* Multicast and IPv6 link-local destinations: what the kernel itself sends
+ * on any IPv6 link (router and MLD solicitations), never meant for a peer. */
+static bool
+not_unicast(const struct ipaddr *a)
+{
+	if (a->family == AF_INET)
+		return (a->b[0] & 0xf0) == 0xe0;
+	return a->b[0] == 0xff || (a->b[0] == 0xfe && (a->b[1] & 0xc0) == 0x80);
+}
+
 /* Turn the packet at buf + TX_HEADROOM (len bytes) into a datagram in m.
  * Returns the peer, or NULL if the packet was dropped. */
 static struct peer *
@@ -99,7 +109,7 @@ tx_frame(struct toud *t, uint8_t *buf, size_t len, struct udp_msg *m)
 	}
 	p = prefix_lookup(t->routes, pi.family, pi.dst.b);
 	if (!p) {
-		t->drops[DROP_NO_PEER]++;
+		t->drops[not_unicast(&pi.dst) ? DROP_NOT_UNICAST : DROP_NO_PEER]++;
 		return NULL;
 	}
 	if (!p->has_endpoint) {
@@ -109,6 +119,12 @@ tx_frame(struct toud *t, uint8_t *buf, size_t len, struct udp_msg *m)
 	local = pi.family == AF_INET ? &t->local4 : &t->local6;
 	remote = pi.family == AF_INET ? &p->addr4 : &p->addr6;
 	compact = pkt_compact_ok(&pi, local, remote);
+	/* The receiver tells the family of a compact segment by its transport
+	 * checksum; a zero UDP checksum (legal over IPv6 for some tunnels)
+	 * would read as IPv4, so such a packet travels whole. */
+	if (compact && pi.family == AF_INET6 && pi.proto == IPPROTO_UDP &&
+	    pi.len >= pi.ip_hlen + 8 && pkt[pi.ip_hlen + 6] == 0 && pkt[pi.ip_hlen + 7] == 0)
+		compact = false;
 	budget = tx_payload_budget(t, p);
 	/* The inner packet size that fits: compact TOU drops the IP header
 	 * and adds the GUE word. */
