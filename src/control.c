@@ -43,6 +43,7 @@ struct control {
 	struct toud *t;
 	char *path;
 	int fd;
+	bool made_dir;                  /* we created the socket's directory */
 	dev_t dev;                      /* the socket file we created */
 	ino_t ino;
 	struct event *ev_accept;
@@ -57,7 +58,7 @@ static void control_conn_free(struct control_conn *cc);
  * normally does it; this covers running toud by hand).  Elsewhere the
  * directory is the administrator's business. */
 static int
-control_mkdirs(const char *path)
+control_mkdirs(const char *path, bool *made_last)
 {
 	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	size_t skip = strlen(CONTROL_RUNDIR);
@@ -75,8 +76,12 @@ control_mkdirs(const char *path)
 			continue;
 		last = *s == '\0';
 		*s = '\0';
-		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-			return -errno;
+		if (mkdir(dir, 0755) < 0) {
+			if (errno != EEXIST)
+				return -errno;
+		} else if (last) {
+			*made_last = true;
+		}
 		if (last)
 			return 0;
 		*s = '/';
@@ -465,7 +470,7 @@ control_open(struct toud *t, const char *path)
 		r = -ENOMEM;
 		goto fail;
 	}
-	if ((r = control_mkdirs(path)) < 0 || (r = control_clear_stale(&sun)) < 0)
+	if ((r = control_mkdirs(path, &c->made_dir)) < 0 || (r = control_clear_stale(&sun)) < 0)
 		goto fail;
 	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (c->fd < 0) {
@@ -528,4 +533,19 @@ control_close(struct control *c)
 		unlink(c->path);
 	free(c->path);
 	free(c);
+}
+
+const char *
+control_dir_made(const struct control *c, char *buf, size_t len)
+{
+	char *slash;
+
+	if (!c->made_dir)
+		return NULL;
+	util_strlcpy(buf, c->path, len);
+	slash = strrchr(buf, '/');
+	if (!slash || slash == buf)
+		return NULL;
+	*slash = '\0';
+	return buf;
 }

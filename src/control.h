@@ -15,6 +15,9 @@ struct control;
 
 struct control *control_open(struct toud *t, const char *path);  /* NULL with errno */
 void control_close(struct control *c);                          /* also unlinks the socket */
+/* The socket's directory if control_open created it (under /run), so
+ * the privilege drop can hand it to the daemon's user; else NULL. */
+const char *control_dir_made(const struct control *c, char *buf, size_t len);
 
 /* show.c: render the state of the daemon, all peers or one, as JSON (the
  * stable fields of DESIGN 4.1) or as text like `wg show`.  Returns a

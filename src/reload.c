@@ -92,6 +92,8 @@ toud_reload(struct toud *t, char *err, size_t errlen)
 	notify_reloading();
 	rc = reload(t, err, errlen);
 	notify_ready();
+	if (rc < 0)     /* systemctl reload cannot see it otherwise */
+		notify_status("reload failed: %s", err);
 	return rc;
 }
 

@@ -198,8 +198,14 @@ toud_start(struct toud *t)
 	    resolve_init(t) < 0)
 		return -ENOMEM;
 	if (!(t->tun = tun_open(ifc->name))) {
-		log_warn("tun device \"%s\"", ifc->name);
-		return -errno;
+		rc = -errno;
+		if (rc == -EACCES || rc == -EPERM)
+			log_warnx("tun device \"%s\": %s (toud needs CAP_NET_ADMIN and write "
+			    "access to /dev/net/tun, mode 0666 as udev sets it)", ifc->name,
+			    strerror(-rc));
+		else
+			log_warnx("tun device \"%s\": %s", ifc->name, strerror(-rc));
+		return rc;
 	}
 	if (!(t->rtnl = rtnl_open())) {
 		log_warn("rtnetlink");
@@ -222,7 +228,9 @@ toud_start(struct toud *t)
 	if ((rc = setup_signals(t)) < 0 || (rc = setup_netmon(t)) < 0)
 		return rc;
 	{
-		const char *const owned[] = { ifc->control, NULL };
+		char dir[256];
+		const char *const owned[] = { ifc->control,
+		    control_dir_made(t->control, dir, sizeof(dir)), NULL };
 
 		if ((rc = priv_drop(ifc->user, ifc->listen_port, owned)) < 0) {
 			log_warnx("cannot drop privileges: %s", strerror(-rc));

@@ -1,0 +1,77 @@
+#!/bin/sh
+# rootfs.sh DIR - put a minimal Debian 12 (bookworm) root file system with
+# systemd and toud's runtime libraries into DIR (which must not exist), for
+# systemd-nspawn.  The result is cached as a zstd tarball under
+# $TOUD_CI_CACHE (default /var/cache/toud-ci), keyed by the suite, the
+# mirror and the package list, so a second run unpacks it in about a
+# second; without a cache entry (or with TOUD_CI_CACHE=none) it runs
+# debootstrap (about a minute) and stores the result.  The tarball is never
+# part of the source tree.
+#
+# Environment: TOUD_ROOTFS_MIRROR (default http://deb.debian.org/debian),
+# TOUD_ROOTFS_PACKAGES (extra packages, space separated).
+set -eu
+
+dir=$1
+suite=bookworm
+mirror=${TOUD_ROOTFS_MIRROR:-http://deb.debian.org/debian}
+# systemd as init, dbus for systemctl, iproute2, what toud and touctl link
+# against (libsystemd0 comes with systemd), and procps for the unit's
+# ExecReload=/bin/kill (priority important, so on every real Debian host,
+# but not in a minbase tree).
+packages="systemd systemd-sysv dbus iproute2 procps libevent-2.1-7 libssl3 libcap-ng0 ${TOUD_ROOTFS_PACKAGES:-}"
+packages=$(printf '%s\n' $packages | sort -u | tr '\n' ' ')
+cache=${TOUD_CI_CACHE:-/var/cache/toud-ci}
+# Bump the recipe number when what happens to the tree below changes.
+key=$(printf 'recipe 2\n%s\n%s\n%s\n' "$suite" "$mirror" "$packages" | sha256sum | cut -c1-16)
+tarball=$cache/rootfs-$suite-$key.tar.zst
+
+log() { echo "rootfs: $*" >&2; }
+
+[ ! -e "$dir" ] || { log "$dir exists"; exit 1; }
+mkdir -p "$dir"
+
+if [ "$cache" != none ] && [ -f "$tarball" ]; then
+	if tar -C "$dir" --numeric-owner --xattrs -I zstd -xf "$tarball"; then
+		log "unpacked $tarball"
+		exit 0
+	fi
+	log "cannot unpack $tarball: rebuilding it"
+	rm -rf "$dir"
+	mkdir -p "$dir"
+fi
+
+command -v debootstrap >/dev/null || { log "debootstrap missing (apt-get install debootstrap)"; exit 1; }
+log "debootstrap $suite from $mirror: $packages"
+if ! debootstrap --variant=minbase --include="$(echo $packages | tr ' ' ,)" \
+    "$suite" "$dir" "$mirror" >"$dir.debootstrap.log" 2>&1; then
+	log "debootstrap failed; last lines:"
+	tail -n 20 "$dir.debootstrap.log" >&2
+	rm -f "$dir.debootstrap.log"
+	exit 1
+fi
+rm -f "$dir.debootstrap.log"
+rm -f "$dir"/var/cache/apt/archives/*.deb
+# debootstrap copies the host's name; containers get theirs from nspawn.
+echo toud-ci >"$dir/etc/hostname"
+# Nothing in the container needs a getty or the network managed for it.
+rm -f "$dir/etc/systemd/system/getty.target.wants/"* 2>/dev/null || true
+
+if [ "$cache" != none ]; then
+	if mkdir -p "$cache" 2>/dev/null; then
+		tmp=$tarball.tmp.$$
+		if tar -C "$dir" --numeric-owner --xattrs -I 'zstd -T0 -3' -cf "$tmp" . 2>/dev/null; then
+			mv -f "$tmp" "$tarball"
+			log "cached as $tarball ($(du -h "$tarball" | cut -f1))"
+			# Older entries (another package list) are of no more use.
+			for f in "$cache"/rootfs-$suite-*.tar.zst; do
+				[ "$f" = "$tarball" ] || rm -f "$f"
+			done
+		else
+			rm -f "$tmp"
+			log "could not write the cache (continuing)"
+		fi
+	else
+		log "cannot create $cache (continuing without a cache)"
+	fi
+fi
