@@ -29,6 +29,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include "bytes.h"
 #include "dtls.h"
 #include "log.h"
 
@@ -114,30 +115,12 @@ ssl_reason(void)
 	return r != NULL ? r : "unknown error";
 }
 
-static uint16_t
-get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-/* epoch(16) << 48 | sequence(48) from a cleartext record header. */
-static uint64_t
-rec_seq(const uint8_t *rec)
-{
-	uint64_t v = 0;
-	int i;
-
-	for (i = 3; i < 11; i++)
-		v = v << 8 | rec[i];
-	return v;
-}
-
 /* One whole record: header plus exactly the fragment its length announces. */
 static bool
 rec_whole(const uint8_t *rec, size_t len)
 {
 	return len >= DTLS_RECORD_HDR && len <= DTLS_MAX_RECORD &&
-	    DTLS_RECORD_HDR + (size_t)get16(rec + 11) == len;
+	    DTLS_RECORD_HDR + (size_t)bytes_get16(rec + 11) == len;
 }
 
 static int
@@ -264,8 +247,8 @@ dgram_write(BIO *b, const char *data, int dlen)
 	while (left > 0) {
 		n = left;
 		if (left >= DTLS_RECORD_HDR &&
-		    DTLS_RECORD_HDR + (size_t)get16(p + 11) <= left)
-			n = DTLS_RECORD_HDR + get16(p + 11);
+		    DTLS_RECORD_HDR + (size_t)bytes_get16(p + 11) <= left)
+			n = DTLS_RECORD_HDR + bytes_get16(p + 11);
 		out(arg, p, n, to);
 		p += n;
 		left -= n;
@@ -607,7 +590,7 @@ dtls_sess_input(struct dtls_sess *s, const uint8_t *rec, size_t len,
 	 * rest of the datagram and hand it out later. */
 	if (!rec_whole(rec, len))
 		return DTLS_ERR_RECORD;
-	rseq = rec_seq(rec);
+	rseq = bytes_get64(rec + 3);	/* epoch(16) << 48 | sequence(48) */
 	s->rd = rec;
 	s->rdlen = len;
 	if (!s->established) {

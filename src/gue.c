@@ -1,9 +1,7 @@
 /* gue.c - GUE framing of the toud wire format: outer header with session
  * ID, inner compact / direct-IP / control framing, and the DTLS record
  * header prefilter.  Pure: no I/O, no allocation. */
-#include <endian.h>
-#include <string.h>
-
+#include "bytes.h"
 #include "gue.h"
 
 /* First word of a GUE header (variant 0):
@@ -47,62 +45,14 @@ gue_err_name(enum gue_err err)
 	return gue_err_names[err];
 }
 
-static uint16_t
-get_be16(const uint8_t *p)
-{
-	uint16_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return be16toh(v);
-}
-
-static uint32_t
-get_be32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return be32toh(v);
-}
-
-static uint64_t
-get_be64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return be64toh(v);
-}
-
-static void
-put_be16(uint8_t *p, uint16_t v)
-{
-	v = htobe16(v);
-	memcpy(p, &v, sizeof(v));
-}
-
-static void
-put_be32(uint8_t *p, uint32_t v)
-{
-	v = htobe32(v);
-	memcpy(p, &v, sizeof(v));
-}
-
-static void
-put_be64(uint8_t *p, uint64_t v)
-{
-	v = htobe64(v);
-	memcpy(p, &v, sizeof(v));
-}
-
 void
 gue_outer_encode(uint8_t *buf, uint64_t session_id)
 {
 	buf[0] = GUE_OUTER_HLEN;        /* variant 0, C 0 */
 	buf[1] = GUE_PROTO_NONE;
-	put_be16(buf + 2, GUE_FLAG_PRIV);
-	put_be32(buf + 4, GUE_OUTER_PFLAGS);
-	put_be64(buf + 8, session_id);
+	bytes_put16(buf + 2, GUE_FLAG_PRIV);
+	bytes_put32(buf + 4, GUE_OUTER_PFLAGS);
+	bytes_put64(buf + 8, session_id);
 }
 
 enum gue_err
@@ -120,12 +70,12 @@ gue_outer_decode(const uint8_t *buf, size_t len, uint64_t *session_id)
 		return GUE_ERR_HLEN;
 	if (buf[1] != GUE_PROTO_NONE)
 		return GUE_ERR_PROTO;
-	if (get_be16(buf + 2) != GUE_FLAG_PRIV)
+	if (bytes_get16(buf + 2) != GUE_FLAG_PRIV)
 		return GUE_ERR_FLAGS;
 	/* Exactly S|D: REMCSUM or any unknown private flag is refused. */
-	if (get_be32(buf + 4) != GUE_OUTER_PFLAGS)
+	if (bytes_get32(buf + 4) != GUE_OUTER_PFLAGS)
 		return GUE_ERR_PFLAGS;
-	sid = get_be64(buf + 8);
+	sid = bytes_get64(buf + 8);
 	if (sid == 0)
 		return GUE_ERR_SESSION;
 	*session_id = sid;
@@ -178,7 +128,7 @@ gue_inner_decode(const uint8_t *buf, size_t len, struct gue_inner *out)
 		return GUE_ERR_TRUNCATED;
 	if (GUE_HLEN(buf[0]) != 0)
 		return GUE_ERR_HLEN;
-	if (get_be16(buf + 2) != 0)
+	if (bytes_get16(buf + 2) != 0)
 		return GUE_ERR_FLAGS;
 	proto = buf[1];
 
@@ -230,13 +180,13 @@ gue_dtls_prefilter(const uint8_t *rec, size_t len, uint8_t *content_type)
 	type = rec[0];
 	if (type < DTLS_CT_CCS || type > DTLS_CT_APPDATA)
 		return GUE_DTLS_TYPE;
-	version = get_be16(rec + 1);
+	version = bytes_get16(rec + 1);
 	/* Clients put 1.0 in the record carrying a ClientHello for
 	 * compatibility; everything else must be 1.2. */
 	if (version != DTLS_V12 &&
 	    !(version == DTLS_V10 && type == DTLS_CT_HANDSHAKE))
 		return GUE_DTLS_VERSION;
-	rlen = get_be16(rec + 11);
+	rlen = bytes_get16(rec + 11);
 	/* One record per datagram: the length accounts for every byte. */
 	if (rlen > DTLS_MAX_FRAGMENT || rlen != len - DTLS_HDR_LEN)
 		return GUE_DTLS_LENGTH;

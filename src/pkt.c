@@ -2,12 +2,13 @@
  * MSS clamping and ICMP "too big" synthesis.  Pure: no I/O, no allocation.
  *
  * Packets are byte arrays with no alignment guarantee: every multi-byte
- * field goes through get_be16()/put_be16() and friends, never a cast. */
+ * field goes through bytes_get16()/bytes_put16() and friends, never a cast. */
 #include <endian.h>
 #include <string.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include "bytes.h"
 #include "pkt.h"
 
 /* IPv6 extension headers (RFC 8200 4, IANA "IPv6 Extension Header Types"
@@ -65,29 +66,6 @@ pkt_err_name(enum pkt_err err)
 	return pkt_err_names[err];
 }
 
-static uint16_t
-get_be16(const uint8_t *p)
-{
-	uint16_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return be16toh(v);
-}
-
-static void
-put_be16(uint8_t *p, uint16_t v)
-{
-	v = htobe16(v);
-	memcpy(p, &v, sizeof(v));
-}
-
-static void
-put_be32(uint8_t *p, uint32_t v)
-{
-	v = htobe32(v);
-	memcpy(p, &v, sizeof(v));
-}
-
 static bool
 ip6_is_ext(uint8_t nh)
 {
@@ -126,7 +104,7 @@ pkt_l4_check(uint8_t proto, const uint8_t *seg, size_t len)
 			return PKT_ERR_L4;
 		return PKT_OK;
 	case IPPROTO_UDP:
-		if (len < UDP_HLEN || get_be16(seg + 4) != len)
+		if (len < UDP_HLEN || bytes_get16(seg + 4) != len)
 			return PKT_ERR_L4;
 		return PKT_OK;
 	case IPPROTO_ICMP:
@@ -150,12 +128,12 @@ pkt_parse4(const uint8_t *p, size_t len, struct pkt_info *pi)
 	hlen = (size_t)(p[0] & 0x0f) * 4;
 	if (hlen < PKT_IP4_HLEN || hlen > len)
 		return PKT_ERR_HLEN;
-	tot = get_be16(p + 2);
+	tot = bytes_get16(p + 2);
 	if (tot < hlen)
 		return PKT_ERR_LENGTH;
 	if (tot > len)
 		return PKT_ERR_TRUNCATED;
-	frag = get_be16(p + 6);
+	frag = bytes_get16(p + 6);
 
 	pi->family = AF_INET;
 	pi->ecn = p[1] & 0x03;
@@ -180,7 +158,7 @@ pkt_parse6(const uint8_t *p, size_t len, struct pkt_info *pi)
 		return PKT_ERR_TRUNCATED;
 	/* Jumbograms (payload length 0 + hop-by-hop option) never fit a
 	 * TUN MTU; they parse as an empty payload. */
-	plen = get_be16(p + 4);
+	plen = bytes_get16(p + 4);
 	if (plen + PKT_IP6_HLEN > len)
 		return PKT_ERR_TRUNCATED;
 
@@ -280,12 +258,12 @@ pkt_ip_build(uint8_t *seg, size_t seg_len, uint8_t proto,
 		h = seg - PKT_IP4_HLEN;
 		h[0] = 0x45;
 		h[1] = ecn;                     /* DSCP 0 */
-		put_be16(h + 2, (uint16_t)(seg_len + PKT_IP4_HLEN));
-		put_be16(h + 4, 0);             /* ID: DF set, never fragmented */
-		put_be16(h + 6, IP4_DF);
+		bytes_put16(h + 2, (uint16_t)(seg_len + PKT_IP4_HLEN));
+		bytes_put16(h + 4, 0);          /* ID: DF set, never fragmented */
+		bytes_put16(h + 6, IP4_DF);
 		h[8] = PKT_TTL;
 		h[9] = proto;
-		put_be16(h + 10, 0);
+		bytes_put16(h + 10, 0);
 		memcpy(h + 12, &src->v4, 4);
 		memcpy(h + 16, &dst->v4, 4);
 		csum = pkt_csum(h, PKT_IP4_HLEN);
@@ -300,7 +278,7 @@ pkt_ip_build(uint8_t *seg, size_t seg_len, uint8_t proto,
 		h[1] = (uint8_t)(ecn << 4);
 		h[2] = 0;
 		h[3] = 0;
-		put_be16(h + 4, (uint16_t)seg_len);
+		bytes_put16(h + 4, (uint16_t)seg_len);
 		h[6] = proto;
 		h[7] = PKT_TTL;
 		memcpy(h + 8, &src->v6, 16);
@@ -362,10 +340,10 @@ pkt_csum_update16(uint8_t *csum, uint16_t old_word, uint16_t new_word)
 
 	/* RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m'); unlike eqn. 2 it never
 	 * turns a valid 0x0000 into 0xffff. */
-	sum = (uint16_t)~get_be16(csum);
+	sum = (uint16_t)~bytes_get16(csum);
 	sum += (uint16_t)~be16toh(old_word);
 	sum += be16toh(new_word);
-	put_be16(csum, csum_fold_host(sum));
+	bytes_put16(csum, csum_fold_host(sum));
 }
 
 static uint32_t
@@ -429,9 +407,9 @@ pkt_mss_clamp(uint8_t *p, const struct pkt_info *pi, uint16_t mss)
 		if (olen < 2 || olen > doff - i)
 			break;
 		if (tcp[i] == TCP_OPT_MSS && olen == TCP_OPT_MSS_LEN) {
-			old = get_be16(tcp + i + 2);
+			old = bytes_get16(tcp + i + 2);
 			if (old > mss) {
-				put_be16(tcp + i + 2, mss);
+				bytes_put16(tcp + i + 2, mss);
 				/* At an odd offset the field straddles two
 				 * checksum words: its bytes count swapped. */
 				if ((i + 2) & 1) {
@@ -480,7 +458,7 @@ too_big_forbidden4(const uint8_t *p, const struct pkt_info *pi)
 {
 	const uint8_t *src = p + 12;
 
-	if (get_be16(p + 6) & IP4_OFFMASK)
+	if (bytes_get16(p + 6) & IP4_OFFMASK)
 		return true;
 	/* 0.0.0.0/8, multicast, limited broadcast: no one to answer. */
 	if (src[0] == 0 || src[0] >= 224)
@@ -532,7 +510,7 @@ too_big_forbidden6(const uint8_t *p, const struct pkt_info *pi)
 		case IP6_NH_FRAGMENT:
 			if (off + 8 > pi->len)
 				return true;
-			if (get_be16(p + off + 2) & 0xfff8)
+			if (bytes_get16(p + off + 2) & 0xfff8)
 				return true;    /* not the first fragment */
 			nh = p[off];
 			off += 8;
@@ -589,9 +567,9 @@ pkt_too_big(uint8_t *out, size_t out_size, const uint8_t *p,
 	if (pi->family == AF_INET) {
 		icmp[0] = ICMP4_UNREACH;
 		icmp[1] = ICMP4_UNREACH_NEEDFRAG;
-		put_be16(icmp + 2, 0);
-		put_be16(icmp + 4, 0);
-		put_be16(icmp + 6, mtu > 0xffff ? 0xffff : (uint16_t)mtu);
+		bytes_put16(icmp + 2, 0);
+		bytes_put16(icmp + 4, 0);
+		bytes_put16(icmp + 6, mtu > 0xffff ? 0xffff : (uint16_t)mtu);
 		csum = pkt_csum(icmp, ICMP_HLEN + quote);
 		memcpy(icmp + 2, &csum, 2);
 		pkt_ip_build(icmp, ICMP_HLEN + quote, IPPROTO_ICMP, from,
@@ -599,8 +577,8 @@ pkt_too_big(uint8_t *out, size_t out_size, const uint8_t *p,
 	} else {
 		icmp[0] = ICMP6_PACKET_TOO_BIG;
 		icmp[1] = 0;
-		put_be16(icmp + 2, 0);
-		put_be32(icmp + 4, mtu);
+		bytes_put16(icmp + 2, 0);
+		bytes_put32(icmp + 4, mtu);
 		csum = pkt_l4_csum(AF_INET6, from, &pi->src,
 		    IPPROTO_ICMPV6, icmp, ICMP_HLEN + quote);
 		memcpy(icmp + 2, &csum, 2);

@@ -178,6 +178,20 @@ udp_recv_batch(int fd, struct udp_msg *msgs, unsigned n)
 	return got;
 }
 
+/* Write one control message at c and count its space; returns the next
+ * slot, or NULL when the buffer is full. */
+static struct cmsghdr *
+put_cmsg(struct msghdr *mh, struct cmsghdr *c, int level, int type,
+    const void *data, size_t len, size_t *used)
+{
+	c->cmsg_level = level;
+	c->cmsg_type = type;
+	c->cmsg_len = CMSG_LEN(len);
+	memcpy(CMSG_DATA(c), data, len);
+	*used += CMSG_SPACE(len);
+	return CMSG_NXTHDR(mh, c);
+}
+
 /* Fill the control data of one outgoing datagram: source address and ECN. */
 static size_t
 build_cmsgs(const struct udp_msg *m, int family, char *buf, size_t cap)
@@ -189,28 +203,17 @@ build_cmsgs(const struct udp_msg *m, int family, char *buf, size_t cap)
 
 	if (m->local.family == family && family == AF_INET) {
 		struct in_pktinfo pi = { .ipi_spec_dst = m->local.v4 };
-		c->cmsg_level = IPPROTO_IP;
-		c->cmsg_type = IP_PKTINFO;
-		c->cmsg_len = CMSG_LEN(sizeof(pi));
-		memcpy(CMSG_DATA(c), &pi, sizeof(pi));
-		used += CMSG_SPACE(sizeof(pi));
-		c = CMSG_NXTHDR(&mh, c);
+		c = put_cmsg(&mh, c, IPPROTO_IP, IP_PKTINFO, &pi, sizeof(pi),
+		    &used);
 	} else if (m->local.family == family && family == AF_INET6) {
 		struct in6_pktinfo pi = { .ipi6_addr = m->local.v6 };
-		c->cmsg_level = IPPROTO_IPV6;
-		c->cmsg_type = IPV6_PKTINFO;
-		c->cmsg_len = CMSG_LEN(sizeof(pi));
-		memcpy(CMSG_DATA(c), &pi, sizeof(pi));
-		used += CMSG_SPACE(sizeof(pi));
-		c = CMSG_NXTHDR(&mh, c);
+		c = put_cmsg(&mh, c, IPPROTO_IPV6, IPV6_PKTINFO, &pi, sizeof(pi),
+		    &used);
 	}
-	if (tos && c) {
-		c->cmsg_level = family == AF_INET ? IPPROTO_IP : IPPROTO_IPV6;
-		c->cmsg_type = family == AF_INET ? IP_TOS : IPV6_TCLASS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &tos, sizeof(tos));
-		used += CMSG_SPACE(sizeof(int));
-	}
+	if (tos && c)
+		put_cmsg(&mh, c, family == AF_INET ? IPPROTO_IP : IPPROTO_IPV6,
+		    family == AF_INET ? IP_TOS : IPV6_TCLASS, &tos, sizeof(tos),
+		    &used);
 	return used;
 }
 

@@ -22,6 +22,8 @@
 #include "log.h"
 #include "util.h"
 
+#include "testutil.h"
+
 #define FP_A2 "a2aeb6b88ebbc7413e33ccaf26b44c6152219d0e9a845fe0eef401b3e5d78f8a"
 #define FP_5E "5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e"
 
@@ -32,24 +34,12 @@ static char conf_dir[4096];
 static char **bad_names;
 static size_t n_bad;
 
-/* $TOUD_TESTDATA/conf, absolute. */
+/* $TOUD_TESTDATA/conf, absolute; fixed before any test changes directory. */
 static const char *
 testdata_conf(void)
 {
-	const char *d = getenv("TOUD_TESTDATA");
-	char cwd[2048];
-
-	if (conf_dir[0])
-		return conf_dir;
-	if (!d || !*d)
-		d = "tests/unit/data";
-	if (d[0] == '/') {
-		snprintf(conf_dir, sizeof(conf_dir), "%s/conf", d);
-	} else {
-		if (!getcwd(cwd, sizeof(cwd)))
-			abort();
-		snprintf(conf_dir, sizeof(conf_dir), "%s/%s/conf", cwd, d);
-	}
+	if (!conf_dir[0])
+		check_data_path(conf_dir, sizeof(conf_dir), "conf");
 	return conf_dir;
 }
 
@@ -1211,14 +1201,7 @@ conf_suite(void)
 int
 main(void)
 {
-	SRunner *sr;
-	int failed;
-
 	testdata_conf();
 	scan_bad_fixtures();
-	sr = srunner_create(conf_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(conf_suite());
 }

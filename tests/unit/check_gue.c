@@ -6,6 +6,8 @@
 
 #include "gue.h"
 
+#include "testutil.h"
+
 #define DTLS_HDR 13
 #define DTLS_MAX (16384 + 2048)
 
@@ -701,12 +703,5 @@ gue_suite(void)
 int
 main(void)
 {
-	SRunner *sr;
-	int failed;
-
-	sr = srunner_create(gue_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return check_run(gue_suite());
 }

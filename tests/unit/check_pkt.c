@@ -8,19 +8,12 @@
 #include "pkt.h"
 #include "util.h"
 
+#include "testutil.h"
+
 #define HEADROOM 64
 #define BUFSZ 2048
 
 /* --- helpers --------------------------------------------------------------- */
-
-static struct ipaddr
-addr(const char *s)
-{
-	struct ipaddr a;
-
-	ck_assert_int_eq(util_addr_parse(s, &a), 0);
-	return a;
-}
 
 /* Deterministic xorshift32: reproducible failures. */
 static uint32_t
@@ -177,7 +170,7 @@ static uint8_t *
 mkip(uint8_t *buf, size_t seglen, uint8_t proto, const char *src,
     const char *dst, size_t *len)
 {
-	struct ipaddr s = addr(src), d = addr(dst);
+	struct ipaddr s = check_addr(src), d = check_addr(dst);
 	size_t hl;
 
 	hl = pkt_ip_build(buf + HEADROOM, seglen, proto, &s, &d, 0);
@@ -209,7 +202,7 @@ static uint8_t *
 mktcp4(uint8_t *buf, uint8_t flags, const uint8_t *opts, size_t optlen,
     size_t datalen, size_t *len)
 {
-	struct ipaddr s = addr("10.77.0.1"), d = addr("10.77.0.2");
+	struct ipaddr s = check_addr("10.77.0.1"), d = check_addr("10.77.0.2");
 	size_t n = mktcp(buf + HEADROOM, flags, opts, optlen, datalen);
 
 	set_l4_csum(&s, &d, IPPROTO_TCP, buf + HEADROOM, n);
@@ -220,7 +213,7 @@ static uint8_t *
 mktcp6(uint8_t *buf, uint8_t flags, const uint8_t *opts, size_t optlen,
     size_t datalen, size_t *len)
 {
-	struct ipaddr s = addr("fd77::1"), d = addr("fd77::2");
+	struct ipaddr s = check_addr("fd77::1"), d = check_addr("fd77::2");
 	size_t n = mktcp(buf + HEADROOM, flags, opts, optlen, datalen);
 
 	set_l4_csum(&s, &d, IPPROTO_TCP, buf + HEADROOM, n);
@@ -249,7 +242,7 @@ START_TEST(parse_v4)
 {
 	uint8_t buf[BUFSZ];
 	struct pkt_info pi;
-	struct ipaddr s = addr("10.77.0.1"), d = addr("10.77.0.2");
+	struct ipaddr s = check_addr("10.77.0.1"), d = check_addr("10.77.0.2");
 	uint8_t *p;
 	size_t len;
 
@@ -443,7 +436,7 @@ START_TEST(parse_v6)
 {
 	uint8_t buf[BUFSZ];
 	struct pkt_info pi;
-	struct ipaddr s = addr("fd77::1"), d = addr("fd77::2");
+	struct ipaddr s = check_addr("fd77::1"), d = check_addr("fd77::2");
 	uint8_t *p;
 	size_t len;
 
@@ -606,9 +599,9 @@ START_TEST(compact_decision)
 {
 	uint8_t buf[BUFSZ];
 	struct pkt_info pi;
-	struct ipaddr l4 = addr("10.77.0.1"), p4 = addr("10.77.0.2");
-	struct ipaddr l6 = addr("fd77::1"), p6 = addr("fd77::2");
-	struct ipaddr other = addr("10.77.0.3");
+	struct ipaddr l4 = check_addr("10.77.0.1"), p4 = check_addr("10.77.0.2");
+	struct ipaddr l6 = check_addr("fd77::1"), p6 = check_addr("fd77::2");
+	struct ipaddr other = check_addr("10.77.0.3");
 	uint8_t *p;
 	size_t len, n;
 
@@ -685,8 +678,8 @@ END_TEST
 START_TEST(build_v4)
 {
 	uint8_t buf[BUFSZ];
-	struct ipaddr s = addr("10.77.0.2"), d = addr("10.77.0.1");
-	struct ipaddr s6 = addr("fd77::2");
+	struct ipaddr s = check_addr("10.77.0.2"), d = check_addr("10.77.0.1");
+	struct ipaddr s6 = check_addr("fd77::2");
 	struct pkt_info pi;
 	uint8_t *seg = buf + HEADROOM, *h;
 	size_t n;
@@ -730,8 +723,8 @@ END_TEST
 START_TEST(build_v6)
 {
 	uint8_t buf[BUFSZ];
-	struct ipaddr s = addr("fd77::2"), d = addr("fd77::1");
-	struct ipaddr d4 = addr("10.77.0.1");
+	struct ipaddr s = check_addr("fd77::2"), d = check_addr("fd77::1");
+	struct ipaddr d4 = check_addr("10.77.0.1");
 	struct ipaddr zero;
 	struct pkt_info pi;
 	uint8_t *seg = buf + HEADROOM, *h;
@@ -772,8 +765,8 @@ END_TEST
 START_TEST(build_roundtrip)
 {
 	uint8_t buf[BUFSZ], out[BUFSZ], orig[BUFSZ];
-	struct ipaddr l4 = addr("10.77.0.1"), p4 = addr("10.77.0.2");
-	struct ipaddr l6 = addr("fd77::1"), p6 = addr("fd77::2");
+	struct ipaddr l4 = check_addr("10.77.0.1"), p4 = check_addr("10.77.0.2");
+	struct ipaddr l6 = check_addr("fd77::1"), p6 = check_addr("fd77::2");
 	struct pkt_info pi;
 	uint8_t *p;
 	size_t len, seglen, hl;
@@ -960,8 +953,8 @@ END_TEST
 START_TEST(l4_csum)
 {
 	uint8_t buf[BUFSZ];
-	struct ipaddr s4 = addr("10.77.0.1"), d4 = addr("10.77.0.2");
-	struct ipaddr s6 = addr("fd77::1"), d6 = addr("fd77::2");
+	struct ipaddr s4 = check_addr("10.77.0.1"), d4 = check_addr("10.77.0.2");
+	struct ipaddr s6 = check_addr("fd77::1"), d6 = check_addr("fd77::2");
 	uint8_t *seg = buf + HEADROOM;
 	uint32_t state = 99;
 	size_t n, i;
@@ -993,7 +986,7 @@ END_TEST
 static bool
 tcp_ok4(const uint8_t *p, size_t len)
 {
-	struct ipaddr s = addr("10.77.0.1"), d = addr("10.77.0.2");
+	struct ipaddr s = check_addr("10.77.0.1"), d = check_addr("10.77.0.2");
 
 	return pkt_l4_csum(AF_INET, &s, &d, IPPROTO_TCP, p + 20, len - 20) == 0;
 }
@@ -1001,7 +994,7 @@ tcp_ok4(const uint8_t *p, size_t len)
 static bool
 tcp_ok6(const uint8_t *p, size_t len)
 {
-	struct ipaddr s = addr("fd77::1"), d = addr("fd77::2");
+	struct ipaddr s = check_addr("fd77::1"), d = check_addr("fd77::2");
 
 	return pkt_l4_csum(AF_INET6, &s, &d, IPPROTO_TCP, p + 40, len - 40) == 0;
 }
@@ -1252,8 +1245,9 @@ END_TEST
 START_TEST(too_big_v4)
 {
 	uint8_t buf[BUFSZ], out[BUFSZ];
-	struct ipaddr from = addr("10.77.0.1"), src = addr("10.77.0.2");
-	struct ipaddr from6 = addr("fd77::1");
+	struct ipaddr from = check_addr("10.77.0.1");
+	struct ipaddr src = check_addr("10.77.0.2");
+	struct ipaddr from6 = check_addr("fd77::1");
 	struct pkt_info pi, ri;
 	uint8_t *p;
 	size_t len, r;
@@ -1358,7 +1352,7 @@ START_TEST(too_big_v4_icmp)
 	static const uint8_t errors[] = { 3, 4, 5, 11, 12 };
 	static const uint8_t infos[] = { 0, 8, 13, 14 };
 	uint8_t buf[BUFSZ], out[BUFSZ];
-	struct ipaddr from = addr("10.77.0.1");
+	struct ipaddr from = check_addr("10.77.0.1");
 	struct pkt_info pi;
 	uint8_t *p;
 	size_t len, i, n;
@@ -1381,8 +1375,8 @@ END_TEST
 START_TEST(too_big_v6)
 {
 	uint8_t buf[BUFSZ], out[BUFSZ];
-	struct ipaddr from = addr("fd77::1"), src = addr("fd77::2");
-	struct ipaddr from4 = addr("10.77.0.1");
+	struct ipaddr from = check_addr("fd77::1"), src = check_addr("fd77::2");
+	struct ipaddr from4 = check_addr("10.77.0.1");
 	struct pkt_info pi, ri;
 	uint8_t *p;
 	size_t len, r, n;
@@ -1458,7 +1452,7 @@ END_TEST
 START_TEST(too_big_v6_no_reply)
 {
 	uint8_t buf[BUFSZ], out[BUFSZ];
-	struct ipaddr from = addr("fd77::1");
+	struct ipaddr from = check_addr("fd77::1");
 	struct pkt_info pi;
 	uint8_t *p, *x;
 	size_t len, n, i;
@@ -1558,8 +1552,6 @@ main(void)
 {
 	Suite *s = suite_create("pkt");
 	TCase *tc = tcase_create("pkt");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, err_names);
@@ -1589,9 +1581,5 @@ main(void)
 	tcase_add_test(tc, too_big_v6_no_reply);
 	tcase_add_test(tc, ecn_table);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return check_run(s);
 }

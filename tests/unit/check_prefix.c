@@ -12,6 +12,8 @@
 
 #include "prefix.h"
 
+#include "testutil.h"
+
 /* Values are only compared, never dereferenced. */
 #define V(n) ((void *)(uintptr_t)(n))
 
@@ -736,12 +738,5 @@ prefix_suite(void)
 int
 main(void)
 {
-	SRunner *sr;
-	int failed;
-
-	sr = srunner_create(prefix_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return check_run(prefix_suite());
 }

@@ -10,6 +10,8 @@
 
 #include "rtnl.h"
 
+#include "testutil.h"
+
 /* No real system gets this close to INT_MAX interfaces. */
 #define NO_IFINDEX 0x7ffffff0
 
@@ -122,12 +124,5 @@ rtnl_suite(void)
 int
 main(void)
 {
-	SRunner *sr;
-	int failed;
-
-	sr = srunner_create(rtnl_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return check_run(rtnl_suite());
 }

@@ -13,6 +13,8 @@
 #include "toud.h"
 #include "util.h"
 
+#include "testutil.h"
+
 /* Weak: the test runs with or without peer.c linked in. */
 __attribute__((weak)) const char *
 peer_state_name(enum peer_state s)
@@ -33,23 +35,15 @@ peer_find_by_name(struct toud *t, const char *name)
 	return NULL;
 }
 
-static const char *
-testdata_dir(void)
-{
-	const char *d = getenv("TOUD_TESTDATA");
-
-	return d && *d ? d : "tests/unit/data";
-}
-
 static char *
 testdata_read(const char *name)
 {
-	char path[1024];
+	char path[4096];
 	FILE *f;
 	char *buf;
 	long n;
 
-	snprintf(path, sizeof(path), "%s/show/%s", testdata_dir(), name);
+	check_data_path(path, sizeof(path), "show/%s", name);
 	f = fopen(path, "rb");
 	ck_assert_msg(f != NULL, "cannot open %s", path);
 	ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
@@ -300,9 +294,8 @@ struct fixture {
 static void
 set_endpoint(struct peer *p, const char *addr, uint16_t port)
 {
-	struct ipaddr a;
+	struct ipaddr a = check_addr(addr);
 
-	ck_assert_int_eq(util_addr_parse(addr, &a), 0);
 	ck_assert_int_eq(util_sa_from_addr(&p->endpoint, &a, port), 0);
 	p->has_endpoint = true;
 }
@@ -658,12 +651,5 @@ show_suite(void)
 int
 main(void)
 {
-	SRunner *sr;
-	int failed;
-
-	sr = srunner_create(show_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return check_run(show_suite());
 }

@@ -11,6 +11,8 @@
 
 #include "tun.h"
 
+#include "testutil.h"
+
 START_TEST(test_name_too_long)
 {
 	char name[IFNAMSIZ + 1];
@@ -64,12 +66,5 @@ tun_suite(void)
 int
 main(void)
 {
-	SRunner *sr;
-	int failed;
-
-	sr = srunner_create(tun_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return check_run(tun_suite());
 }

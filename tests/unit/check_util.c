@@ -8,6 +8,8 @@
 #include "log.h"
 #include "util.h"
 
+#include "testutil.h"
+
 START_TEST(addr_parse)
 {
 	struct ipaddr a;
@@ -143,8 +145,6 @@ main(void)
 {
 	Suite *s = suite_create("util");
 	TCase *tc = tcase_create("util");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, addr_parse);
 	tcase_add_test(tc, prefix_parse);
@@ -153,9 +153,5 @@ main(void)
 	tcase_add_test(tc, strings_and_hex);
 	tcase_add_test(tc, log_levels);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

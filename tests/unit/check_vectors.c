@@ -12,6 +12,8 @@
 #include "pkt.h"
 #include "util.h"
 
+#include "testutil.h"
+
 #define VEC_MAX 2048
 #define HEADROOM 128
 
@@ -19,14 +21,6 @@ struct vec {
 	uint8_t b[VEC_MAX];
 	size_t len;
 };
-
-static const char *
-testdata_dir(void)
-{
-	const char *d = getenv("TOUD_TESTDATA");
-
-	return d != NULL && *d != '\0' ? d : "tests/unit/data";
-}
 
 static int
 hexval(int c)
@@ -44,11 +38,11 @@ hexval(int c)
 static void
 vec_load(const char *name, struct vec *v)
 {
-	char path[512];
+	char path[4096];
 	FILE *f;
 	int c, hi = -1, d;
 
-	snprintf(path, sizeof(path), "%s/vectors/%s.hex", testdata_dir(), name);
+	check_data_path(path, sizeof(path), "vectors/%s.hex", name);
 	f = fopen(path, "r");
 	ck_assert_msg(f != NULL, "cannot open %s", path);
 	v->len = 0;
@@ -78,15 +72,6 @@ vec_load(const char *name, struct vec *v)
 	ck_assert_msg(v->len > 0, "%s: empty", path);
 }
 
-static struct ipaddr
-addr(const char *s)
-{
-	struct ipaddr a;
-
-	ck_assert_int_eq(util_addr_parse(s, &a), 0);
-	return a;
-}
-
 /* Does the transport checksum verify?  ICMPv4 has no pseudo-header. */
 static bool
 l4_csum_ok(const struct ipaddr *src, const struct ipaddr *dst, uint8_t proto,
@@ -113,8 +98,8 @@ START_TEST(compact_encode)
 {
 	struct vec ip, cv;
 	struct pkt_info pi;
-	struct ipaddr local = addr(compact_vecs[_i].local);
-	struct ipaddr peer = addr(compact_vecs[_i].peer);
+	struct ipaddr local = check_addr(compact_vecs[_i].local);
+	struct ipaddr peer = check_addr(compact_vecs[_i].peer);
 	uint8_t buf[HEADROOM + VEC_MAX], *word;
 
 	vec_load(compact_vecs[_i].ip, &ip);
@@ -143,8 +128,8 @@ START_TEST(compact_decode)
 	struct vec ip, cv;
 	struct gue_inner in;
 	struct pkt_info pi;
-	struct ipaddr sender = addr(compact_vecs[_i].local);
-	struct ipaddr receiver = addr(compact_vecs[_i].peer);
+	struct ipaddr sender = check_addr(compact_vecs[_i].local);
+	struct ipaddr receiver = check_addr(compact_vecs[_i].peer);
 	uint8_t buf[HEADROOM + VEC_MAX];
 	size_t hl;
 
@@ -175,9 +160,10 @@ END_TEST
 START_TEST(direct_ip)
 {
 	static const char *const names[] = { "v4_direct", "v6_direct" };
-	struct ipaddr l4 = addr("10.77.0.1"), p4 = addr("10.77.0.2");
-	struct ipaddr l6 = addr("fd77::1"), p6 = addr("fd77::2");
-	struct ipaddr s4 = addr("192.168.50.10"), s6 = addr("fd50::10");
+	struct ipaddr l4 = check_addr("10.77.0.1"), p4 = check_addr("10.77.0.2");
+	struct ipaddr l6 = check_addr("fd77::1"), p6 = check_addr("fd77::2");
+	struct ipaddr s4 = check_addr("192.168.50.10");
+	struct ipaddr s6 = check_addr("fd50::10");
 	struct gue_inner in;
 	struct pkt_info pi;
 	struct vec v;
@@ -282,7 +268,8 @@ START_TEST(udp_none_encode)
 {
 	struct vec dg, ip;
 	struct pkt_info pi;
-	struct ipaddr os = addr(none_vecs[_i].osrc), od = addr(none_vecs[_i].odst);
+	struct ipaddr os = check_addr(none_vecs[_i].osrc);
+	struct ipaddr od = check_addr(none_vecs[_i].odst);
 	uint8_t buf[HEADROOM + VEC_MAX], *seg, *word, *udp;
 	size_t seglen, ulen, hl;
 	uint16_t csum;
@@ -323,8 +310,10 @@ START_TEST(udp_none_decode)
 	struct vec dg, ip;
 	struct pkt_info opi, ipi;
 	struct gue_inner in;
-	struct ipaddr os = addr(none_vecs[_i].osrc), od = addr(none_vecs[_i].odst);
-	struct ipaddr is = addr(none_vecs[_i].isrc), id = addr(none_vecs[_i].idst);
+	struct ipaddr os = check_addr(none_vecs[_i].osrc);
+	struct ipaddr od = check_addr(none_vecs[_i].odst);
+	struct ipaddr is = check_addr(none_vecs[_i].isrc);
+	struct ipaddr id = check_addr(none_vecs[_i].idst);
 	uint8_t buf[HEADROOM + VEC_MAX], *udp;
 	size_t ulen, hl;
 
@@ -380,7 +369,7 @@ START_TEST(too_big)
 {
 	struct vec v, want;
 	struct pkt_info pi;
-	struct ipaddr f4 = addr("10.77.0.1"), f6 = addr("fd77::1");
+	struct ipaddr f4 = check_addr("10.77.0.1"), f6 = check_addr("fd77::1");
 	uint8_t out[1500];
 	size_t n;
 
@@ -405,8 +394,6 @@ main(void)
 {
 	Suite *s = suite_create("vectors");
 	TCase *tc = tcase_create("vectors");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_loop_test(tc, compact_encode, 0, ARRAY_SIZE(compact_vecs));
 	tcase_add_loop_test(tc, compact_decode, 0, ARRAY_SIZE(compact_vecs));
@@ -418,9 +405,5 @@ main(void)
 	tcase_add_test(tc, mss_clamp);
 	tcase_add_test(tc, too_big);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return check_run(s);
 }
