@@ -493,7 +493,11 @@ rtnl_monitor_read(int fd, int ignore_ifindex)
 			case RTM_NEWLINK:
 			case RTM_DELLINK: {
 				const struct ifinfomsg *ifi = NLMSG_DATA(h);
-				if (ifi->ifi_index != ignore_ifindex)
+				/* Up, down, carrier; not promiscuous mode (a
+				 * capture) or other flag changes. */
+				if (ifi->ifi_index != ignore_ifindex &&
+				    (h->nlmsg_type == RTM_DELLINK || (ifi->ifi_change &
+				    (IFF_UP | IFF_RUNNING))))
 					what |= RTNL_EV_LINK;
 				break;
 			}

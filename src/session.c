@@ -255,6 +255,8 @@ session_initiate(struct peer *p)
 		return -EPROTO;
 	}
 	session_timers_handshake(s);
+	/* Out now: a timer may have started this, with no flush after it. */
+	tx_flush_records(t);
 	return 0;
 }
 

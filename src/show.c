@@ -279,6 +279,19 @@ show_json_peer(struct show_buf *b, const struct peer *p, uint64_t now_ms)
 	show_puts(b, "\n    }");
 }
 
+/* DTLS sessions in the table (established, draining and handshaking). */
+static size_t
+show_sessions(const struct toud *t)
+{
+	const struct session *s;
+	size_t b, n = 0;
+
+	for (b = 0; b < TOUD_SESSION_BUCKETS; b++)
+		for (s = t->sessions[b]; s; s = s->hnext)
+			n++;
+	return n;
+}
+
 static void
 show_json(struct show_buf *b, const struct toud *t, struct peer *const *peers,
     size_t n, uint64_t now_ms)
@@ -292,6 +305,8 @@ show_json(struct show_buf *b, const struct toud *t, struct peer *const *peers,
 	show_json_str(b, show_encryption(t));
 	show_puts(b, ",\n    \"drops\": ");
 	show_json_drops(b, t->drops);
+	show_printf(b, ",\n    \"sessions\": %zu,\n    \"half_open\": %u",
+	    show_sessions(t), t->n_half_open);
 	show_puts(b, "\n  },\n  \"peers\": [");
 	for (i = 0; i < n; i++) {
 		show_puts(b, i ? ",\n" : "\n");

@@ -478,7 +478,9 @@ START_TEST(no_peers_no_drops)
 	    "    \"mtu\": 1380,\n"
 	    "    \"listen_port\": 7000,\n"
 	    "    \"encryption\": \"dtls\",\n"
-	    "    \"drops\": {}\n"
+	    "    \"drops\": {},\n"
+	    "    \"sessions\": 0,\n"
+	    "    \"half_open\": 0\n"
 	    "  },\n"
 	    "  \"peers\": []\n"
 	    "}\n");
