@@ -149,13 +149,12 @@ touctl_request(const char *path, const char *req, char **out)
 	return n_read;
 }
 
+/* Print a reply: "ok\n" + output, or "error: message"; the exit status. */
 static int
-touctl_run(const char *path, const char *req)
+touctl_reply(const char *path, char *reply, size_t len)
 {
-	char *reply, *nl;
-	size_t len;
+	char *nl;
 
-	len = touctl_request(path, req, &reply);
 	if (len == 0) {
 		fprintf(stderr, "touctl: %s: toud closed the connection without a reply\n",
 		    path);
@@ -185,6 +184,17 @@ touctl_run(const char *path, const char *req)
 	}
 	fprintf(stderr, "touctl: %s: malformed reply\n", path);
 	return 1;
+}
+
+static int
+touctl_run(const char *path, const char *req)
+{
+	char *reply;
+	size_t len = touctl_request(path, req, &reply);
+	int rc = touctl_reply(path, reply, len);
+
+	free(reply);
+	return rc;
 }
 
 static int

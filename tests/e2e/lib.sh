@@ -238,7 +238,12 @@ e2e_cleanup() {
 		toud_stop "$n" >/dev/null 2>&1 ||
 		    diag "toud on $n did not exit in 10 s after SIGTERM: killed"
 		echo "=== stopped at clean-up: exit status ${TOUD_RC[$n]}" >>"$E2E_DIR/$n.log"
-		[ "${TOUD_RC[$n]}" = 0 ] || diag "toud on $n exited with status ${TOUD_RC[$n]} at clean-up"
+		# A daemon that does not exit cleanly (a sanitizer report, a
+		# crash, a failed teardown) fails the test.
+		if [ "${TOUD_RC[$n]}" != 0 ]; then
+			diag "toud on $n exited with status ${TOUD_RC[$n]} at clean-up"
+			[ "$rc" -ne 0 ] || rc=1
+		fi
 	done
 	for pid in "${E2E_PIDS[@]}"; do
 		proc_alive "$pid" && kill -s TERM "$pid" 2>/dev/null
