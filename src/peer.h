@@ -47,6 +47,7 @@ struct peer {
 	uint8_t key_fp[32];                /* fingerprint of the key it last authenticated with */
 	unsigned hs_failures;              /* consecutive, for the retry back-off */
 	uint64_t hs_retry_ms;              /* no new handshake before this */
+	bool reconnect;                    /* retry handshakes even with nothing to send */
 	uint64_t roam_log_ms;              /* rate limit of the roaming log line */
 	struct evdns_getaddrinfo_request *dns_req;   /* resolve.c, in flight */
 
@@ -98,6 +99,9 @@ void peer_timers_on_rx(struct peer *p);
 void peer_timers_reconfigure(struct peer *p);
 /* A handshake failed: back off, then retry while there is something to send. */
 void peer_timers_hs_failed(struct peer *p);
+/* The peer closed our session: handshake again (with back-off) until a new
+ * session is up. */
+void peer_timers_reconnect(struct peer *p);
 /* A session was established: arm the rekey deadline and liveness. */
 void peer_timers_established(struct peer *p);
 

@@ -9,7 +9,8 @@
  *   keepalives, else "idle" (a quiet peer is not a broken one).
  *
  * retry: after a failed handshake, the next one waits 1, 2, 4 ... 60 s
- *   (with jitter); then it starts if packets are waiting or keepalive is on.
+ *   (with jitter); then it starts if packets are waiting, keepalive is on,
+ *   or the peer closed our session (reconnect: 1 s after the close).
  * rekey: rekey-time after a session we initiated came up, a new handshake
  *   (rekey-bytes is checked on the send path).
  * session handshake: OpenSSL's retransmission timeout, and the deadline
@@ -99,8 +100,18 @@ retry_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (!p->cur && (p->pending_n || p->cf->keepalive))
+	if (!p->cur && (p->pending_n || p->cf->keepalive || p->reconnect))
 		session_initiate(p);
+}
+
+#define RECONNECT_MS 1000               /* a restarting peer is usually back by then */
+
+void
+peer_timers_reconnect(struct peer *p)
+{
+	p->reconnect = true;
+	p->hs_retry_ms = 0;
+	arm(p->ev_retry, RECONNECT_MS);
 }
 
 void

@@ -25,6 +25,7 @@
 #define RX_HEADROOM 64
 #define RX_BUF_SIZE (RX_HEADROOM + 65536)   /* no UDP datagram is larger */
 #define RX_ROUNDS 4
+#define RX_KEEPALIVE_ECHO_MS 1000
 
 struct rx {
 	struct toud *t;
@@ -116,8 +117,12 @@ rx_inner(struct toud *t, struct peer *p, uint8_t *buf, size_t len, size_t wire_l
 	}
 	switch (in.kind) {
 	case GUE_KIND_CONTROL:
-		/* Keepalives only prove liveness; the rest arrives with roaming. */
 		peer_rx(p, wire_len, now);
+		/* Answer a keepalive when we have been quiet, so the sender's
+		 * liveness check sees us (it would call a quiet peer dead);
+		 * the sender has just sent, so it does not answer back. */
+		if (in.proto == GUE_CTYPE_KEEPALIVE && now - p->last_tx_ms >= RX_KEEPALIVE_ECHO_MS)
+			tx_control(t, p, GUE_CTYPE_KEEPALIVE, NULL, 0);
 		return;
 	case GUE_KIND_IP:
 		rx_deliver(t, p, (uint8_t *)in.payload, in.len, wire_len, tos, now);

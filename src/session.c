@@ -322,6 +322,7 @@ session_established(struct session *s)
 	p->last_rx_ms = s->established_ms;
 	p->hs_failures = 0;
 	p->hs_retry_ms = 0;
+	p->reconnect = false;
 	snprintf(id, sizeof(id), "%016llx", (unsigned long long)s->id);
 	log_info("peer \"%s\" (%s): session %s established (%s, %s)", p->name,
 	    sess_addr(s, buf, sizeof(buf)), id, s->initiator ? "initiator" : "responder",
@@ -548,8 +549,14 @@ session_input(struct toud *t, uint8_t *dgram, size_t len, const union sockaddr_u
 			log_info("peer \"%s\" (%s): session closed by the peer", p->name,
 			    sess_addr(s, buf, sizeof(buf)));
 			session_free(s);
-			if (!p->cur)
+			if (!p->cur) {
 				peer_set_state(p, p->next ? PEER_HANDSHAKING : PEER_IDLE);
+				/* It is going away, probably to restart.  Where we
+				 * know its address we reconnect, so it can reach us
+				 * again even if it does not know ours. */
+				if (p->cf->endpoint_host)
+					peer_timers_reconnect(p);
+			}
 		} else {
 			session_free(s);
 		}
