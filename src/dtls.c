@@ -1056,17 +1056,21 @@ pem_write_fd(int fd, EVP_PKEY *pkey, X509 *x)
 	return close(fd) < 0 ? -errno : 0;
 }
 
+/* Write the key pair next to its final names, then rename both into place:
+ * a reader sees the old pair or the new one, never a key without its
+ * certificate.  The key file is created 0600 and never exists wider. */
 int
 dtls_genkey(const char *dir, uint8_t fp[DTLS_FP_LEN], char *err, size_t errlen)
 {
-	char kpath[PATH_MAX], cpath[PATH_MAX];
+	char kpath[PATH_MAX], cpath[PATH_MAX], ktmp[PATH_MAX], ctmp[PATH_MAX];
 	EVP_PKEY *pkey = NULL;
 	X509 *x = NULL;
-	bool created = false;
 	int fd, ret;
 
 	if ((size_t)snprintf(kpath, sizeof(kpath), "%s/key.pem", dir) >= sizeof(kpath) ||
-	    (size_t)snprintf(cpath, sizeof(cpath), "%s/cert.pem", dir) >= sizeof(cpath)) {
+	    (size_t)snprintf(cpath, sizeof(cpath), "%s/cert.pem", dir) >= sizeof(cpath) ||
+	    (size_t)snprintf(ktmp, sizeof(ktmp), "%s/.key.pem.new", dir) >= sizeof(ktmp) ||
+	    (size_t)snprintf(ctmp, sizeof(ctmp), "%s/.cert.pem.new", dir) >= sizeof(ctmp)) {
 		seterr(err, errlen, "%s: %s", dir, strerror(ENAMETOOLONG));
 		return -ENAMETOOLONG;
 	}
@@ -1076,24 +1080,21 @@ dtls_genkey(const char *dir, uint8_t fp[DTLS_FP_LEN], char *err, size_t errlen)
 		ret = -EIO;
 		goto out;
 	}
-	fd = open(kpath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	unlink(ktmp);           /* left over from an interrupted run */
+	fd = open(ktmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		ret = -errno;
-		if (errno == EEXIST)
-			seterr(err, errlen, "%s exists", kpath);
-		else
-			seterr(err, errlen, "%s: %s", kpath, strerror(errno));
+		seterr(err, errlen, "%s: %s", ktmp, strerror(errno));
 		goto out;
 	}
-	created = true;
 	if ((ret = pem_write_fd(fd, pkey, NULL)) < 0) {
-		seterr(err, errlen, "%s: %s", kpath, strerror(-ret));
+		seterr(err, errlen, "%s: %s", ktmp, strerror(-ret));
 		goto out;
 	}
-	fd = open(cpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = open(ctmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		ret = -errno;
-		seterr(err, errlen, "%s: %s", cpath, strerror(errno));
+		seterr(err, errlen, "%s: %s", ctmp, strerror(errno));
 		goto out;
 	}
 	/* Whatever the umask: the certificate is public. */
@@ -1102,13 +1103,20 @@ dtls_genkey(const char *dir, uint8_t fp[DTLS_FP_LEN], char *err, size_t errlen)
 			ret = -errno;
 			close(fd);
 		}
-		seterr(err, errlen, "%s: %s", cpath, strerror(-ret));
+		seterr(err, errlen, "%s: %s", ctmp, strerror(-ret));
+		goto out;
+	}
+	if (rename(ktmp, kpath) < 0 || rename(ctmp, cpath) < 0) {
+		ret = -errno;
+		seterr(err, errlen, "%s: %s", dir, strerror(errno));
 		goto out;
 	}
 	ret = 0;
 out:
-	if (ret < 0 && created)
-		unlink(kpath);
+	if (ret < 0) {
+		unlink(ktmp);
+		unlink(ctmp);
+	}
 	EVP_PKEY_free(pkey);
 	X509_free(x);
 	ERR_clear_error();

@@ -234,8 +234,14 @@ touctl_keys(const char *cmd, const char *arg)
 	char line[7 + 2 * DTLS_FP_LEN + 1], err[512];
 	int rc;
 
-	if (strcmp(cmd, "genkey") == 0)
+	if (strcmp(cmd, "genkey") == 0) {
+		char key[4096];
+
+		snprintf(key, sizeof(key), "%s/key.pem", arg);
+		if (access(key, F_OK) == 0)
+			fprintf(stderr, "touctl: genkey: replacing %s and its certificate\n", key);
 		rc = dtls_genkey(arg, fp, err, sizeof(err));
+	}
 	else
 		rc = dtls_cert_fingerprint(arg, fp, err, sizeof(err));
 	if (rc < 0) {

@@ -22,6 +22,8 @@ import struct
 import subprocess
 import sys
 
+from e2eutil import csum
+
 TOUD_PORT = 6080
 
 FIELDS = [
@@ -302,13 +304,6 @@ def cases():
     return c
 
 
-def csum(b):
-    if len(b) % 2:
-        b += b"\0"
-    t = sum(struct.unpack("!%dH" % (len(b) // 2), b))
-    while t >> 16:
-        t = (t & 0xffff) + (t >> 16)
-    return ~t & 0xffff
 
 
 def write_pcap(path, payloads):

@@ -38,6 +38,10 @@ set -u
 set -o pipefail
 
 E2E_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# The tests' inline Python imports e2eutil from here; no bytecode is
+# written into the source tree (it may be read-only, as in distcheck).
+export PYTHONPATH="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONDONTWRITEBYTECODE=1
 TOUD=${TOUD:-$E2E_TOP/_build/src/toud}
 TOUCTL=${TOUCTL:-$E2E_TOP/_build/src/touctl}
 E2E_ENCRYPTION=${TOUD_E2E_ENCRYPTION:-none}
@@ -183,6 +187,7 @@ e2e_watchdog() {
 	done
 	while read -r ns; do
 		ip netns del "$ns" 2>/dev/null
+		[ -n "$ns" ] && [ -d "/etc/netns/$ns" ] && rm -rf "/etc/netns/$ns"
 	done <"$E2E_DIR/.ns"
 	rm -rf "$E2E_DIR"
 }
@@ -254,6 +259,8 @@ e2e_cleanup() {
 	done
 	for ns in "${E2E_NS[@]}"; do
 		ip netns del "$ns" 2>/dev/null
+		# Per-namespace files of `ip netns exec` (hosts, resolv.conf).
+		[ -d "/etc/netns/$ns" ] && rm -rf "/etc/netns/$ns"
 	done
 	if [ -n "$E2E_DIR" ] && [ -d "$E2E_DIR" ]; then
 		if [ "$T_FAIL" -ne 0 ] || [ "$rc" -ne 0 ]; then

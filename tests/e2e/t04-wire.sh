@@ -43,13 +43,7 @@ s = {"linktype": linktype, "frames": 0, "udp6080": 0, "compact_tcp": 0,
      "other_6080": 0, "plain_tcp": 0, "fragments": 0, "over_mtu": 0,
      "bad_tcp": 0, "bad_csum": 0, "syn_mss": [], "errors": []}
 
-def csum(b):
-    if len(b) % 2:
-        b += b"\0"
-    t = sum(struct.unpack("!%dH" % (len(b) // 2), b))
-    while t >> 16:
-        t = (t & 0xffff) + (t >> 16)
-    return t
+from e2eutil import ones_sum as csum
 
 def tcp_mss(seg, doff):
     i = 20

@@ -24,13 +24,7 @@ j0=$(show_json a) || bail_out "touctl show on a"
 res=$(nsx b python3 - <<'EOF'
 import json, select, socket, struct, time
 
-def csum(b):
-    if len(b) % 2:
-        b += b"\0"
-    t = sum(struct.unpack("!%dH" % (len(b) // 2), b))
-    while t >> 16:
-        t = (t & 0xffff) + (t >> 16)
-    return ~t & 0xffff
+from e2eutil import csum
 
 def echo4(src, dst, ident, seq):
     icmp = struct.pack("!BBHHH", 8, 0, 0, ident, seq) + b"toud-e2e" * 4

@@ -30,13 +30,7 @@ rnd = random.Random(6080)
 def rb(n):
     return bytes(rnd.getrandbits(8) for _ in range(n))
 
-def csum(b):
-    if len(b) % 2:
-        b += b"\0"
-    t = sum(struct.unpack("!%dH" % (len(b) // 2), b))
-    while t >> 16:
-        t = (t & 0xffff) + (t >> 16)
-    return ~t & 0xffff
+from e2eutil import csum
 
 def tcp_syn(src, dst, fam=socket.AF_INET):
     seg = struct.pack("!HHIIBBHHH", 40000, 9, 1, 0, 5 << 4, 0x02, 65535, 0, 0)

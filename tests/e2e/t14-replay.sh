@@ -85,13 +85,7 @@ nsx r python3 - "$E2E_DIR/records.hex" "$FORGED" "$RT_S_UL" "$RT_PORT" <<'EOF' |
 import socket, struct, sys, time
 recs = [bytes.fromhex(l) for l in open(sys.argv[1]) if l.strip()]
 src, dst, port = sys.argv[2], sys.argv[3], int(sys.argv[4])
-def csum(b):
-    if len(b) % 2:
-        b += b"\0"
-    t = sum(struct.unpack("!%dH" % (len(b) // 2), b))
-    while t >> 16:
-        t = (t & 0xffff) + (t >> 16)
-    return ~t & 0xffff
+from e2eutil import csum
 s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
 for r in recs:
     udp = struct.pack("!HHHH", 40123, port, 8 + len(r), 0) + r

@@ -1222,19 +1222,25 @@ START_TEST(genkey_files)
 	    &(time_t){ time(NULL) + 99LL * 365 * 86400 }), 0);
 	X509_free(x);
 
-	/* never overwrite a key */
+	/* a second genkey replaces the pair as a whole: a new key, its own
+	 * certificate, the key still 0600, no temporary files left */
 	txt = slurp(cert, &n);
 	ck_assert_uint_lt(n, sizeof(before));
 	memcpy(before, txt, n + 1);
-	ck_assert_int_eq(dtls_genkey(dir, fp2, err, sizeof(err)), -EEXIST);
-	snprintf(want, sizeof(want), "%s exists", key);
-	ck_assert_str_eq(err, want);
+	ck_assert_int_eq(dtls_genkey(dir, fp2, err, sizeof(err)), 0);
+	ck_assert_mem_ne(fp, fp2, DTLS_FP_LEN);
 	txt = slurp(cert, &n);
 	ck_assert_uint_lt(n, sizeof(after));
 	memcpy(after, txt, n + 1);
-	ck_assert_str_eq(after, before);
-	ck_assert_int_eq(dtls_cert_fingerprint(cert, fp2, err, sizeof(err)), 0);
+	ck_assert_str_ne(after, before);
+	ck_assert_int_eq(dtls_cert_fingerprint(cert, fp, err, sizeof(err)), 0);
 	ck_assert_mem_eq(fp, fp2, DTLS_FP_LEN);
+	ck_assert_int_eq(stat(key, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0600);
+	snprintf(want, sizeof(want), "%s/.key.pem.new", dir);
+	ck_assert_int_ne(access(want, F_OK), 0);
+	snprintf(want, sizeof(want), "%s/.cert.pem.new", dir);
+	ck_assert_int_ne(access(want, F_OK), 0);
 
 	/* two keys differ */
 	ck_assert_mem_ne(A.fp, B.fp, DTLS_FP_LEN);
