@@ -25,22 +25,6 @@ RT_C_TUN=10.77.0.1
 RT_S_TUN=10.77.0.2
 RT_PORT=6080
 
-# --- TAP ---------------------------------------------------------------------
-
-# todo_is GOT WANT DESC REASON: like `is`, for a known problem: a failure is
-# reported as TAP "# TODO" and does not fail the test.  Once the problem is
-# fixed, the pass shows as XPASS, which automake counts as a failure: then
-# turn it into a plain `is`.
-todo_is() {
-	T_N=$((T_N + 1))
-	if [ "$1" = "$2" ]; then
-		echo "ok $T_N - $3 # TODO $4"
-	else
-		echo "not ok $T_N - $3 # TODO $4"
-		diag "got '$1', want '$2'"
-	fi
-}
-
 # --- topology ---------------------------------------------------------------
 
 rt_sysctl() {

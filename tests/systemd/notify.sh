@@ -31,19 +31,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 TOUD=${TOUD:-$top/_build/src/toud}
 PREFIX="tn$$-"
-N=0
-FAIL=0
 WORK=
 NSS=()
 
-ok() { N=$((N + 1)); echo "ok $N - $*"; }
-not_ok() {
-	N=$((N + 1)); FAIL=$((FAIL + 1))
-	echo "not ok $N - $1"
-	[ $# -gt 1 ] && [ -n "$2" ] && sed 's/^/# /' <<<"$2"
-	return 0
-}
-diag() { sed 's/^/# /' <<<"$*"; }
+. "$(dirname "$0")/tap.sh"
 # Under automake's TAP driver a skip is the "1..0 # SKIP" plan with status 0
 # (TOUD_E2E_SKIP_STATUS=0, as for the e2e tests); run alone, 77.
 skip_all() { echo "1..0 # SKIP $*"; exit "${TOUD_E2E_SKIP_STATUS:-77}"; }

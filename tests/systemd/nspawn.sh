@@ -47,8 +47,6 @@ TOUCTL=${TOUCTL:-$srcdir/_build/src/touctl}
 ENC=${TOUD_NSPAWN_ENCRYPTION:-dtls}
 PREFIX="ts$$-"
 T0=${EPOCHREALTIME/./}
-N=0
-FAIL=0
 WORK=
 NODES=(a b)
 declare -A UL=([a]=10.200.0.1 [b]=10.200.0.2)
@@ -60,14 +58,7 @@ BGPIDS=()
 
 # --- TAP ----------------------------------------------------------------------
 
-ok() { N=$((N + 1)); echo "ok $N - $*"; }
-not_ok() {
-	N=$((N + 1)); FAIL=$((FAIL + 1))
-	echo "not ok $N - $1"
-	[ $# -gt 1 ] && [ -n "$2" ] && sed 's/^/# /' <<<"$2"
-	return 0
-}
-diag() { sed 's/^/# /' <<<"$*"; }
+. "$(dirname "$0")/tap.sh"
 elapsed() { local t=${EPOCHREALTIME/./}; printf '%.1f' "$(((t - T0) / 100000))e-1"; }
 stamp() { diag "[$(elapsed) s] $*"; }
 # check DESC CMD...: ok when CMD succeeds, its output as diag otherwise.
