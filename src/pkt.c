@@ -370,6 +370,44 @@ pkt_l4_csum(int family, const struct ipaddr *src, const struct ipaddr *dst,
 	    pseudo_sum(family, src, dst, proto, len)));
 }
 
+/* Does the segment's checksum add up over this address pair?  seg_sum is
+ * the segment's partial sum, taken once for both candidates. */
+static bool
+csum_valid(uint32_t seg_sum, int family, const struct ipaddr *src, const struct ipaddr *dst,
+    uint8_t proto, size_t len)
+{
+	uint32_t ps = pseudo_sum(family, src, dst, proto, len), sum = seg_sum + ps;
+
+	if (sum < ps)           /* end-around carry: 2^32 = 1 (mod 2^16 - 1) */
+		sum++;
+	return pkt_csum_fold(sum) == 0;
+}
+
+int
+pkt_compact_family(uint8_t proto, const uint8_t *seg, size_t len,
+    const struct ipaddr *src4, const struct ipaddr *dst4,
+    const struct ipaddr *src6, const struct ipaddr *dst6)
+{
+	bool v4 = src4 && dst4, v6 = src6 && dst6;
+	uint32_t seg_sum;
+
+	if (proto == IPPROTO_ICMP)
+		v6 = false;
+	else if (proto == IPPROTO_ICMPV6)
+		v4 = false;
+	if (v4 && v6) {
+		if (proto != IPPROTO_TCP && proto != IPPROTO_UDP)
+			return 0;       /* nothing in the segment tells */
+		/* A zero UDP checksum means "none": only IPv4 allows it. */
+		if (proto == IPPROTO_UDP && len >= 8 && seg[6] == 0 && seg[7] == 0)
+			return AF_INET;
+		seg_sum = pkt_csum_partial(seg, len, 0);
+		v4 = csum_valid(seg_sum, AF_INET, src4, dst4, proto, len);
+		v6 = !v4 && csum_valid(seg_sum, AF_INET6, src6, dst6, proto, len);
+	}
+	return v4 == v6 ? 0 : v4 ? AF_INET : AF_INET6;
+}
+
 bool
 pkt_mss_clamp(uint8_t *p, const struct pkt_info *pi, uint16_t mss)
 {

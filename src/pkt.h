@@ -69,6 +69,16 @@ void pkt_csum_update16(uint8_t *csum, uint16_t old_word, uint16_t new_word);
 uint16_t pkt_l4_csum(int family, const struct ipaddr *src, const struct ipaddr *dst,
     uint8_t proto, const uint8_t *seg, size_t len);
 
+/* The address family of a compact segment (the GUE word does not carry
+ * it).  Pass the (source, destination) pair of each family the two ends
+ * share, NULL for a family they do not.  With both, ICMP/ICMPv6 decide by
+ * themselves and TCP/UDP by which pair makes the transport checksum valid
+ * (the segment is summed once); a zero UDP checksum is IPv4.  Returns
+ * AF_INET, AF_INET6, or 0 when it cannot be told. */
+int pkt_compact_family(uint8_t proto, const uint8_t *seg, size_t len,
+    const struct ipaddr *src4, const struct ipaddr *dst4,
+    const struct ipaddr *src6, const struct ipaddr *dst6);
+
 /* MSS clamp: if p is a TCP SYN (with or without ACK) whose MSS option
  * exceeds mss, lower it and fix the TCP checksum incrementally.  Returns true
  * if the packet was changed. */

@@ -9,6 +9,7 @@
 
 #include <event2/event.h>
 
+#include "bytes.h"
 #include "conf.h"
 #include "gue.h"
 #include "log.h"
@@ -61,9 +62,9 @@ rx_deliver(struct toud *t, struct peer *p, uint8_t *pkt, size_t len, size_t wire
 	}
 	if (ecn != pi.ecn) {
 		if (pi.family == AF_INET) {
-			uint16_t old = (uint16_t)(pkt[0] << 8 | pkt[1]);
+			uint16_t old = bytes_get16(pkt);
 			pkt[1] = (uint8_t)((pkt[1] & ~3) | ecn);
-			pkt_csum_update16(pkt + 10, htons(old), htons((uint16_t)(pkt[0] << 8 | pkt[1])));
+			pkt_csum_update16(pkt + 10, htons(old), htons(bytes_get16(pkt)));
 		} else {
 			pkt[1] = (uint8_t)((pkt[1] & ~(3 << 4)) | ecn << 4);
 		}
@@ -77,9 +78,8 @@ rx_deliver(struct toud *t, struct peer *p, uint8_t *pkt, size_t len, size_t wire
 	peer_rx(p, wire_len, now);
 }
 
-/* Which family a compact segment belongs to, when both are possible: the
- * transport checksum covers the inner addresses, and only one pair makes it
- * add up (DESIGN 2.2; doc/protocol.md "Compact TOU and the address family"). */
+/* The address pair of a compact segment from p: pkt_compact_family()
+ * decides the family among those both ends have tunnel addresses of. */
 static const struct ipaddr *
 compact_pick(struct toud *t, struct peer *p, uint8_t proto, const uint8_t *seg, size_t len,
     const struct ipaddr **src)
@@ -87,20 +87,17 @@ compact_pick(struct toud *t, struct peer *p, uint8_t proto, const uint8_t *seg, 
 	bool v4 = t->local4.family && p->addr4.family;
 	bool v6 = t->local6.family && p->addr6.family;
 
-	if (proto == IPPROTO_ICMP)
-		v6 = false;
-	else if (proto == IPPROTO_ICMPV6)
-		v4 = false;
-	if (v4 && v6 && (proto == IPPROTO_TCP || proto == IPPROTO_UDP)) {
-		v4 = pkt_l4_csum(AF_INET, &p->addr4, &t->local4, proto, seg, len) == 0 ||
-		    (proto == IPPROTO_UDP && len >= 8 && seg[6] == 0 && seg[7] == 0);
-		v6 = !v4 &&
-		    pkt_l4_csum(AF_INET6, &p->addr6, &t->local6, proto, seg, len) == 0;
-	}
-	if (v4 == v6)        /* neither, or a protocol without a checksum to tell */
+	switch (pkt_compact_family(proto, seg, len, v4 ? &p->addr4 : NULL, v4 ? &t->local4 : NULL,
+	    v6 ? &p->addr6 : NULL, v6 ? &t->local6 : NULL)) {
+	case AF_INET:
+		*src = &p->addr4;
+		return &t->local4;
+	case AF_INET6:
+		*src = &p->addr6;
+		return &t->local6;
+	default:
 		return NULL;
-	*src = v4 ? &p->addr4 : &p->addr6;
-	return v4 ? &t->local4 : &t->local6;
+	}
 }
 
 void

@@ -981,6 +981,48 @@ START_TEST(l4_csum)
 }
 END_TEST
 
+START_TEST(compact_family)
+{
+	uint8_t buf[BUFSZ];
+	struct ipaddr s4 = check_addr("10.77.0.2"), d4 = check_addr("10.77.0.1");
+	struct ipaddr s6 = check_addr("fd77::2"), d6 = check_addr("fd77::1");
+	uint8_t *seg = buf + HEADROOM;
+	uint32_t state = 7;
+	size_t n, i;
+	uint16_t c;
+
+	for (i = 0; i < 300; i++) {
+		/* TCP checksummed over the IPv4 pair, then over the IPv6 pair */
+		n = mktcp(seg, 0x18, NULL, 0, rnd(&state) % 1400);
+		seg[4] = (uint8_t)rnd(&state);
+		memset(seg + 16, 0, 2);
+		c = pkt_l4_csum(AF_INET, &s4, &d4, IPPROTO_TCP, seg, n);
+		memcpy(seg + 16, &c, 2);
+		ck_assert_int_eq(pkt_compact_family(IPPROTO_TCP, seg, n, &s4, &d4, &s6, &d6), AF_INET);
+		memset(seg + 16, 0, 2);
+		c = pkt_l4_csum(AF_INET6, &s6, &d6, IPPROTO_TCP, seg, n);
+		memcpy(seg + 16, &c, 2);
+		ck_assert_int_eq(pkt_compact_family(IPPROTO_TCP, seg, n, &s4, &d4, &s6, &d6), AF_INET6);
+		/* corrupted: neither pair verifies */
+		seg[n - 1] ^= 0x5a;
+		ck_assert_int_eq(pkt_compact_family(IPPROTO_TCP, seg, n, &s4, &d4, &s6, &d6), 0);
+		/* one family only: no checksum needed to decide */
+		ck_assert_int_eq(pkt_compact_family(IPPROTO_TCP, seg, n, NULL, NULL, &s6, &d6), AF_INET6);
+		ck_assert_int_eq(pkt_compact_family(IPPROTO_TCP, seg, n, &s4, &d4, NULL, NULL), AF_INET);
+	}
+	/* UDP without a checksum is IPv4; ICMP and ICMPv6 tell by themselves */
+	n = mkudp(seg, 100);
+	memset(seg + 6, 0, 2);
+	ck_assert_int_eq(pkt_compact_family(IPPROTO_UDP, seg, n, &s4, &d4, &s6, &d6), AF_INET);
+	ck_assert_int_eq(pkt_compact_family(IPPROTO_ICMP, seg, n, &s4, &d4, &s6, &d6), AF_INET);
+	ck_assert_int_eq(pkt_compact_family(IPPROTO_ICMPV6, seg, n, &s4, &d4, &s6, &d6), AF_INET6);
+	ck_assert_int_eq(pkt_compact_family(IPPROTO_ICMPV6, seg, n, &s4, &d4, NULL, NULL), 0);
+	/* another protocol with both families: cannot be told */
+	ck_assert_int_eq(pkt_compact_family(132, seg, n, &s4, &d4, &s6, &d6), 0);
+	ck_assert_int_eq(pkt_compact_family(IPPROTO_TCP, seg, n, NULL, NULL, NULL, NULL), 0);
+}
+END_TEST
+
 /* --- MSS clamp ---------------------------------------------------------------- */
 
 static bool
@@ -1570,6 +1612,7 @@ main(void)
 	tcase_add_test(tc, csum_basics);
 	tcase_add_test(tc, csum_update);
 	tcase_add_test(tc, l4_csum);
+	tcase_add_test(tc, compact_family);
 	tcase_add_test(tc, mss_clamp_v4);
 	tcase_add_test(tc, mss_clamp_malformed);
 	tcase_add_test(tc, mss_clamp_random);
