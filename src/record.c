@@ -1,0 +1,389 @@
+/* record.c - DTLS 1.2 application-data records (RFC 6347, RFC 5288,
+ * RFC 7905) sealed and opened with the keys of a completed handshake.
+ *
+ * Per record: the nonce and the AAD are built on the stack, the context
+ * made at set-up is re-keyed with the nonce only, and the AEAD runs over
+ * the caller's buffers (in place if they are the same).  Nothing is
+ * allocated and no state is shared between the two directions. */
+#include <errno.h>
+#include <string.h>
+
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/kdf.h>
+#include <openssl/obj_mac.h>
+#include <openssl/params.h>
+
+#include "bytes.h"
+#include "record.h"
+
+#define AAD_LEN 13
+#define NONCE_LEN 12
+#define GCM_SALT 4
+#define LABEL "key expansion"
+#define LABEL_LEN (sizeof(LABEL) - 1)
+/* RFC 6347 4.1: a protected fragment is at most 2^14 + 2048 bytes. */
+#define MAX_FRAGMENT (16384 + 2048)
+
+enum record_cipher
+record_cipher_from_nid(int nid)
+{
+	switch (nid) {
+	case NID_aes_128_gcm:
+		return RECORD_AES128_GCM;
+	case NID_aes_256_gcm:
+		return RECORD_AES256_GCM;
+	case NID_chacha20_poly1305:
+		return RECORD_CHACHA20_POLY1305;
+	default:
+		return 0;
+	}
+}
+
+const char *
+record_cipher_name(enum record_cipher c)
+{
+	switch (c) {
+	case RECORD_AES128_GCM:
+		return "AES-128-GCM";
+	case RECORD_AES256_GCM:
+		return "AES-256-GCM";
+	case RECORD_CHACHA20_POLY1305:
+		return "ChaCha20-Poly1305";
+	default:
+		return NULL;
+	}
+}
+
+static bool
+is_gcm(enum record_cipher c)
+{
+	return c == RECORD_AES128_GCM || c == RECORD_AES256_GCM;
+}
+
+size_t
+record_prefix(enum record_cipher c)
+{
+	return RECORD_HDR + (is_gcm(c) ? RECORD_GCM_EXPLICIT : 0);
+}
+
+size_t
+record_overhead(enum record_cipher c)
+{
+	return record_prefix(c) + RECORD_TAG;
+}
+
+static size_t
+key_len(enum record_cipher c)
+{
+	return c == RECORD_AES128_GCM ? 16 : 32;
+}
+
+static size_t
+iv_len(enum record_cipher c)
+{
+	return is_gcm(c) ? GCM_SALT : NONCE_LEN;
+}
+
+/* RFC 5246 6.3: key_block = PRF(master_secret, "key expansion",
+ * server_random + client_random), cut into client_write_key,
+ * server_write_key, client_write_IV, server_write_IV (AEAD suites have no
+ * MAC keys). */
+int
+record_keys_derive(enum record_cipher c, const char *md, const uint8_t *master,
+    size_t master_len, const uint8_t client_random[32], const uint8_t server_random[32],
+    struct record_keys *client_write, struct record_keys *server_write)
+{
+	uint8_t seed[LABEL_LEN + 64], block[2 * 32 + 2 * NONCE_LEN];
+	size_t kl, il, need;
+	OSSL_PARAM params[4];
+	EVP_KDF_CTX *kctx = NULL;
+	EVP_KDF *kdf = NULL;
+	int ret = -EIO;
+
+	if (record_cipher_name(c) == NULL || md == NULL || master == NULL || master_len == 0)
+		return -EINVAL;
+	kl = key_len(c);
+	il = iv_len(c);
+	need = 2 * kl + 2 * il;
+	memcpy(seed, LABEL, LABEL_LEN);
+	memcpy(seed + LABEL_LEN, server_random, 32);
+	memcpy(seed + LABEL_LEN + 32, client_random, 32);
+	params[0] = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, (char *)(uintptr_t)md, 0);
+	params[1] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SECRET,
+	    (void *)(uintptr_t)master, master_len);
+	params[2] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SEED, seed, sizeof(seed));
+	params[3] = OSSL_PARAM_construct_end();
+	if ((kdf = EVP_KDF_fetch(NULL, "TLS1-PRF", NULL)) == NULL ||
+	    (kctx = EVP_KDF_CTX_new(kdf)) == NULL ||
+	    EVP_KDF_derive(kctx, block, need, params) != 1)
+		goto out;
+	memset(client_write, 0, sizeof(*client_write));
+	memset(server_write, 0, sizeof(*server_write));
+	client_write->cipher = server_write->cipher = c;
+	client_write->key_len = server_write->key_len = kl;
+	client_write->iv_len = server_write->iv_len = il;
+	memcpy(client_write->key, block, kl);
+	memcpy(server_write->key, block + kl, kl);
+	memcpy(client_write->iv, block + 2 * kl, il);
+	memcpy(server_write->iv, block + 2 * kl + il, il);
+	ret = 0;
+out:
+	OPENSSL_cleanse(block, sizeof(block));
+	EVP_KDF_CTX_free(kctx);
+	EVP_KDF_free(kdf);
+	ERR_clear_error();
+	return ret;
+}
+
+/* The 12-byte AES-GCM IV toud's sealing starts from: salt | the first
+ * nonce_explicit.  (Each record's nonce is the salt and the explicit part
+ * it carries; the ChaCha20 nonce, IV XOR epoch | sequence, is made by the
+ * cipher from the AAD.) */
+static void
+nonce_make(const uint8_t *salt, uint64_t explicit, uint8_t nonce[NONCE_LEN])
+{
+	memcpy(nonce, salt, GCM_SALT);
+	bytes_put64(nonce + GCM_SALT, explicit);
+}
+
+static struct evp_cipher_ctx_st *
+ctx_new(const struct record_keys *k, int enc)
+{
+	const char *name = record_cipher_name(k->cipher);
+	EVP_CIPHER_CTX *ctx = NULL;
+	EVP_CIPHER *ciph = NULL;
+
+	if (name == NULL || k->key_len != key_len(k->cipher) || k->iv_len != iv_len(k->cipher))
+		return NULL;
+	/* Records go through OpenSSL's TLS record mode (EVP_Cipher after
+	 * the TLS1 AAD parameter): one pass per record, the fastest path
+	 * these ciphers have.  The fixed IV is the salt (GCM) or the IV
+	 * (ChaCha20) of the key block. */
+	if ((ciph = EVP_CIPHER_fetch(NULL, name, NULL)) == NULL ||
+	    (ctx = EVP_CIPHER_CTX_new()) == NULL ||
+	    EVP_CipherInit_ex(ctx, ciph, NULL, k->key, NULL, enc) != 1 ||
+	    EVP_CIPHER_CTX_get_iv_length(ctx) != NONCE_LEN ||
+	    EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_IV_FIXED, (int)k->iv_len,
+	    (void *)(uintptr_t)k->iv) != 1) {
+		EVP_CIPHER_CTX_free(ctx);
+		ctx = NULL;
+	}
+	EVP_CIPHER_free(ciph);             /* the context keeps its reference */
+	ERR_clear_error();
+	return ctx;
+}
+
+int
+record_tx_init(struct record_tx *tx, const struct record_keys *k, uint16_t epoch,
+    uint64_t first_seq, uint64_t first_nonce)
+{
+	memset(tx, 0, sizeof(*tx));
+	if (first_seq > RECORD_SEQ_MAX || (tx->ctx = ctx_new(k, 1)) == NULL)
+		return -EINVAL;
+	tx->cipher = k->cipher;
+	memcpy(tx->iv, k->iv, k->iv_len);
+	tx->epoch = epoch;
+	tx->seq = first_seq;
+	tx->nonce = first_nonce;
+	if (is_gcm(k->cipher)) {
+		/* salt | first nonce_explicit; the cipher counts up from it */
+		uint8_t iv[NONCE_LEN];
+
+		nonce_make(k->iv, first_nonce, iv);
+		if (EVP_CIPHER_CTX_ctrl(tx->ctx, EVP_CTRL_GCM_SET_IV_FIXED, -1, iv) != 1) {
+			ERR_clear_error();
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+void
+record_tx_free(struct record_tx *tx)
+{
+	EVP_CIPHER_CTX_free(tx->ctx);
+	OPENSSL_cleanse(tx, sizeof(*tx));
+}
+
+int
+record_rx_init(struct record_rx *rx, const struct record_keys *k, uint16_t epoch)
+{
+	memset(rx, 0, sizeof(*rx));
+	if ((rx->ctx = ctx_new(k, 0)) == NULL)
+		return -EINVAL;
+	rx->cipher = k->cipher;
+	memcpy(rx->iv, k->iv, k->iv_len);
+	rx->epoch = epoch;
+	replay_init(&rx->win);
+	return 0;
+}
+
+void
+record_rx_free(struct record_rx *rx)
+{
+	EVP_CIPHER_CTX_free(rx->ctx);
+	OPENSSL_cleanse(rx, sizeof(*rx));
+}
+
+static void
+aad_make(uint8_t aad[AAD_LEN], uint64_t seq, size_t plain_len)
+{
+	bytes_put64(aad, seq);
+	aad[8] = RECORD_TYPE_APPDATA;
+	bytes_put16(aad + 9, RECORD_VERSION);
+	bytes_put16(aad + 11, (uint16_t)plain_len);
+}
+
+/* The AAD of the next record in TLS record mode.  Straight to the
+ * provider: EVP_CIPHER_CTX_ctrl() would also read back the tag length,
+ * which is 16 for both ciphers, at the price of a second call. */
+static bool
+tls_aad(EVP_CIPHER_CTX *ctx, uint8_t aad[AAD_LEN])
+{
+	OSSL_PARAM p[2];
+
+	p[0] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_AAD, aad, AAD_LEN);
+	p[1] = OSSL_PARAM_construct_end();
+	return EVP_CIPHER_CTX_set_params(ctx, p) == 1;
+}
+
+static enum record_status
+seal_one(struct record_tx *tx, struct record_msg *m)
+{
+	size_t pre = record_prefix(tx->cipher), len = m->in_len;
+	uint8_t aad[AAD_LEN], *p = m->out;
+	uint64_t seq;
+
+	if (len > RECORD_MAX_PLAIN)
+		return RECORD_ERR_MALFORMED;
+	if (m->out_cap < len + pre + RECORD_TAG)
+		return RECORD_ERR_SPACE;
+	if (tx->seq > RECORD_SEQ_MAX)
+		return RECORD_ERR_EXHAUSTED;
+	seq = (uint64_t)tx->epoch << 48 | tx->seq;
+	/* The plaintext to its place first: it may overlap the header's. */
+	if (m->in != p + pre)
+		memmove(p + pre, m->in, len);
+	p[0] = RECORD_TYPE_APPDATA;
+	bytes_put16(p + 1, RECORD_VERSION);
+	bytes_put64(p + 3, seq);
+	bytes_put16(p + 11, (uint16_t)(len + pre - RECORD_HDR + RECORD_TAG));
+	/* OpenSSL's TLS record mode, in place: for AES-GCM the cipher writes
+	 * nonce_explicit from its counter (set up in record_tx_init) and
+	 * takes it off the AAD length; ChaCha20 XORs the AAD's epoch |
+	 * sequence into the IV (RFC 7905).  One call per record. */
+	aad_make(aad, seq, len + pre - RECORD_HDR);
+	if (!tls_aad(tx->ctx, aad) ||
+	    EVP_Cipher(tx->ctx, p + RECORD_HDR, p + RECORD_HDR,
+	    (unsigned int)(len + pre - RECORD_HDR + RECORD_TAG)) < 0) {
+		ERR_clear_error();
+		return RECORD_ERR_CRYPTO;
+	}
+	/* The cipher's counter and tx->nonce move together.  Should they
+	 * ever part (a failed call after the counter moved), every later
+	 * record of this key is refused, and the session must be replaced,
+	 * rather than a nonce nobody accounted for goes out. */
+	if (is_gcm(tx->cipher) && bytes_get64(p + RECORD_HDR) != tx->nonce)
+		return RECORD_ERR_CRYPTO;
+	/* Only a record that was made consumes its sequence number. */
+	m->seq = seq;
+	m->out_len = len + pre + RECORD_TAG;
+	tx->seq++;
+	tx->nonce++;
+	tx->sealed++;
+	return RECORD_OK;
+}
+
+size_t
+record_seal(struct record_tx *tx, struct record_msg *m, size_t n)
+{
+	size_t i, ok = 0;
+
+	for (i = 0; i < n; i++) {
+		m[i].out_len = 0;
+		m[i].seq = 0;
+		m[i].status = seal_one(tx, &m[i]);
+		ok += m[i].status == RECORD_OK;
+	}
+	return ok;
+}
+
+static enum record_status
+open_one(struct record_rx *rx, struct record_msg *m)
+{
+	size_t pre = record_prefix(rx->cipher), len;
+	const uint8_t *r = m->in;
+	uint8_t aad[AAD_LEN], *work;
+	uint64_t seq, seq48;
+	size_t flen;
+
+	if (m->in_len < pre + RECORD_TAG || m->in_len > RECORD_HDR + MAX_FRAGMENT ||
+	    r[0] != RECORD_TYPE_APPDATA || bytes_get16(r + 1) != RECORD_VERSION ||
+	    RECORD_HDR + (size_t)bytes_get16(r + 11) != m->in_len)
+		return RECORD_ERR_MALFORMED;
+	len = m->in_len - pre - RECORD_TAG;
+	if (len > RECORD_MAX_PLAIN)
+		return RECORD_ERR_MALFORMED;
+	seq = bytes_get64(r + 3);
+	seq48 = seq & RECORD_SEQ_MAX;
+	m->seq = seq;
+	if (seq >> 48 != rx->epoch)
+		return RECORD_ERR_EPOCH;
+	switch (replay_check(&rx->win, seq48)) {
+	case REPLAY_OK:
+		break;
+	case REPLAY_DUP:
+		return RECORD_ERR_DUP;
+	case REPLAY_OLD:
+		return RECORD_ERR_OLD;
+	}
+	/* TLS record mode, in place over nonce_explicit, ciphertext and tag:
+	 * the record itself when the caller asked for that, else a copy in
+	 * out, and the plaintext moved to its start.  The AAD length counts
+	 * what the cipher takes off. */
+	flen = m->in_len - RECORD_HDR;
+	if (m->out == r + pre) {
+		if (m->out_cap < len + RECORD_TAG)
+			return RECORD_ERR_SPACE;
+		work = (uint8_t *)(uintptr_t)(r + RECORD_HDR);
+	} else {
+		if (m->out_cap < flen)
+			return RECORD_ERR_SPACE;
+		work = m->out;
+		memcpy(work, r + RECORD_HDR, flen);
+	}
+	aad_make(aad, seq, flen);
+	if (!tls_aad(rx->ctx, aad)) {
+		ERR_clear_error();
+		return RECORD_ERR_CRYPTO;
+	}
+	if (EVP_Cipher(rx->ctx, work, work, (unsigned int)flen) < 0) {
+		ERR_clear_error();
+		rx->failed++;
+		return RECORD_ERR_AUTH;
+	}
+	if (work == m->out && pre > RECORD_HDR)
+		memmove(m->out, m->out + (pre - RECORD_HDR), len);
+	/* RFC 6479: the window moves only for a record that authenticated. */
+	replay_update(&rx->win, seq48);
+	rx->opened++;
+	m->out_len = len;
+	return RECORD_OK;
+}
+
+size_t
+record_open(struct record_rx *rx, struct record_msg *m, size_t n)
+{
+	size_t i, ok = 0;
+
+	for (i = 0; i < n; i++) {
+		m[i].out_len = 0;
+		m[i].seq = 0;
+		m[i].status = open_one(rx, &m[i]);
+		ok += m[i].status == RECORD_OK;
+	}
+	return ok;
+}

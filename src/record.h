@@ -1,0 +1,147 @@
+/* record.h - DTLS 1.2 application-data records, sealed and opened by toud
+ * with the keys of a completed OpenSSL handshake.  Pure: no I/O.
+ *
+ * The records are exactly those of RFC 6347 4.1 with the AEAD ciphers of
+ * RFC 5288 (AES-GCM) and RFC 7905 (ChaCha20-Poly1305):
+ *
+ *   header (13): type, version 0xfefd, epoch (16), sequence (48), length
+ *   AES-GCM:     nonce_explicit (8) | ciphertext | tag (16)
+ *                nonce = salt (4, from the key block) | nonce_explicit
+ *   ChaCha20:    ciphertext | tag (16)
+ *                nonce = IV (12, from the key block) XOR (0^32 | epoch | seq)
+ *   AAD (13):    epoch | seq | type | version | plaintext length
+ *
+ * The keys come from the master secret and the randoms of the handshake,
+ * through the TLS 1.2 PRF ("key expansion", RFC 5246 6.3), as kernel TLS
+ * offload takes them over from a TLS library.  A key log line of the
+ * handshake therefore still decrypts every record.
+ *
+ * Each direction has its own state (struct record_tx, struct record_rx)
+ * with one cipher context set up once: sealing and opening never allocate,
+ * and the two directions share nothing, so they may run on two threads. */
+#ifndef TOUD_RECORD_H
+#define TOUD_RECORD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "replay.h"
+
+struct evp_cipher_ctx_st;
+
+#define RECORD_HDR 13
+#define RECORD_TAG 16
+#define RECORD_GCM_EXPLICIT 8
+#define RECORD_TYPE_APPDATA 23
+#define RECORD_VERSION 0xfefd           /* DTLS 1.2 */
+#define RECORD_SEQ_MAX ((UINT64_C(1) << 48) - 1)
+#define RECORD_MAX_PLAIN 16384          /* 2^14 (RFC 6347 4.1) */
+/* The first sequence number toud sends in an epoch.  OpenSSL numbers the
+ * records it writes itself in that epoch (Finished, its retransmissions,
+ * alerts) from 0 up, one per record; it writes a handful of them per
+ * session, and would need 2^47 of them to reach this range.  Two writers
+ * under one key therefore never use the same sequence number, which is
+ * what keeps the ChaCha20 nonce (derived from it) unique; dtls.c also
+ * refuses to send an OpenSSL record that would reach it.  The 2^47
+ * numbers above are far more than any key may protect (rekey-records). */
+#define RECORD_SEQ_START (UINT64_C(1) << 47)
+/* AES-GCM: toud's explicit nonces start half the 64-bit space away from
+ * the first one OpenSSL used under the same key.  OpenSSL draws that one at
+ * random and counts up by one per record, so its nonces and toud's stay
+ * disjoint until either writer has sealed 2^63 records. */
+#define RECORD_GCM_NONCE_GAP (UINT64_C(1) << 63)
+
+enum record_cipher {
+	RECORD_AES128_GCM = 1,
+	RECORD_AES256_GCM,
+	RECORD_CHACHA20_POLY1305,
+};
+
+enum record_status {
+	RECORD_OK = 0,
+	RECORD_ERR_MALFORMED,   /* not one whole type-23 DTLS 1.2 record of a possible size */
+	RECORD_ERR_EPOCH,       /* another epoch than the one these keys belong to */
+	RECORD_ERR_DUP,         /* open: the window has accepted this sequence number */
+	RECORD_ERR_OLD,         /* open: older than the replay window */
+	RECORD_ERR_AUTH,        /* open: the tag does not verify */
+	RECORD_ERR_SPACE,       /* the output buffer is too small */
+	RECORD_ERR_EXHAUSTED,   /* seal: no sequence number left in this epoch */
+	RECORD_ERR_CRYPTO,      /* the cipher failed */
+};
+
+/* One direction's key material. */
+struct record_keys {
+	enum record_cipher cipher;
+	uint8_t key[32];
+	size_t key_len;
+	uint8_t iv[12];                 /* GCM: salt in the first 4 bytes */
+	size_t iv_len;                  /* 4 (GCM) or 12 (ChaCha20) */
+};
+
+struct record_tx {
+	struct evp_cipher_ctx_st *ctx;
+	enum record_cipher cipher;
+	uint8_t iv[12];
+	uint16_t epoch;
+	uint64_t seq;                   /* next sequence number */
+	uint64_t nonce;                 /* next GCM nonce_explicit */
+	uint64_t sealed;                /* records sealed */
+};
+
+struct record_rx {
+	struct evp_cipher_ctx_st *ctx;
+	enum record_cipher cipher;
+	uint8_t iv[12];
+	uint16_t epoch;
+	struct replay win;
+	uint64_t opened;                /* records that authenticated */
+	uint64_t failed;                /* records whose tag did not verify */
+};
+
+/* One record of a batch.
+ *   seal: in/in_len the plaintext; out/out_cap where the record goes.
+ *         out may be in - record_prefix() (in place).
+ *   open: in/in_len the record; out/out_cap where the plaintext goes.
+ *         out may be in + record_prefix() (in place: the record is
+ *         overwritten).  Otherwise out is used as scratch and must hold
+ *         the whole fragment (in_len - RECORD_HDR bytes).
+ * On return out_len, seq (epoch << 48 | sequence) and status are set. */
+struct record_msg {
+	const uint8_t *in;
+	size_t in_len;
+	uint8_t *out;
+	size_t out_cap;
+	size_t out_len;
+	uint64_t seq;
+	enum record_status status;
+};
+
+/* The cipher of an OpenSSL cipher NID (NID_aes_128_gcm, ...), or 0. */
+enum record_cipher record_cipher_from_nid(int nid);
+const char *record_cipher_name(enum record_cipher c);
+/* Bytes in front of the plaintext (header, explicit nonce) and in all. */
+size_t record_prefix(enum record_cipher c);
+size_t record_overhead(enum record_cipher c);
+
+/* The key block of a TLS 1.2 handshake: PRF digest md ("SHA256" or
+ * "SHA384"), the 48-byte master secret and the two 32-byte randoms.
+ * 0 or -errno. */
+int record_keys_derive(enum record_cipher c, const char *md, const uint8_t *master,
+    size_t master_len, const uint8_t client_random[32], const uint8_t server_random[32],
+    struct record_keys *client_write, struct record_keys *server_write);
+
+/* Set up a direction for epoch (and, to seal with AES-GCM, the first
+ * nonce_explicit).  0 or -errno; *_free() undoes it (also after a
+ * failure, and on a zeroed struct). */
+int record_tx_init(struct record_tx *tx, const struct record_keys *k, uint16_t epoch,
+    uint64_t first_seq, uint64_t first_nonce);
+void record_tx_free(struct record_tx *tx);
+int record_rx_init(struct record_rx *rx, const struct record_keys *k, uint16_t epoch);
+void record_rx_free(struct record_rx *rx);
+
+/* Seal / open n records in order; the number with status RECORD_OK. */
+size_t record_seal(struct record_tx *tx, struct record_msg *m, size_t n);
+size_t record_open(struct record_rx *rx, struct record_msg *m, size_t n);
+
+#endif
