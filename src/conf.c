@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -100,6 +101,17 @@ conf_validate_auth(const struct conf *c, const struct conf_peer *peer,
 	if (c->iface.encryption == CONF_ENC_NONE && !peer->endpoint_host)
 		return conf_verr(c, err, peer->line, "missing key 'endpoint' in "
 		    "[peer %s] (required with encryption none)", peer->name);
+	/* One certificate must name one peer: the same CA file and name
+	 * twice would let the handshake pick either. */
+	if (peer->ca) {
+		for (x = 0; &c->peers[x] != peer; x++)
+			if (c->peers[x].ca && strcmp(c->peers[x].ca, peer->ca) == 0 &&
+			    strcasecmp(c->peers[x].cert_name, peer->cert_name) == 0)
+				return conf_verr(c, err, peer->line, "peer '%s': same "
+				    "ca and name as peer '%s' (line %d)", peer->name,
+				    c->peers[x].name, c->peers[x].line);
+		return 0;
+	}
 	if (!peer->has_fingerprint)
 		return 0;
 	for (x = 0; &c->peers[x] != peer; x++)
@@ -309,7 +321,20 @@ conf_check_file(const struct conf *c, const char *key, const char *path, int lin
 	int e;
 
 	if (fd < 0) {
+		const char *slash = strrchr(path, '/');
+		int dlen = slash && slash != path ? (int)(slash - path) : 1;
+		bool pair = strcmp(key, "ca") != 0;
+
 		e = errno;
+		/* The two start failures of a new installation, with the fix. */
+		if (e == ENOENT && pair)
+			return conf_verr(c, err, line, "%s: cannot open '%s': %s; create the "
+			    "key pair with 'touctl genkey %.*s'", key, path, strerror(e), dlen,
+			    path);
+		if (e == EACCES && c->iface.user)
+			return conf_verr(c, err, line, "%s: cannot open '%s': %s; it must be "
+			    "readable by user %s: 'chown -R %s: %.*s'", key, path, strerror(e),
+			    c->iface.user, c->iface.user, dlen, path);
 		return conf_verr(c, err, line, "%s: cannot open '%s': %s", key, path,
 		    strerror(e));
 	}
@@ -442,6 +467,47 @@ conf_load(const char *path, bool check_files, struct conf **out,
 fail:
 	conf_free(c);
 	return r;
+}
+
+bool
+conf_instance_valid(const char *name)
+{
+	size_t n = strlen(name), i;
+
+	if (n == 0 || n > CONF_NAME_MAX || name[0] == '.')
+		return false;
+	for (i = 0; i < n; i++) {
+		char ch = name[i];
+
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		    (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-'))
+			return false;
+	}
+	return true;
+}
+
+void
+conf_instance_paths(const char *name, char *file, size_t file_len, char *sock,
+    size_t sock_len)
+{
+	if (file)
+		snprintf(file, file_len, "%s/%s.conf", CONF_INSTANCE_DIR, name);
+	if (sock)
+		snprintf(sock, sock_len, "%s/%s.sock", CONF_INSTANCE_CONTROL_DIR, name);
+}
+
+int
+conf_instance_apply(struct conf *c, const char *sock)
+{
+	char *s;
+
+	if (c->iface.control_line)
+		return 0;
+	if (!(s = strdup(sock)))
+		return -ENOMEM;
+	free(c->iface.control);
+	c->iface.control = s;
+	return 0;
 }
 
 unsigned

@@ -14,7 +14,15 @@
 
 #include "util.h"
 
-#define CONF_DEFAULT_FILE "/etc/tou.conf"
+/* SYSCONFDIR is configure's --sysconfdir (Makefile.am passes it). */
+#ifndef SYSCONFDIR
+#define SYSCONFDIR "/etc"
+#endif
+#define CONF_DEFAULT_FILE SYSCONFDIR "/tou.conf"
+/* toud -i NAME / touctl -i NAME (the toud@NAME unit): the instance's file
+ * and control socket, unless the file names another socket. */
+#define CONF_INSTANCE_DIR SYSCONFDIR "/toud"
+#define CONF_INSTANCE_CONTROL_DIR "/run/toud"
 #define CONF_DEFAULT_NAME "tou0"
 #define CONF_DEFAULT_PORT 6080
 #define CONF_DEFAULT_CONTROL "/run/toud/toud.sock"
@@ -22,6 +30,8 @@
 #define CONF_DEFAULT_KEEPALIVE 0
 #define CONF_DEFAULT_REKEY_SECONDS 3600
 #define CONF_DEFAULT_REKEY_BYTES (64ULL << 30)
+/* RFC 8446 5.5: at most 2^24.5 records under one AES-GCM key. */
+#define CONF_DEFAULT_REKEY_RECORDS (1ULL << 24)
 #define CONF_NAME_MAX 32          /* peer names: [A-Za-z0-9._-], 1..32 chars */
 #define CONF_MAX_VALUES 256       /* addresses / allowed-ips per section */
 #define CONF_MAX_PEERS 1024
@@ -29,6 +39,9 @@
 #define CONF_MAX_MTU 65535
 
 enum conf_encryption { CONF_ENC_DTLS, CONF_ENC_NONE };
+/* offload: auto probes the TUN and UDP offloads at start and drops each at
+ * run time if the kernel refuses it; off uses none. */
+enum conf_offload { CONF_OFFLOAD_AUTO, CONF_OFFLOAD_OFF };
 enum conf_family { CONF_FAMILY_BOTH, CONF_FAMILY_V4, CONF_FAMILY_V6 };
 
 /* A value with the line it came from, so later checks can name it. */
@@ -72,10 +85,14 @@ struct conf_iface {
 	unsigned path_mtu;                 /* the underlay MTU used by mtu = auto */
 	char *user;
 	enum conf_encryption encryption;
+	enum conf_offload offload;
 	int log_level;                     /* enum log_level */
 	char *control;
+	int control_line;                  /* 0: the default */
 	unsigned rekey_seconds;
+	unsigned session_max_age;          /* seconds; 0 = twice rekey_seconds */
 	uint64_t rekey_bytes;
+	uint64_t rekey_records;            /* under one key, either direction */
 };
 
 struct conf {
@@ -123,6 +140,15 @@ char *conf_print(const struct conf *c);
 /* Deep equality of two configs (the file name and line numbers ignored). */
 bool conf_equal(const struct conf *a, const struct conf *b);
 bool conf_peer_equal(const struct conf_peer *a, const struct conf_peer *b);
+
+/* conf.c: an instance name (toud -i NAME) is a peer-style name that does
+ * not start with '.'.  conf_instance_paths() writes its file and socket
+ * paths; conf_instance_apply() makes the socket c's unless the file named
+ * one (called after every load, so a reload sees the same). */
+bool conf_instance_valid(const char *name);
+void conf_instance_paths(const char *name, char *file, size_t file_len, char *sock,
+    size_t sock_len);
+int conf_instance_apply(struct conf *c, const char *sock);
 
 /* The TUN MTU for c: mtu if set, else derived from path_mtu (the
  * arithmetic is in conf.c, and in tou.conf(5)). */

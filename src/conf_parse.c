@@ -435,6 +435,21 @@ conf_set_encryption(struct conf_parser *p, const struct conf_key *k, const char 
 }
 
 static int
+conf_set_offload(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	char q[CONF_QUOTE_MAX + 1];
+
+	if (strcasecmp(v, "auto") == 0)
+		p->c->iface.offload = CONF_OFFLOAD_AUTO;
+	else if (strcasecmp(v, "off") == 0)
+		p->c->iface.offload = CONF_OFFLOAD_OFF;
+	else
+		return conf_perr(p, "%s: unknown value '%s' (auto or off)", k->name,
+		    conf_quote(v, q, sizeof(q)));
+	return 0;
+}
+
+static int
 conf_set_log_level(struct conf_parser *p, const struct conf_key *k, const char *v)
 {
 	char q[CONF_QUOTE_MAX + 1];
@@ -458,6 +473,7 @@ conf_set_control(struct conf_parser *p, const struct conf_key *k, const char *v)
 	if (strlen(v) >= sizeof(((struct sockaddr_un *)NULL)->sun_path))
 		return conf_perr(p, "%s: path longer than %zu characters", k->name,
 		    sizeof(((struct sockaddr_un *)NULL)->sun_path) - 1);
+	p->c->iface.control_line = p->line;
 	return conf_strdup(p, &p->c->iface.control, v);
 }
 
@@ -473,14 +489,31 @@ conf_set_rekey_time(struct conf_parser *p, const struct conf_key *k, const char 
 	return 0;
 }
 
+static int
+conf_set_session_max_age(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	uint64_t s;
+	int r;
+
+	if ((r = conf_uint(p, k, v, 120, 172800, "120..172800 seconds", &s)) < 0)
+		return r;
+	p->c->iface.session_max_age = (unsigned)s;
+	return 0;
+}
+
 #define CONF_REKEY_BYTES_MIN (1ULL << 20)
 #define CONF_REKEY_BYTES_MAX (1ULL << 62)
+/* toud's sequence numbers run from 2^47 to 2^48 (record.h): a key can
+ * never protect more records than that. */
+#define CONF_REKEY_RECORDS_MIN (1ULL << 10)
+#define CONF_REKEY_RECORDS_MAX (1ULL << 47)
 
+/* A count with an optional binary suffix K, M or G, within [min, max]. */
 static int
-conf_set_rekey_bytes(struct conf_parser *p, const struct conf_key *k, const char *v)
+conf_scaled(struct conf_parser *p, const struct conf_key *k, const char *v, uint64_t min,
+    uint64_t max, const char *range, uint64_t *out)
 {
 	char buf[CONF_LINE_MAX + 1], q[CONF_QUOTE_MAX + 1];
-	const char *range = "1M..2^62 bytes, suffix K, M or G";
 	unsigned shift = 0;
 	size_t n = strlen(v);
 	uint64_t b;
@@ -496,15 +529,29 @@ conf_set_rekey_bytes(struct conf_parser *p, const struct conf_key *k, const char
 		if (shift)
 			buf[n - 1] = '\0';
 	}
-	r = conf_num(buf, CONF_REKEY_BYTES_MAX >> shift, &b);
+	r = conf_num(buf, max >> shift, &b);
 	if (r == -EINVAL)
 		return conf_perr(p, "%s: '%s' is not a number (%s)", k->name,
 		    conf_quote(v, q, sizeof(q)), range);
-	if (r < 0 || (b << shift) < CONF_REKEY_BYTES_MIN)
+	if (r < 0 || (b << shift) < min)
 		return conf_perr(p, "%s: '%s' out of range (%s)", k->name,
 		    conf_quote(v, q, sizeof(q)), range);
-	p->c->iface.rekey_bytes = b << shift;
+	*out = b << shift;
 	return 0;
+}
+
+static int
+conf_set_rekey_bytes(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	return conf_scaled(p, k, v, CONF_REKEY_BYTES_MIN, CONF_REKEY_BYTES_MAX,
+	    "1M..2^62 bytes, suffix K, M or G", &p->c->iface.rekey_bytes);
+}
+
+static int
+conf_set_rekey_records(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	return conf_scaled(p, k, v, CONF_REKEY_RECORDS_MIN, CONF_REKEY_RECORDS_MAX,
+	    "1K..2^47 records, suffix K, M or G", &p->c->iface.rekey_records);
 }
 
 /* [peer NAME] keys */
@@ -671,10 +718,13 @@ static const struct conf_key conf_keys[] = {
 	{ "path-mtu", SEC_IFACE, false, conf_set_path_mtu },
 	{ "user", SEC_IFACE, false, conf_set_user },
 	{ "encryption", SEC_IFACE, false, conf_set_encryption },
+	{ "offload", SEC_IFACE, false, conf_set_offload },
 	{ "log-level", SEC_IFACE, false, conf_set_log_level },
 	{ "control", SEC_IFACE, false, conf_set_control },
 	{ "rekey-time", SEC_IFACE, false, conf_set_rekey_time },
+	{ "session-max-age", SEC_IFACE, false, conf_set_session_max_age },
 	{ "rekey-bytes", SEC_IFACE, false, conf_set_rekey_bytes },
+	{ "rekey-records", SEC_IFACE, false, conf_set_rekey_records },
 	{ "fingerprint", SEC_PEER, false, conf_set_fingerprint },
 	{ "ca", SEC_PEER, false, conf_set_ca },
 	{ "name", SEC_PEER, false, conf_set_cert_name },
@@ -868,9 +918,11 @@ conf_new(const char *file)
 	c->iface.mtu = 0;
 	c->iface.path_mtu = CONF_DEFAULT_PATH_MTU;
 	c->iface.encryption = CONF_ENC_DTLS;
+	c->iface.offload = CONF_OFFLOAD_AUTO;
 	c->iface.log_level = LOG_LEVEL_INFO;
 	c->iface.rekey_seconds = CONF_DEFAULT_REKEY_SECONDS;
 	c->iface.rekey_bytes = CONF_DEFAULT_REKEY_BYTES;
+	c->iface.rekey_records = CONF_DEFAULT_REKEY_RECORDS;
 	return c;
 }
 

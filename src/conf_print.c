@@ -135,10 +135,14 @@ conf_print_iface(struct conf_buf *b, const struct conf_iface *i)
 	conf_kv_uint(b, "path-mtu", i->path_mtu);
 	conf_kv_opt(b, "user", i->user);
 	conf_kv(b, "encryption", i->encryption == CONF_ENC_NONE ? "none" : "dtls");
+	conf_kv(b, "offload", i->offload == CONF_OFFLOAD_OFF ? "off" : "auto");
 	conf_kv(b, "log-level", log_level_name((enum log_level)i->log_level));
 	conf_kv(b, "control", i->control ? i->control : CONF_DEFAULT_CONTROL);
 	conf_kv_uint(b, "rekey-time", i->rekey_seconds);
+	if (i->session_max_age)
+		conf_kv_uint(b, "session-max-age", i->session_max_age);
 	conf_kv_size(b, "rekey-bytes", i->rekey_bytes);
+	conf_kv_size(b, "rekey-records", i->rekey_records);
 }
 
 static void
@@ -249,10 +253,13 @@ conf_iface_equal(const struct conf_iface *a, const struct conf_iface *b)
 	    a->path_mtu == b->path_mtu &&
 	    conf_str_equal(a->user, b->user) &&
 	    a->encryption == b->encryption &&
+	    a->offload == b->offload &&
 	    a->log_level == b->log_level &&
 	    conf_str_equal(a->control, b->control) &&
 	    a->rekey_seconds == b->rekey_seconds &&
-	    a->rekey_bytes == b->rekey_bytes;
+	    a->session_max_age == b->session_max_age &&
+	    a->rekey_bytes == b->rekey_bytes &&
+	    a->rekey_records == b->rekey_records;
 }
 
 static const struct conf_peer *

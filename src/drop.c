@@ -40,9 +40,20 @@ static const char *const drop_names[DROP__MAX] = {
 	[DROP_REPLAY] = "replay",
 	[DROP_QUEUE] = "queue_full",
 	[DROP_SEAL] = "seal",
+	[DROP_ICMP_QUOTE] = "icmp_quote_not_allowed",
+	[DROP_ENCAP_SOURCE] = "encap_source_not_allowed",
+	[DROP_TOO_BIG_LIMIT] = "too_big_reply_limited",
+	[DROP_HS_EVICTED] = "half_open_evicted",
+	[DROP_HS_AMPLIFICATION] = "amplification_limited",
+	[DROP_EARLY_RECORD] = "early_record",
+	[DROP_NO_SESSION_PEER] = "session_without_peer",
+	[DROP_TUN_OFFLOAD] = "tun_offload",
+	[DROP_REPLAY_OLD] = "replay_too_old",
 };
 static_assert(GUE_ERR__MAX == 10 && PKT_ERR__MAX == 7,
     "a new gue/pkt error needs a drop counter name here");
+static_assert(DROP_REPLAY_OLD + 1 == DROP__MAX,
+    "a new drop reason needs a name here and in touctl(8)");
 
 const char *
 drop_name(enum drop_reason r)

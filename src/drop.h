@@ -31,9 +31,18 @@ enum drop_reason {
 	DROP_HS_RATE,           /* dtls: too many handshakes from one source */
 	DROP_HS_COOKIE,         /* dtls: ClientHello answered with a cookie request (not a loss) */
 	DROP_BAD_RECORD,        /* dtls: a record failed authentication */
-	DROP_REPLAY,            /* dtls: a record seen before, or older than the window */
+	DROP_REPLAY,            /* dtls: a record seen before (a duplicate) */
 	DROP_QUEUE,             /* dtls: handshake queue full, oldest packet dropped */
 	DROP_SEAL,              /* dtls: encryption failed */
+	DROP_ICMP_QUOTE,        /* an ICMP error quoting a flow not routed to its sender */
+	DROP_ENCAP_SOURCE,      /* IP-in-IP whose inner source is not the peer's */
+	DROP_TOO_BIG_LIMIT,     /* TUN: too big, and the ICMP reply was rate-limited */
+	DROP_HS_EVICTED,        /* dtls: an unverified half-open handshake made room for a newer one */
+	DROP_HS_AMPLIFICATION,  /* dtls: a handshake record not sent: over 3x what its source sent */
+	DROP_EARLY_RECORD,      /* dtls: data that arrived before the handshake completed */
+	DROP_NO_SESSION_PEER,   /* dtls: data on a session that belongs to no peer */
+	DROP_TUN_OFFLOAD,       /* TUN: a virtio_net_hdr or super-packet that cannot be cut */
+	DROP_REPLAY_OLD,        /* dtls: a record older than the replay window */
 	DROP__MAX
 };
 

@@ -31,7 +31,9 @@
 
 #include "bytes.h"
 #include "dtls.h"
+#include "keys.h"
 #include "log.h"
+#include "record.h"
 
 #define DTLS_CIPHERS "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:" \
 	"ECDHE-ECDSA-CHACHA20-POLY1305"
@@ -44,12 +46,19 @@
 
 #define DTLS_MAX_RECORD (DTLS_RECORD_HDR + 16384 + 2048)  /* largest legal ciphertext */
 #define DTLS_MIN_LINK_MTU 256                             /* OpenSSL's DTLS1_MIN_MTU */
-#define DTLS_COOKIE_LEN 16
+/* A cookie: the length of the ClientHello it answered (2 bytes), then an
+ * HMAC over that length, the source address and port, and the session ID
+ * of the outer header, so that it admits one session from one source. */
+#define DTLS_COOKIE_MAC_LEN 16
+#define DTLS_COOKIE_LEN (2 + DTLS_COOKIE_MAC_LEN)
 #define DTLS_SECRET_LEN 32
 #define DTLS_TIMER_INIT_US 300000
 #define DTLS_TIMER_MAX_US 4000000
-#define DTLS_WINDOW 64                  /* OpenSSL 3.0's replay bitmap */
 #define DTLS_BUFFERED_MAX 128           /* OpenSSL queues at most 100 early records */
+/* Renegotiation is off (SSL_OP_NO_RENEGOTIATION): a session has one
+ * handshake, and its keys are those of epoch 1 in both directions. */
+#define DTLS_DATA_EPOCH 1
+#define DTLS_MASTER_LEN 48
 
 struct dtls_ctx {
 	SSL_CTX *ssl_ctx;
@@ -66,6 +75,8 @@ struct dtls_ctx {
 	BIO_ADDR *listen_addr;
 	size_t listen_req_len;                  /* size of the request being answered */
 	bool listen_replied;
+	uint64_t listen_sid;                    /* session ID it came with (bound to the cookie) */
+	size_t listen_credit;                   /* a verified cookie: its first ClientHello's size */
 };
 
 struct dtls_sess {
@@ -82,12 +93,23 @@ struct dtls_sess {
 	bool established;
 	enum dtls_result failed;                /* terminal result, or DTLS_AGAIN */
 	void *expect;
+	/* What authorize() returned when the certificate arrived: only for
+	 * callers that keep the object alive for the whole handshake (the
+	 * daemon looks its peer up again at DTLS_DONE, by peer_fp). */
 	void *peer_obj;
-	/* Mirror of OpenSSL's replay window, to tell a replay from a forgery
-	 * when OpenSSL drops a record silently. */
-	bool win_any;
-	uint64_t win_top;
-	uint64_t win_bits;
+	unsigned early_dropped;                 /* see dtls_sess_take_early() */
+	bool has_peer_fp;
+	uint8_t peer_fp[DTLS_FP_LEN];           /* the key the peer presented */
+	/* Once established, application data is toud's own (record.c):
+	 * OpenSSL keeps the handshake, its retransmissions and alerts. */
+	bool rec_on;
+	struct record_tx tx;
+	struct record_rx rx;
+	uint8_t *txbuf;                         /* one sealed record, link_mtu bytes */
+	/* The first AES-GCM nonce_explicit OpenSSL sent in the data epoch
+	 * (on its Finished): toud's nonces keep their distance from it. */
+	bool wr_nonce_seen;
+	uint64_t wr_nonce;
 };
 
 static void seterr(char *err, size_t errlen, const char *fmt, ...)
@@ -123,62 +145,6 @@ rec_whole(const uint8_t *rec, size_t len)
 	    DTLS_RECORD_HDR + (size_t)bytes_get16(rec + 11) == len;
 }
 
-static int
-cert_fp(X509 *x, uint8_t fp[DTLS_FP_LEN])
-{
-	X509_PUBKEY *pk = X509_get_X509_PUBKEY(x);
-	unsigned char *der = NULL;
-	unsigned int mdlen = 0;
-	int n, ok;
-
-	if (pk == NULL || (n = i2d_X509_PUBKEY(pk, &der)) <= 0)
-		return -EINVAL;
-	ok = EVP_Digest(der, (size_t)n, fp, &mdlen, EVP_sha256(), NULL) == 1 &&
-	    mdlen == DTLS_FP_LEN;
-	OPENSSL_free(der);
-	return ok ? 0 : -EIO;
-}
-
-/* --- replay window mirror -------------------------------------------- */
-
-static void
-win_mark(struct dtls_sess *s, uint64_t v)
-{
-	uint64_t d;
-
-	if (!s->win_any || v >> 48 > s->win_top >> 48) {
-		s->win_any = true;
-		s->win_top = v;
-		s->win_bits = 1;
-		return;
-	}
-	if (v >> 48 < s->win_top >> 48)
-		return;
-	if (v > s->win_top) {
-		d = v - s->win_top;
-		s->win_bits = d >= DTLS_WINDOW ? 1 : s->win_bits << d | 1;
-		s->win_top = v;
-	} else {
-		d = s->win_top - v;
-		if (d < DTLS_WINDOW)
-			s->win_bits |= (uint64_t)1 << d;
-	}
-}
-
-static bool
-win_seen(const struct dtls_sess *s, uint64_t v)
-{
-	uint64_t d;
-
-	if (!s->win_any || v >> 48 > s->win_top >> 48)
-		return false;
-	if (v >> 48 < s->win_top >> 48)
-		return true;
-	if (v > s->win_top)
-		return false;
-	d = s->win_top - v;
-	return d >= DTLS_WINDOW || (s->win_bits >> d & 1);
-}
 
 /* --- the datagram BIO ------------------------------------------------ */
 
@@ -212,6 +178,36 @@ dgram_read(BIO *b, char *buf, int len)
 	s->rd = NULL;
 	s->rdlen = 0;
 	return (int)n;
+}
+
+/* A record OpenSSL wrote itself.  In the data epoch it shares the keys
+ * with toud's own records (record.h explains the two number ranges): note
+ * the first AES-GCM nonce OpenSSL used, and once toud seals, never let an
+ * OpenSSL record out whose numbers would reach toud's range. */
+static bool
+sess_write_check(struct dtls_sess *s, const uint8_t *p, size_t n)
+{
+	uint64_t seq, nonce;
+
+	if (n < DTLS_RECORD_HDR || p[0] == CT_CCS)
+		return true;
+	seq = bytes_get64(p + 3);
+	if (seq >> 48 != DTLS_DATA_EPOCH)
+		return true;
+	nonce = n >= DTLS_RECORD_HDR + RECORD_GCM_EXPLICIT ? bytes_get64(p + DTLS_RECORD_HDR) : 0;
+	if (!s->wr_nonce_seen) {
+		s->wr_nonce_seen = true;
+		s->wr_nonce = nonce;
+	}
+	if (!s->rec_on)
+		return true;
+	if ((seq & RECORD_SEQ_MAX) >= RECORD_SEQ_START ||
+	    (record_prefix(s->tx.cipher) > RECORD_HDR &&
+	    nonce - s->wr_nonce >= RECORD_GCM_NONCE_GAP)) {
+		log_warnx("dtls: an OpenSSL record would reach toud's sequence or nonce range: not sent");
+		return false;
+	}
+	return true;
 }
 
 static int
@@ -249,7 +245,8 @@ dgram_write(BIO *b, const char *data, int dlen)
 		if (left >= DTLS_RECORD_HDR &&
 		    DTLS_RECORD_HDR + (size_t)bytes_get16(p + 11) <= left)
 			n = DTLS_RECORD_HDR + bytes_get16(p + 11);
-		out(arg, p, n, to);
+		if (s->listener || sess_write_check(s, p, n))
+			out(arg, p, n, to);
 		p += n;
 		left -= n;
 	}
@@ -343,12 +340,14 @@ verify_cb(X509_STORE_CTX *xs, void *arg)
 	uint8_t fp[DTLS_FP_LEN];
 	void *p;
 
-	if (s == NULL || leaf == NULL || cert_fp(leaf, fp) < 0)
+	if (s == NULL || leaf == NULL || keys_cert_fp(leaf, fp) < 0)
 		goto refuse;
 	p = c->authorize(c->authorize_arg, fp, xs);
 	if (p == NULL || (s->client && p != s->expect))
 		goto refuse;
 	s->peer_obj = p;
+	memcpy(s->peer_fp, fp, DTLS_FP_LEN);
+	s->has_peer_fp = true;
 	return 1;
 refuse:
 	X509_STORE_CTX_set_error(xs, X509_V_ERR_APPLICATION_VERIFICATION);
@@ -373,10 +372,10 @@ keylog_cb(const SSL *ssl, const char *line)
 }
 
 static int
-cookie_calc(const uint8_t secret[DTLS_SECRET_LEN], const union sockaddr_union *sa,
-    uint8_t cookie[DTLS_COOKIE_LEN])
+cookie_calc(const uint8_t secret[DTLS_SECRET_LEN], const union sockaddr_union *sa, uint64_t sid,
+    uint16_t ch_len, uint8_t cookie[DTLS_COOKIE_LEN])
 {
-	uint8_t msg[1 + 16 + 2], md[EVP_MAX_MD_SIZE];
+	uint8_t msg[1 + 16 + 2 + 8 + 2], md[EVP_MAX_MD_SIZE];
 	unsigned int mdlen = 0;
 	size_t n;
 
@@ -396,10 +395,14 @@ cookie_calc(const uint8_t secret[DTLS_SECRET_LEN], const union sockaddr_union *s
 	default:
 		return -EAFNOSUPPORT;
 	}
+	bytes_put64(msg + n, sid);
+	bytes_put16(msg + n + 8, ch_len);
+	n += 10;
 	if (HMAC(EVP_sha256(), secret, DTLS_SECRET_LEN, msg, n, md, &mdlen) == NULL ||
-	    mdlen < DTLS_COOKIE_LEN)
+	    mdlen < DTLS_COOKIE_MAC_LEN)
 		return -EIO;
-	memcpy(cookie, md, DTLS_COOKIE_LEN);
+	bytes_put16(cookie, ch_len);
+	memcpy(cookie + 2, md, DTLS_COOKIE_MAC_LEN);
 	OPENSSL_cleanse(md, sizeof(md));
 	return 0;
 }
@@ -408,8 +411,12 @@ static int
 cookie_generate_cb(SSL *ssl, unsigned char *cookie, unsigned int *cookie_len)
 {
 	struct dtls_sess *s = SSL_get_app_data(ssl);
+	size_t req;
 
-	if (s == NULL || cookie_calc(s->c->secret, &s->src, cookie) < 0)
+	if (s == NULL)
+		return 0;
+	req = s->c->listen_req_len > 0xffff ? 0xffff : s->c->listen_req_len;
+	if (cookie_calc(s->c->secret, &s->src, s->c->listen_sid, (uint16_t)req, cookie) < 0)
 		return 0;
 	*cookie_len = DTLS_COOKIE_LEN;
 	return 1;
@@ -420,16 +427,21 @@ cookie_verify_cb(SSL *ssl, const unsigned char *cookie, unsigned int cookie_len)
 {
 	struct dtls_sess *s = SSL_get_app_data(ssl);
 	uint8_t want[DTLS_COOKIE_LEN];
+	uint16_t ch_len;
+	int ok = 0;
 
 	if (s == NULL || cookie_len != DTLS_COOKIE_LEN)
 		return 0;
-	if (cookie_calc(s->c->secret, &s->src, want) == 0 &&
+	ch_len = bytes_get16(cookie);
+	if (cookie_calc(s->c->secret, &s->src, s->c->listen_sid, ch_len, want) == 0 &&
 	    CRYPTO_memcmp(want, cookie, DTLS_COOKIE_LEN) == 0)
-		return 1;
-	if (cookie_calc(s->c->prev_secret, &s->src, want) == 0 &&
+		ok = 1;
+	else if (cookie_calc(s->c->prev_secret, &s->src, s->c->listen_sid, ch_len, want) == 0 &&
 	    CRYPTO_memcmp(want, cookie, DTLS_COOKIE_LEN) == 0)
-		return 1;
-	return 0;
+		ok = 1;
+	if (ok)
+		s->c->listen_credit = ch_len;
+	return ok;
 }
 
 /* Never prompt for a pass phrase: the daemon has no terminal. */
@@ -488,6 +500,58 @@ listener_new(struct dtls_ctx *c)
 	return 0;
 }
 
+/* The handshake is complete: derive its key block, as kernel TLS offload
+ * does, and let record.c seal and open the application data from now on.
+ * 0 or -errno. */
+static int
+sess_takeover(struct dtls_sess *s)
+{
+	const SSL_CIPHER *ciph = SSL_get_current_cipher(s->ssl);
+	SSL_SESSION *sess = SSL_get_session(s->ssl);
+	uint8_t master[DTLS_MASTER_LEN], cr[32], sr[32];
+	struct record_keys ck, sk;
+	enum record_cipher rc;
+	const EVP_MD *md;
+	int ret = -EINVAL;
+
+	memset(&ck, 0, sizeof(ck));
+	memset(&sk, 0, sizeof(sk));
+	if (ciph == NULL || sess == NULL ||
+	    (rc = record_cipher_from_nid(SSL_CIPHER_get_cipher_nid(ciph))) == 0 ||
+	    (md = SSL_CIPHER_get_handshake_digest(ciph)) == NULL)
+		return -EINVAL;
+	/* The Finished went out first in the data epoch, under OpenSSL's
+	 * first nonce; without it there is no safe place for toud's. */
+	if (!s->wr_nonce_seen)
+		return -EINVAL;
+	if (SSL_SESSION_get_master_key(sess, master, sizeof(master)) != sizeof(master) ||
+	    SSL_get_client_random(s->ssl, cr, sizeof(cr)) != sizeof(cr) ||
+	    SSL_get_server_random(s->ssl, sr, sizeof(sr)) != sizeof(sr))
+		goto out;
+	if ((ret = record_keys_derive(rc, EVP_MD_get0_name(md), master, sizeof(master), cr, sr,
+	    &ck, &sk)) < 0)
+		goto out;
+	ret = -ENOMEM;
+	if (record_tx_init(&s->tx, s->client ? &ck : &sk, DTLS_DATA_EPOCH, RECORD_SEQ_START,
+	    s->wr_nonce + RECORD_GCM_NONCE_GAP) < 0 ||
+	    record_rx_init(&s->rx, s->client ? &sk : &ck, DTLS_DATA_EPOCH) < 0 ||
+	    (s->txbuf = malloc(s->c->link_mtu)) == NULL)
+		goto out;
+	s->rec_on = true;
+	ret = 0;
+out:
+	OPENSSL_cleanse(master, sizeof(master));
+	OPENSSL_cleanse(&ck, sizeof(ck));
+	OPENSSL_cleanse(&sk, sizeof(sk));
+	if (ret < 0) {
+		record_tx_free(&s->tx);
+		record_rx_free(&s->rx);
+		free(s->txbuf);
+		s->txbuf = NULL;
+	}
+	return ret;
+}
+
 /* One step of the handshake; the error queue is the caller's to clear. */
 static enum dtls_result
 sess_drive(struct dtls_sess *s)
@@ -495,6 +559,12 @@ sess_drive(struct dtls_sess *s)
 	int r = SSL_do_handshake(s->ssl);
 
 	if (r == 1) {
+		if (sess_takeover(s) < 0) {
+			log_warnx("dtls: cannot take over the records of cipher %s",
+			    SSL_get_cipher_name(s->ssl));
+			s->failed = DTLS_ERR_HANDSHAKE;
+			return DTLS_ERR_HANDSHAKE;
+		}
 		s->established = true;
 		return DTLS_DONE;
 	}
@@ -532,6 +602,9 @@ dtls_sess_free(struct dtls_sess *s)
 	if (s == NULL)
 		return;
 	SSL_free(s->ssl);
+	record_tx_free(&s->tx);
+	record_rx_free(&s->rx);
+	free(s->txbuf);
 	free(s);
 }
 
@@ -557,21 +630,42 @@ dtls_sess_handshake(struct dtls_sess *s)
 
 /* SSL_read gave no data: say why. */
 static enum dtls_result
-sess_read_error(struct dtls_sess *s, int r, uint8_t ctype, uint64_t seq)
+sess_read_error(struct dtls_sess *s, int r, uint8_t ctype)
 {
 	switch (SSL_get_error(s->ssl, r)) {
 	case SSL_ERROR_WANT_READ:
 	case SSL_ERROR_WANT_WRITE:
 		/* Handshake retransmissions and warning alerts are handled
 		 * inside OpenSSL; only application data counts as refused. */
-		if (ctype != CT_APPDATA)
-			return DTLS_AGAIN;
-		return win_seen(s, seq) ? DTLS_ERR_REPLAY : DTLS_ERR_RECORD;
+		return ctype != CT_APPDATA ? DTLS_AGAIN : DTLS_ERR_RECORD;
 	default:
 		/* close_notify, a fatal alert, or a broken session */
 		s->established = false;
 		s->failed = DTLS_ERR_CLOSED;
 		return DTLS_ERR_CLOSED;
+	}
+}
+
+/* An application-data record of the data epoch: record.c opens it. */
+static enum dtls_result
+sess_open(struct dtls_sess *s, const uint8_t *rec, size_t len, uint8_t *out, size_t cap,
+    size_t *outlen, uint64_t *seq)
+{
+	struct record_msg m = { .in = rec, .in_len = len, .out = out, .out_cap = cap };
+
+	record_open(&s->rx, &m, 1);
+	switch (m.status) {
+	case RECORD_OK:
+		*outlen = m.out_len;
+		if (seq != NULL)
+			*seq = m.seq;
+		return DTLS_DATA;
+	case RECORD_ERR_DUP:
+		return DTLS_ERR_REPLAY;
+	case RECORD_ERR_OLD:
+		return DTLS_ERR_OLD;
+	default:
+		return DTLS_ERR_RECORD;
 	}
 }
 
@@ -594,6 +688,17 @@ dtls_sess_input(struct dtls_sess *s, const uint8_t *rec, size_t len,
 	s->rd = rec;
 	s->rdlen = len;
 	if (!s->established) {
+		/* Application data that overtook the peer's Finished is not
+		 * OpenSSL's to see: its sequence number (record.h) would move
+		 * OpenSSL's 64-record window past the Finished, which would
+		 * then be refused as too old and the handshake would stall.
+		 * Nothing could be returned for it before completion anyway. */
+		if (rec[0] == CT_APPDATA) {
+			log_debug("dtls: dropped a record that arrived before the handshake completed");
+			s->early_dropped++;
+			res = DTLS_AGAIN;
+			goto out;
+		}
 		res = sess_drive(s);
 		goto out;
 	}
@@ -601,6 +706,12 @@ dtls_sess_input(struct dtls_sess *s, const uint8_t *rec, size_t len,
 		res = DTLS_ERR_RECORD;
 		goto out;
 	}
+	if (rec[0] == CT_APPDATA && rseq >> 48 == s->rx.epoch) {
+		res = sess_open(s, rec, len, out, cap, outlen, seq);
+		goto out;
+	}
+	/* Handshake retransmissions, alerts, and records of other epochs
+	 * (which OpenSSL drops) are OpenSSL's. */
 	for (i = 0; i < DTLS_BUFFERED_MAX; i++) {
 		r = SSL_read(s->ssl, out, cap > INT_MAX ? INT_MAX : (int)cap);
 		if (r <= 0 || s->rd == NULL)
@@ -609,16 +720,16 @@ dtls_sess_input(struct dtls_sess *s, const uint8_t *rec, size_t len,
 		 * was finishing, not of rec: drop it, so that *seq stays the
 		 * sequence of the data returned. */
 		log_debug("dtls: dropped a record that arrived before the handshake completed");
+		s->early_dropped++;
 	}
 	if (r <= 0) {
-		res = sess_read_error(s, r, rec[0], rseq);
+		res = sess_read_error(s, r, rec[0]);
 		goto out;
 	}
 	if (s->rd != NULL) {
 		res = DTLS_ERR_RECORD;
 		goto out;
 	}
-	win_mark(s, rseq);
 	if (SSL_pending(s->ssl) > 0) {
 		/* Larger than out: discard the rest of the record rather than
 		 * return it with the next one. */
@@ -642,19 +753,40 @@ out:
 int
 dtls_sess_seal(struct dtls_sess *s, const uint8_t *in, size_t len)
 {
-	size_t max;
-	int r;
+	struct record_msg m = { .in = in, .in_len = len };
 
-	if (!s->established || s->failed != DTLS_AGAIN)
+	if (!s->established || s->failed != DTLS_AGAIN || !s->rec_on)
 		return -ENOTCONN;
 	if (len == 0)
 		return -EINVAL;
-	max = DTLS_get_data_mtu(s->ssl);
-	if (max == 0 || len > max)
+	if (len > RECORD_MAX_PLAIN || len + record_overhead(s->tx.cipher) > s->c->link_mtu)
 		return -EMSGSIZE;
-	r = SSL_write(s->ssl, in, (int)len);
-	ERR_clear_error();
-	return r == (int)len ? 0 : -EIO;
+	m.out = s->txbuf;
+	m.out_cap = s->c->link_mtu;
+	if (record_seal(&s->tx, &m, 1) != 1)
+		return m.status == RECORD_ERR_EXHAUSTED ? -ENOSPC : -EIO;
+	s->out(s->out_arg, s->txbuf, m.out_len, &s->peer);
+	return 0;
+}
+
+struct record_tx *
+dtls_sess_record_tx(struct dtls_sess *s)
+{
+	return s->rec_on ? &s->tx : NULL;
+}
+
+struct record_rx *
+dtls_sess_record_rx(struct dtls_sess *s)
+{
+	return s->rec_on ? &s->rx : NULL;
+}
+
+uint64_t
+dtls_sess_records(const struct dtls_sess *s)
+{
+	if (!s->rec_on)
+		return 0;
+	return s->tx.sealed > s->rx.opened ? s->tx.sealed : s->rx.opened;
 }
 
 void
@@ -678,6 +810,39 @@ void *
 dtls_sess_peer(const struct dtls_sess *s)
 {
 	return s->peer_obj;
+}
+
+unsigned
+dtls_sess_take_early(struct dtls_sess *s)
+{
+	unsigned n = s->early_dropped;
+
+	s->early_dropped = 0;
+	return n;
+}
+
+const uint8_t *
+dtls_sess_peer_fp(const struct dtls_sess *s)
+{
+	return s->has_peer_fp ? s->peer_fp : NULL;
+}
+
+bool
+dtls_sess_verify_ca(const struct dtls_sess *s, const char *ca_file, const char *name)
+{
+	X509 *leaf = SSL_get0_peer_certificate(s->ssl);
+
+	return leaf != NULL && keys_verify_ca_chain(leaf, SSL_get_peer_cert_chain(s->ssl),
+	    ca_file, name);
+}
+
+bool
+dtls_sess_verify_ca_store(const struct dtls_sess *s, struct x509_store_st *store, const char *name)
+{
+	X509 *leaf = SSL_get0_peer_certificate(s->ssl);
+
+	return leaf != NULL && keys_verify_ca_store(leaf, SSL_get_peer_cert_chain(s->ssl), store,
+	    name);
 }
 
 const char *
@@ -712,17 +877,18 @@ dtls_sess_handle_timeout(struct dtls_sess *s)
 }
 
 enum dtls_listen_result
-dtls_listen(struct dtls_ctx *c, const uint8_t *rec, size_t len,
-    const union sockaddr_union *from, dtls_output_fn *out, void *out_arg,
-    struct dtls_sess **sess)
+dtls_listen_admit(struct dtls_ctx *c, const uint8_t *rec, size_t len,
+    const union sockaddr_union *from, uint64_t sid, dtls_output_fn *out,
+    dtls_admit_fn *admit, void *admit_arg, struct dtls_sess **sess)
 {
 	struct dtls_sess *s;
+	void *out_arg;
 	int r;
 
 	*sess = NULL;
 	/* Only a handshake record can open a session; the caller filters
 	 * already, but nothing else may reach DTLSv1_listen. */
-	if (!rec_whole(rec, len) || rec[0] != CT_HANDSHAKE || out == NULL ||
+	if (!rec_whole(rec, len) || rec[0] != CT_HANDSHAKE || out == NULL || admit == NULL ||
 	    (from->sa.sa_family != AF_INET && from->sa.sa_family != AF_INET6))
 		return DTLS_LISTEN_DROP;
 	if (c->listener == NULL && listener_new(c) < 0)
@@ -733,6 +899,8 @@ dtls_listen(struct dtls_ctx *c, const uint8_t *rec, size_t len,
 	s->rdlen = len;
 	c->listen_req_len = len;
 	c->listen_replied = false;
+	c->listen_sid = sid;
+	c->listen_credit = 0;
 	r = DTLSv1_listen(s->ssl, c->listen_addr);
 	s->rd = NULL;
 	s->rdlen = 0;
@@ -746,9 +914,17 @@ dtls_listen(struct dtls_ctx *c, const uint8_t *rec, size_t len,
 	if (r == 0)
 		return c->listen_replied ? DTLS_LISTEN_REPLIED : DTLS_LISTEN_DROP;
 
-	/* A valid cookie: the listener becomes the session and answers the
-	 * buffered ClientHello right away. */
+	/* A valid cookie: the source is proven.  The caller decides now,
+	 * before any state or reply, whether it gets a session. */
 	c->listener = NULL;
+	if ((out_arg = admit(admit_arg, from, c->listen_credit)) == NULL) {
+		dtls_sess_free(s);
+		if (listener_new(c) < 0)
+			log_debug("dtls: no listener for now");
+		return DTLS_LISTEN_REFUSED;
+	}
+	/* The listener becomes the session and answers the buffered
+	 * ClientHello right away. */
 	s->listener = false;
 	s->out = out;
 	s->out_arg = out_arg;
@@ -759,28 +935,75 @@ dtls_listen(struct dtls_ctx *c, const uint8_t *rec, size_t len,
 	ERR_clear_error();
 	if (r == DTLS_ERR_HANDSHAKE) {
 		dtls_sess_free(s);
-		return DTLS_LISTEN_DROP;
+		return DTLS_LISTEN_FAILED;
 	}
 	*sess = s;
 	return DTLS_LISTEN_ACCEPTED;
 }
 
+static void *
+admit_always(void *arg, const union sockaddr_union *from, size_t credit)
+{
+	(void)from;
+	(void)credit;
+	return arg;
+}
+
+enum dtls_listen_result
+dtls_listen(struct dtls_ctx *c, const uint8_t *rec, size_t len,
+    const union sockaddr_union *from, dtls_output_fn *out, void *out_arg,
+    struct dtls_sess **sess)
+{
+	enum dtls_listen_result r;
+
+	r = dtls_listen_admit(c, rec, len, from, 0, out, admit_always, out_arg, sess);
+	return r == DTLS_LISTEN_FAILED ? DTLS_LISTEN_DROP : r;
+}
+
 /* --- the context ----------------------------------------------------- */
 
+/* The key log holds every session's secrets, and is opened as root before
+ * the privilege drop.  So never through a symlink (O_NOFOLLOW), and an
+ * existing file only if nobody else could have planted or can read it: a
+ * regular file with one link, owned by us, no group or other bits.  New
+ * files are created 0600; two daemons may share one file (tests do). */
 static int
 keylog_open(struct dtls_ctx *c, const char *cfg_file, char *err, size_t errlen)
 {
 	const char *f = cfg_file != NULL ? cfg_file : getenv("SSLKEYLOGFILE");
+	const char *why = NULL;
+	struct stat st;
+	int fd, e;
 
 	if (f == NULL || *f == '\0')
 		return 0;
-	c->keylog_fd = open(f, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-	if (c->keylog_fd < 0) {
-		int e = errno;
-
+	fd = open(f, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		e = errno;
+		seterr(err, errlen, "key log %s: %s", f,
+		    e == ELOOP ? "is a symbolic link" : strerror(e));
+		return -e;
+	}
+	if (fstat(fd, &st) < 0) {
+		e = errno;
+		close(fd);
 		seterr(err, errlen, "key log %s: %s", f, strerror(e));
 		return -e;
 	}
+	if (!S_ISREG(st.st_mode))
+		why = "not a regular file";
+	else if (st.st_uid != geteuid())
+		why = "owned by another user";
+	else if (st.st_mode & 077)
+		why = "readable or writable by others (needs mode 0600)";
+	else if (st.st_nlink != 1)
+		why = "has other hard links";
+	if (why) {
+		close(fd);
+		seterr(err, errlen, "key log %s: refused: %s", f, why);
+		return -EPERM;
+	}
+	c->keylog_fd = fd;
 	SSL_CTX_set_keylog_callback(c->ssl_ctx, keylog_cb);
 	return 0;
 }
@@ -822,7 +1045,7 @@ ctx_setup(struct dtls_ctx *c, const struct dtls_ctx_config *cfg, char *err, size
 		    cfg->private_key, cfg->certificate);
 		return -EINVAL;
 	}
-	if ((cert = SSL_CTX_get0_certificate(ctx)) == NULL || cert_fp(cert, c->fp) < 0) {
+	if ((cert = SSL_CTX_get0_certificate(ctx)) == NULL || keys_cert_fp(cert, c->fp) < 0) {
 		seterr(err, errlen, "certificate %s: no public key", cfg->certificate);
 		return -EINVAL;
 	}
@@ -926,232 +1149,4 @@ bool
 dtls_ctx_keylog_active(const struct dtls_ctx *c)
 {
 	return c->keylog_fd >= 0;
-}
-
-/* --- CA mode --------------------------------------------------------- */
-
-static bool
-cn_equal(X509 *x, const char *name)
-{
-	X509_NAME *subj = X509_get_subject_name(x);
-	size_t nlen = strlen(name);
-	int i = -1;
-
-	while ((i = X509_NAME_get_index_by_NID(subj, NID_commonName, i)) >= 0) {
-		ASN1_STRING *d = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subj, i));
-		unsigned char *u = NULL;
-		int n = ASN1_STRING_to_UTF8(&u, d);
-		bool eq = n >= 0 && (size_t)n == nlen && memcmp(u, name, nlen) == 0;
-
-		OPENSSL_free(u);
-		if (eq)
-			return true;
-	}
-	return false;
-}
-
-bool
-dtls_verify_ca(struct x509_store_ctx_st *xs, const char *ca_file, const char *name)
-{
-	X509_STORE *store = NULL;
-	X509_STORE_CTX *vx = NULL;
-	X509 *leaf;
-	bool ok = false;
-
-	if (xs == NULL || ca_file == NULL || name == NULL || *name == '\0' ||
-	    (leaf = X509_STORE_CTX_get0_cert(xs)) == NULL)
-		return false;
-	/* Leave the handshake's own error queue as it was. */
-	ERR_set_mark();
-	if ((store = X509_STORE_new()) == NULL || X509_STORE_load_file(store, ca_file) != 1)
-		goto out;
-	if ((vx = X509_STORE_CTX_new()) == NULL ||
-	    X509_STORE_CTX_init(vx, store, leaf, X509_STORE_CTX_get0_untrusted(xs)) != 1)
-		goto out;
-	if (X509_verify_cert(vx) != 1)
-		goto out;
-	ok = X509_check_host(leaf, name, strlen(name), X509_CHECK_FLAG_NO_WILDCARDS, NULL) == 1 || cn_equal(leaf, name);
-out:
-	X509_STORE_CTX_free(vx);
-	X509_STORE_free(store);
-	ERR_pop_to_mark();
-	return ok;
-}
-
-/* --- keys ------------------------------------------------------------ */
-
-static int
-add_ext(X509 *x, X509V3_CTX *v3, int nid, const char *value)
-{
-	X509_EXTENSION *ext = X509V3_EXT_conf_nid(NULL, v3, nid, value);
-	int ok;
-
-	if (ext == NULL)
-		return -EINVAL;
-	ok = X509_add_ext(x, ext, -1);
-	X509_EXTENSION_free(ext);
-	return ok ? 0 : -EINVAL;
-}
-
-static X509 *
-cert_selfsign(EVP_PKEY *pkey)
-{
-	X509 *x = X509_new();
-	BIGNUM *bn = BN_new();
-	X509_NAME *name;
-	X509V3_CTX v3;
-
-	if (x == NULL || bn == NULL)
-		goto fail;
-	/* 127 random bits with the top one set: positive, nonzero, 16 bytes */
-	if (!X509_set_version(x, X509_VERSION_3) ||
-	    !BN_rand(bn, 127, BN_RAND_TOP_ONE, BN_RAND_BOTTOM_ANY) ||
-	    BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(x)) == NULL)
-		goto fail;
-	if (X509_gmtime_adj(X509_getm_notBefore(x), -3600) == NULL ||
-	    X509_time_adj_ex(X509_getm_notAfter(x), 36525, 0, NULL) == NULL)
-		goto fail;
-	name = X509_get_subject_name(x);
-	if (!X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-	    (const unsigned char *)"toud", -1, -1, 0) ||
-	    !X509_set_issuer_name(x, name) || !X509_set_pubkey(x, pkey))
-		goto fail;
-	X509V3_set_ctx(&v3, x, x, NULL, NULL, 0);
-	if (add_ext(x, &v3, NID_basic_constraints, "critical,CA:FALSE") < 0 ||
-	    add_ext(x, &v3, NID_key_usage, "critical,digitalSignature") < 0 ||
-	    add_ext(x, &v3, NID_subject_key_identifier, "hash") < 0)
-		goto fail;
-	if (X509_sign(x, pkey, EVP_sha256()) <= 0)
-		goto fail;
-	BN_free(bn);
-	return x;
-fail:
-	BN_free(bn);
-	X509_free(x);
-	return NULL;
-}
-
-/* Write PEM into an open file and close it. */
-static int
-pem_write_fd(int fd, EVP_PKEY *pkey, X509 *x)
-{
-	BIO *b = BIO_new_fd(fd, BIO_NOCLOSE);
-	int ok;
-
-	if (b == NULL) {
-		close(fd);
-		return -ENOMEM;
-	}
-	errno = 0;
-	ok = pkey != NULL ? PEM_write_bio_PrivateKey(b, pkey, NULL, NULL, 0, NULL, NULL) :
-	    PEM_write_bio_X509(b, x);
-	ok = ok && BIO_flush(b) == 1;
-	BIO_free(b);
-	if (!ok) {
-		int e = errno != 0 ? errno : EIO;
-
-		close(fd);
-		return -e;
-	}
-	return close(fd) < 0 ? -errno : 0;
-}
-
-/* Write the key pair next to its final names, then rename both into place:
- * a reader sees the old pair or the new one, never a key without its
- * certificate.  The key file is created 0600 and never exists wider. */
-int
-dtls_genkey(const char *dir, uint8_t fp[DTLS_FP_LEN], char *err, size_t errlen)
-{
-	char kpath[PATH_MAX], cpath[PATH_MAX], ktmp[PATH_MAX], ctmp[PATH_MAX];
-	EVP_PKEY *pkey = NULL;
-	X509 *x = NULL;
-	int fd, ret;
-
-	if ((size_t)snprintf(kpath, sizeof(kpath), "%s/key.pem", dir) >= sizeof(kpath) ||
-	    (size_t)snprintf(cpath, sizeof(cpath), "%s/cert.pem", dir) >= sizeof(cpath) ||
-	    (size_t)snprintf(ktmp, sizeof(ktmp), "%s/.key.pem.new", dir) >= sizeof(ktmp) ||
-	    (size_t)snprintf(ctmp, sizeof(ctmp), "%s/.cert.pem.new", dir) >= sizeof(ctmp)) {
-		seterr(err, errlen, "%s: %s", dir, strerror(ENAMETOOLONG));
-		return -ENAMETOOLONG;
-	}
-	if ((pkey = EVP_EC_gen("P-256")) == NULL || (x = cert_selfsign(pkey)) == NULL ||
-	    cert_fp(x, fp) < 0) {
-		seterr(err, errlen, "cannot generate a key: %s", ssl_reason());
-		ret = -EIO;
-		goto out;
-	}
-	unlink(ktmp);           /* left over from an interrupted run */
-	fd = open(ktmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		ret = -errno;
-		seterr(err, errlen, "%s: %s", ktmp, strerror(errno));
-		goto out;
-	}
-	if ((ret = pem_write_fd(fd, pkey, NULL)) < 0) {
-		seterr(err, errlen, "%s: %s", ktmp, strerror(-ret));
-		goto out;
-	}
-	fd = open(ctmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		ret = -errno;
-		seterr(err, errlen, "%s: %s", ctmp, strerror(errno));
-		goto out;
-	}
-	/* Whatever the umask: the certificate is public. */
-	if (fchmod(fd, 0644) < 0 || (ret = pem_write_fd(fd, NULL, x)) < 0) {
-		if (ret == 0) {
-			ret = -errno;
-			close(fd);
-		}
-		seterr(err, errlen, "%s: %s", ctmp, strerror(-ret));
-		goto out;
-	}
-	if (rename(ktmp, kpath) < 0 || rename(ctmp, cpath) < 0) {
-		ret = -errno;
-		seterr(err, errlen, "%s: %s", dir, strerror(errno));
-		goto out;
-	}
-	ret = 0;
-out:
-	if (ret < 0) {
-		unlink(ktmp);
-		unlink(ctmp);
-	}
-	EVP_PKEY_free(pkey);
-	X509_free(x);
-	ERR_clear_error();
-	return ret;
-}
-
-int
-dtls_cert_fingerprint(const char *cert_file, uint8_t fp[DTLS_FP_LEN], char *err,
-    size_t errlen)
-{
-	FILE *f = fopen(cert_file, "re");
-	X509 *x;
-	int ret;
-
-	if (f == NULL) {
-		ret = -errno;
-		seterr(err, errlen, "%s: %s", cert_file, strerror(errno));
-		return ret;
-	}
-	x = PEM_read_X509(f, NULL, no_passwd_cb, NULL);
-	fclose(f);
-	if (x == NULL) {
-		seterr(err, errlen, "%s: not a PEM certificate", cert_file);
-		ret = -EINVAL;
-	} else if ((ret = cert_fp(x, fp)) < 0) {
-		seterr(err, errlen, "%s: no public key", cert_file);
-	}
-	X509_free(x);
-	ERR_clear_error();
-	return ret;
-}
-
-void
-dtls_fp_format(const uint8_t fp[DTLS_FP_LEN], char out[7 + 2 * DTLS_FP_LEN + 1])
-{
-	memcpy(out, "sha256:", 7);
-	util_hex(fp, DTLS_FP_LEN, out + 7);
 }

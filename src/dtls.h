@@ -15,14 +15,18 @@
 #include <stdint.h>
 #include <sys/time.h>
 
+#include "keys.h"
 #include "util.h"
 
 struct dtls_ctx;
 struct dtls_sess;
+struct record_rx;
+struct record_tx;
 struct x509_store_ctx_st;
 
-#define DTLS_FP_LEN 32                 /* SHA-256 of the SubjectPublicKeyInfo */
+#define DTLS_FP_LEN KEYS_FP_LEN
 #define DTLS_RECORD_HDR 13
+#define DTLS_CT_HANDSHAKE 22           /* record content type of handshake messages */
 
 /* One datagram (exactly one record) to send to `to`. */
 typedef void dtls_output_fn(void *arg, const uint8_t *rec, size_t len,
@@ -30,7 +34,7 @@ typedef void dtls_output_fn(void *arg, const uint8_t *rec, size_t len,
 
 /* Map the certificate a peer presented to the peer object it authenticates,
  * or NULL to refuse it.  fp is the SHA-256 of its public key; xs the chain
- * for CA checks (dtls_verify_ca). */
+ * for CA checks (keys_verify_ca). */
 typedef void *dtls_authorize_fn(void *arg, const uint8_t fp[DTLS_FP_LEN],
     struct x509_store_ctx_st *xs);
 
@@ -58,10 +62,6 @@ void dtls_ctx_rotate_cookie(struct dtls_ctx *c);
 /* Whether a key log is being written (the daemon warns at start). */
 bool dtls_ctx_keylog_active(const struct dtls_ctx *c);
 
-/* Check a presented chain against the CA in ca_file and the expected
- * common name.  true if it verifies. */
-bool dtls_verify_ca(struct x509_store_ctx_st *xs, const char *ca_file, const char *name);
-
 /* A client (initiator) session towards the peer `expect`: the handshake
  * succeeds only if authorize() returns exactly `expect`. */
 struct dtls_sess *dtls_sess_client(struct dtls_ctx *c, void *expect,
@@ -75,30 +75,54 @@ enum dtls_result {
 	DTLS_DATA,               /* dtls_sess_input: plaintext was produced */
 	DTLS_DONE,               /* the handshake just completed */
 	DTLS_ERR_HANDSHAKE,      /* handshake failed (alert, unknown key): free the session */
-	DTLS_ERR_REPLAY,         /* record refused: already seen or older than the window */
+	DTLS_ERR_REPLAY,         /* record refused: already seen (a duplicate) */
 	DTLS_ERR_RECORD,         /* record refused: failed authentication or malformed */
 	DTLS_ERR_CLOSED,         /* the peer sent close_notify or a fatal alert */
+	DTLS_ERR_OLD,            /* record refused: older than the replay window */
 };
 
 /* Start (client) or continue the handshake. */
 enum dtls_result dtls_sess_handshake(struct dtls_sess *s);
 /* Feed one received record.  During the handshake it drives the handshake
  * (DTLS_AGAIN / DTLS_DONE / DTLS_ERR_HANDSHAKE).  Once established, it
- * decrypts application data into out (capacity cap): DTLS_DATA with *outlen,
+ * decrypts application data into out (capacity cap, which must hold the
+ * whole fragment, len - 13: it is used as scratch): DTLS_DATA with *outlen,
  * or an error.  *seq is set to (epoch << 48 | sequence) of the record that
  * produced data, for the roaming rule. */
 enum dtls_result dtls_sess_input(struct dtls_sess *s, const uint8_t *rec, size_t len,
     uint8_t *out, size_t cap, size_t *outlen, uint64_t *seq);
 /* Encrypt one plaintext datagram; the record leaves through the output
  * callback before this returns.  0 or -errno (-ENOTCONN before the
- * handshake completed, -EMSGSIZE beyond the link MTU). */
+ * handshake completed, -EMSGSIZE beyond the link MTU, -ENOSPC when the
+ * epoch has no sequence number left). */
 int dtls_sess_seal(struct dtls_sess *s, const uint8_t *in, size_t len);
+/* Application data after the handshake: type-23 records of the data epoch
+ * are sealed and opened by record.c with the handshake's key block, and
+ * only handshake and alert records go through OpenSSL (record.h).  The
+ * two directions' states, for batch sealing and opening (NULL until the
+ * handshake completed); each may be used by one thread. */
+struct record_tx *dtls_sess_record_tx(struct dtls_sess *s);
+struct record_rx *dtls_sess_record_rx(struct dtls_sess *s);
+/* Records protected so far under the busier of the session's two keys
+ * (for rekey-records). */
+uint64_t dtls_sess_records(const struct dtls_sess *s);
+/* How many application-data records dtls_sess_input() dropped because they
+ * arrived before the handshake completed, since the last call. */
+unsigned dtls_sess_take_early(struct dtls_sess *s);
 /* Send close_notify. */
 void dtls_sess_close(struct dtls_sess *s);
 bool dtls_sess_established(const struct dtls_sess *s);
 /* The peer object authorize() returned (NULL until the certificate was
- * accepted). */
+ * accepted).  Valid only while the caller keeps that object alive. */
 void *dtls_sess_peer(const struct dtls_sess *s);
+/* The fingerprint of the key the peer presented (NULL before that), and a
+ * CA check of the chain it presented: for deciding the peer again when the
+ * handshake completes, from the configuration in force then. */
+const uint8_t *dtls_sess_peer_fp(const struct dtls_sess *s);
+bool dtls_sess_verify_ca(const struct dtls_sess *s, const char *ca_file, const char *name);
+struct x509_store_st;
+bool dtls_sess_verify_ca_store(const struct dtls_sess *s, struct x509_store_st *store,
+    const char *name);
 const char *dtls_sess_cipher(const struct dtls_sess *s);
 /* Retransmission timer of the handshake: true and *tv when one is due. */
 bool dtls_sess_timeout(struct dtls_sess *s, struct timeval *tv);
@@ -113,16 +137,24 @@ enum dtls_listen_result {
 	DTLS_LISTEN_DROP,        /* not a ClientHello, or malformed */
 	DTLS_LISTEN_REPLIED,     /* HelloVerifyRequest sent; no state kept */
 	DTLS_LISTEN_ACCEPTED,    /* valid cookie: *out is a new server session */
+	DTLS_LISTEN_REFUSED,     /* valid cookie, but admit() said no; no state kept */
+	DTLS_LISTEN_FAILED,      /* valid cookie, admitted, but the handshake failed at once */
 };
 enum dtls_listen_result dtls_listen(struct dtls_ctx *c, const uint8_t *rec, size_t len,
     const union sockaddr_union *from, dtls_output_fn *out, void *out_arg,
     struct dtls_sess **sess);
-
-/* keys: touctl genkey / fingerprint, and the daemon's own fingerprint. */
-int dtls_genkey(const char *dir, uint8_t fp[DTLS_FP_LEN], char *err, size_t errlen);
-int dtls_cert_fingerprint(const char *cert_file, uint8_t fp[DTLS_FP_LEN], char *err,
-    size_t errlen);
-/* "sha256:<64 hex>" */
-void dtls_fp_format(const uint8_t fp[DTLS_FP_LEN], char out[7 + 2 * DTLS_FP_LEN + 1]);
+/* The same, with the cookie bound to the session ID sid of the outer
+ * header (a cookie admits one session only: replaying the ClientHello with
+ * a new ID earns a new HelloVerifyRequest), and an admission decision taken
+ * after the cookie proved the source and before any state exists:
+ * admit(admit_arg, from, credit) returns the out_arg of the new session, or
+ * NULL to refuse.  credit is the size of the ClientHello that earned the
+ * cookie (carried in the cookie under its MAC): bytes the source has sent
+ * for this session, for an amplification budget.  On DTLS_LISTEN_FAILED
+ * the caller frees what admit() made. */
+typedef void *dtls_admit_fn(void *arg, const union sockaddr_union *from, size_t credit);
+enum dtls_listen_result dtls_listen_admit(struct dtls_ctx *c, const uint8_t *rec, size_t len,
+    const union sockaddr_union *from, uint64_t sid, dtls_output_fn *out,
+    dtls_admit_fn *admit, void *admit_arg, struct dtls_sess **sess);
 
 #endif

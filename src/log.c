@@ -118,10 +118,29 @@ fn(const char *fmt, ...)				\
 	errno = saved;					\
 }
 
+LOG_FN(log_err, LOG_LEVEL_ERR, saved)
+LOG_FN(log_errx, LOG_LEVEL_ERR, 0)
 LOG_FN(log_warn, LOG_LEVEL_WARN, saved)
 LOG_FN(log_warnx, LOG_LEVEL_WARN, 0)
 LOG_FN(log_info, LOG_LEVEL_INFO, 0)
 LOG_FN(log_debug, LOG_LEVEL_DEBUG, 0)
+
+void
+log_check(const char *fmt, ...)
+{
+	va_list ap;
+
+	/* The plain message for a person or a script; under journald
+	 * (ExecStartPre=toud -t) with its err priority, so that
+	 * journalctl -p err shows why the unit did not start. */
+	if (getenv("JOURNAL_STREAM"))
+		fprintf(stderr, "<3>");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	fflush(stderr);
+}
 
 void
 log_debug_rl(const char *fmt, ...)

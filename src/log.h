@@ -19,6 +19,13 @@ enum log_level log_get_level(void);
 int log_level_parse(const char *s, enum log_level *out);   /* 0 or -EINVAL */
 const char *log_level_name(enum log_level level);
 
+/* A failure the daemon does not survive (start-up): priority err, so that
+ * `journalctl -p err` shows it.  log_err adds strerror(errno). */
+void log_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_errx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A configuration error of toud -t: the bare message on stderr, with the
+ * err priority prefix when JOURNAL_STREAM is set. */
+void log_check(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));  /* adds strerror(errno) */
 void log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -14,7 +14,5 @@ void notify_status(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * event loop, if the manager asked for it.  0 or -errno. */
 int notify_watchdog_start(struct toud *t);
 void notify_watchdog_stop(struct toud *t);
-/* peer.c: STATUS= with the number of peers up. */
-void notify_peers_up(struct toud *t);
 
 #endif

@@ -1,11 +1,15 @@
-/* peer.c - peers: creation from the configuration, lookup, accounting and
- * state changes. */
+/* peer.c - peers: creation from the configuration, lookup, accounting, the
+ * roaming rule (DESIGN 5), what a change of the host's addresses means for
+ * them, and state changes: peer_event() is the only writer of p->state,
+ * applying the table in peer_fsm.c. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "conf.h"
 #include "dtls.h"
+#include "gue.h"
+#include "keys.h"
 #include "log.h"
 #include "notify.h"
 #include "peer.h"
@@ -16,19 +20,13 @@
 #include "session.h"
 #include "toud.h"
 #include "tun.h"
+#include "udp.h"
 
-static const char *const state_names[] = {
-	[PEER_IDLE] = "idle",
-	[PEER_HANDSHAKING] = "handshaking",
-	[PEER_UP] = "up",
-	[PEER_DEAD] = "dead",
-};
+/* Roams are logged at most once per this interval per peer. */
+#define ROAM_LOG_MS 1000
 
-const char *
-peer_state_name(enum peer_state s)
-{
-	return (unsigned)s < ARRAY_SIZE(state_names) ? state_names[s] : "unknown";
-}
+static int peer_routes_add(struct peer *p);
+static void peer_routes_del(struct peer *p);
 
 /* Point p at its (new) configuration and take what derives from it. */
 static void
@@ -38,6 +36,13 @@ peer_take_conf(struct peer *p, const struct conf_peer *cf)
 
 	p->cf = cf;
 	p->name = cf->name;
+	/* The CA is read here, once per configuration, never during a
+	 * handshake (it would cost a file read and parse per attempt). */
+	keys_ca_free(p->ca_store);
+	p->ca_store = NULL;
+	if (cf->ca && !(p->ca_store = keys_ca_load(cf->ca)))
+		log_warnx("peer \"%s\": cannot load CA file %s: handshakes will fail", cf->name,
+		    cf->ca);
 	memset(&p->addr4, 0, sizeof(p->addr4));
 	memset(&p->addr6, 0, sizeof(p->addr6));
 	for (i = 0; i < cf->n_address; i++) {
@@ -75,10 +80,10 @@ peer_reconfigure(struct peer *p, const struct conf_peer *cf)
 		 * them; the next packet starts a handshake under the new rules. */
 		if (p->cur)
 			dtls_sess_close(p->cur->dtls);
-		tx_flush_records(p->toud);
 		while (p->cur || p->next || p->prev)
 			session_free(p->cur ? p->cur : p->next ? p->next : p->prev);
-		peer_set_state(p, PEER_IDLE);
+		peer_timers_reset(p);
+		peer_event(p, PEER_EV_RESET);
 	}
 	if (endpoint_changed) {
 		/* A live session keeps the address it authenticated from. */
@@ -102,11 +107,11 @@ peer_new(struct toud *t, const struct conf_peer *cf)
 	p->toud = t;
 	p->state = PEER_IDLE;
 	peer_take_conf(p, cf);
-	resolve_peer(p);
 	if (peer_timers_init(p) < 0) {
-		free(p);
+		peer_free(p);
 		return NULL;
 	}
+	resolve_peer(p);
 	return p;
 }
 
@@ -118,7 +123,10 @@ peer_free(struct peer *p)
 	resolve_cancel(p);
 	while (p->cur || p->next || p->prev)
 		session_free(p->cur ? p->cur : p->next ? p->next : p->prev);
+	if (p->toud->tx)
+		tx_forget_peer(p->toud->tx, p);
 	peer_timers_free(p);
+	keys_ca_free(p->ca_store);
 	free(p->pending_mem);
 	free(p);
 }
@@ -139,21 +147,31 @@ peer_install(struct peer *p)
 	size_t i, n = cf->n_address + cf->n_allowed_ips;
 	int rc;
 
+	/* At start a failure here is fatal (err); on reload it is not. */
+	void (*say)(const char *, ...) __attribute__((format(printf, 1, 2))) =
+	    t->starting ? log_errx : log_warnx;
+
 	if ((rc = peer_routes_add(p)) < 0) {
-		log_warnx("peer \"%s\": %s", p->name, strerror(-rc));
+		say("peer \"%s\": %s", p->name, strerror(-rc));
 		return rc;
 	}
+	if (!t->rtnl)
+		return 0;               /* no kernel (unit tests) */
 	for (i = 0; i < n; i++) {
 		struct ipprefix m;
 
 		util_prefix_masked(peer_prefix(cf, i), &m);
 		rc = rtnl_route_add(t->rtnl, t->tun->ifindex, &m);
-		if (rc == -EEXIST)
-			log_warnx("peer \"%s\": a route to %s exists already and is not toud's; "
+		if (rc == -EEXIST) {
+			char who[64];
+
+			say("peer \"%s\": a route to %s exists already and is %s; "
 			    "remove it or change the configuration", p->name,
-			    util_prefix_fmt(&m, buf, sizeof(buf)));
+			    util_prefix_fmt(&m, buf, sizeof(buf)),
+			    rtnl_route_owner(&m, who, sizeof(who)));
+		}
 		else if (rc < 0)
-			log_warnx("peer \"%s\": route %s: %s", p->name,
+			say("peer \"%s\": route %s: %s", p->name,
 			    util_prefix_fmt(&m, buf, sizeof(buf)), strerror(-rc));
 		if (rc < 0) {
 			while (i-- > 0) {
@@ -174,7 +192,7 @@ peer_uninstall(struct peer *p)
 	struct toud *t = p->toud;
 	size_t i, n = cf->n_address + cf->n_allowed_ips;
 
-	for (i = 0; i < n; i++) {
+	for (i = 0; t->rtnl && i < n; i++) {
 		struct ipprefix m;
 
 		util_prefix_masked(peer_prefix(cf, i), &m);
@@ -183,7 +201,7 @@ peer_uninstall(struct peer *p)
 	peer_routes_del(p);
 }
 
-int
+static int
 peer_routes_add(struct peer *p)
 {
 	const struct conf_peer *cf = p->cf;
@@ -202,7 +220,7 @@ err:
 	return rc;
 }
 
-void
+static void
 peer_routes_del(struct peer *p)
 {
 	prefix_remove_value(p->toud->routes, p);
@@ -233,15 +251,16 @@ peer_find_by_name(struct toud *t, const char *name)
 }
 
 void
-peer_set_state(struct peer *p, enum peer_state s)
+peer_event(struct peer *p, enum peer_event e)
 {
+	enum peer_state s = peer_fsm_next(p->state, e);
 	char buf[UTIL_ADDRSTRLEN];
 
 	if (p->state == s)
 		return;
-	log_info("peer \"%s\" (%s): %s -> %s", p->name,
+	log_info("peer \"%s\" (%s): %s -> %s (%s)", p->name,
 	    p->has_endpoint ? util_sa_fmt(&p->endpoint, buf, sizeof(buf)) : "no endpoint",
-	    peer_state_name(p->state), peer_state_name(s));
+	    peer_state_name(p->state), peer_state_name(s), peer_event_name(e));
 	p->state = s;
 	peer_report_status(p->toud);
 }
@@ -253,7 +272,7 @@ peer_report_status(struct toud *t)
 	size_t i, up = 0;
 
 	for (i = 0; i < t->n_peers; i++)
-		up += t->peers[i]->state == PEER_UP;
+		up += t->peers[i] && t->peers[i]->state == PEER_UP;
 	notify_status("%zu of %zu peer%s up", up, t->n_peers, t->n_peers == 1 ? "" : "s");
 }
 
@@ -263,8 +282,6 @@ peer_rx(struct peer *p, size_t bytes, uint64_t now_ms)
 	p->rx_bytes += bytes;
 	p->rx_packets++;
 	p->last_rx_ms = now_ms;
-	if (p->state != PEER_UP)
-		peer_timers_on_rx(p);
 }
 
 void
@@ -304,15 +321,172 @@ peer_pending_push(struct peer *p, const uint8_t *payload, size_t len, uint8_t to
 	return rc;
 }
 
-void
-peer_pending_flush(struct peer *p)
+bool
+peer_pending_pop(struct peer *p, const uint8_t **payload, size_t *len, uint8_t *tos)
 {
-	while (p->pending_n && p->cur) {
-		unsigned slot = p->pending_head;
+	unsigned slot = p->pending_head;
 
-		p->pending_head = (p->pending_head + 1) % PEER_PENDING_MAX;
-		p->pending_n--;
-		session_send(p, p->pending_mem + slot * p->pending_size, p->pending[slot].len,
-		    p->pending[slot].tos);
+	if (!p->pending_n)
+		return false;
+	p->pending_head = (p->pending_head + 1) % PEER_PENDING_MAX;
+	p->pending_n--;
+	*payload = p->pending_mem + slot * p->pending_size;
+	*len = p->pending[slot].len;
+	*tos = p->pending[slot].tos;
+	return true;
+}
+
+const struct ipaddr *
+peer_local(const struct peer *p)
+{
+	const struct ipaddr *a = p->toud->dtls ? (p->cur ? &p->cur->local : NULL) : &p->local;
+
+	return a && a->family ? a : NULL;
+}
+
+void
+peer_authenticated_rx(struct peer *p, struct session *s, const union sockaddr_union *from,
+    const struct ipaddr *local, uint64_t seq, uint64_t now)
+{
+	char a[UTIL_ADDRSTRLEN], b[UTIL_ADDRSTRLEN];
+
+	if (seq <= s->max_seq && s->max_seq)
+		return;
+	s->max_seq = seq;
+	if (local && local->family)
+		s->local = *local;
+	if (util_sa_equal(&s->addr, from))
+		return;
+	if (now - p->roam_log_ms >= ROAM_LOG_MS) {
+		log_info("peer \"%s\": endpoint %s -> %s", p->name, util_sa_fmt(&s->addr, a, sizeof(a)),
+		    util_sa_fmt(from, b, sizeof(b)));
+		p->roam_log_ms = now;
 	}
+	s->addr = *from;
+	dtls_sess_set_peer_addr(s->dtls, from);
+	if (p->cur == s)
+		p->endpoint = *from;
+}
+
+/* The host's addresses or default route changed: the path to every peer
+ * may be new.  Forget the source addresses learnt so far (one may be gone)
+ * and send each peer a keepalive at once, so it learns our new endpoint
+ * without waiting for a timer (in DTLS mode it authenticates, so the peer
+ * roams to it; without a session it starts a handshake). */
+/* The local address p is reached at: its session's in DTLS mode, its own
+ * with encryption = none. */
+static const struct ipaddr *
+peer_local_of(const struct peer *p)
+{
+	return p->cur ? &p->cur->local : &p->local;
+}
+
+static bool
+family_used(const struct toud *t, int family)
+{
+	if (!t->udp)
+		return false;
+	return family == AF_INET ? t->udp->fd4 >= 0 : family == AF_INET6 && t->udp->fd6 >= 0;
+}
+
+bool
+peer_netchange_note(struct toud *t, const struct rtnl_event *ev)
+{
+	struct toud_netchange *nc = &t->netchange;
+	size_t i;
+
+	if (!family_used(t, ev->family))
+		return false;
+	switch (ev->kind) {
+	case RTNL_EV_DEFAULT_ROUTE:
+		if (ev->family == AF_INET)
+			nc->route4 = true;
+		else
+			nc->route6 = true;
+		return true;
+	case RTNL_EV_ADDR_NEW:
+		/* Only a peer that has no local address yet may want it. */
+		for (i = 0; i < t->n_peers; i++) {
+			const struct peer *p = t->peers[i];
+
+			if (p->has_endpoint && !peer_local_of(p)->family &&
+			    p->endpoint.sa.sa_family == ev->family) {
+				if (ev->family == AF_INET)
+					nc->added4 = true;
+				else
+					nc->added6 = true;
+				return true;
+			}
+		}
+		return false;
+	case RTNL_EV_ADDR_DEL:
+		for (i = 0; i < t->n_peers; i++) {
+			if (util_addr_equal(peer_local_of(t->peers[i]), &ev->addr))
+				break;
+		}
+		if (i == t->n_peers)
+			return false;           /* no peer reaches us there */
+		for (i = 0; i < nc->n_gone; i++)
+			if (util_addr_equal(&nc->gone[i], &ev->addr))
+				return true;
+		if (nc->n_gone == TOUD_NETCHANGE_GONE)
+			nc->all = true;
+		else
+			nc->gone[nc->n_gone++] = ev->addr;
+		return true;
+	}
+	return false;
+}
+
+void
+peer_netchange_lost(struct toud *t)
+{
+	t->netchange.all = true;
+}
+
+bool
+peer_netchange_affects(const struct toud_netchange *nc, const struct peer *p)
+{
+	int fam = p->endpoint.sa.sa_family;
+	unsigned i;
+
+	if (!p->has_endpoint)
+		return false;
+	if (nc->all || (fam == AF_INET ? nc->route4 : nc->route6))
+		return true;
+	if (!peer_local_of(p)->family)
+		return fam == AF_INET ? nc->added4 : nc->added6;
+	for (i = 0; i < nc->n_gone; i++)
+		if (util_addr_equal(&nc->gone[i], peer_local_of(p)))
+			return true;
+	return false;
+}
+
+void
+peer_netchange_apply(struct toud *t)
+{
+	struct toud_netchange nc = t->netchange;
+	size_t i, n = 0;
+
+	memset(&t->netchange, 0, sizeof(t->netchange));
+	for (i = 0; i < t->n_peers; i++) {
+		struct peer *p = t->peers[i];
+
+		if (!peer_netchange_affects(&nc, p))
+			continue;
+		n++;
+		memset(&p->local, 0, sizeof(p->local));
+		if (p->cur)
+			memset(&p->cur->local, 0, sizeof(p->cur->local));
+		if (p->next)
+			memset(&p->next->local, 0, sizeof(p->next->local));
+		if (p->prev)
+			memset(&p->prev->local, 0, sizeof(p->prev->local));
+		tx_control(t, p, GUE_CTYPE_KEEPALIVE, NULL, 0);
+	}
+	if (n)
+		log_info("local addresses or routes changed: telling %zu peer%s", n,
+		    n == 1 ? "" : "s");
+	else
+		log_debug("local addresses or routes changed: no peer concerned");
 }

@@ -1,7 +1,8 @@
 /* peer.h - a configured peer: endpoint, state, counters.
  *
- * State (encryption = none): idle until anything is received, up while
- * traffic arrived within the liveness window, dead after that. */
+ * The state (peer_fsm.h: idle, handshaking, up, dead) is written only by
+ * peer_event() in peer.c, from the transition table in peer_fsm.c; the
+ * events come from the timer hooks in peer_timers.c. */
 #ifndef TOUD_PEER_H
 #define TOUD_PEER_H
 
@@ -9,6 +10,8 @@
 #include <stdint.h>
 
 #include "drop.h"
+#include "events.h"
+#include "peer_fsm.h"
 #include "util.h"
 
 struct toud;
@@ -19,17 +22,19 @@ struct evdns_getaddrinfo_request;
 
 #define PEER_PENDING_MAX 32        /* packets held while a handshake runs */
 
-enum peer_state { PEER_IDLE, PEER_HANDSHAKING, PEER_UP, PEER_DEAD };
 
 struct peer {
 	struct toud *toud;
 	const struct conf_peer *cf;     /* owned by toud->conf */
 	const char *name;
+	struct x509_store_st *ca_store;    /* cf->ca, loaded once per configuration */
 
 	bool has_endpoint;
 	union sockaddr_union endpoint;
-	/* The local address the peer last reached us at (IP_PKTINFO), used as
-	 * the source of what we send it; family 0 = let the kernel choose. */
+	/* encryption = none: the local address the peer last reached us at
+	 * (IP_PKTINFO), used as the source of what we send it; family 0 = let
+	 * the kernel choose.  With DTLS each session keeps its own (the one
+	 * copy), see peer_local(). */
 	struct ipaddr local;
 
 	/* The peer's tunnel addresses for compact TOU (first of each family). */
@@ -39,6 +44,13 @@ struct peer {
 	uint64_t last_rx_ms, last_tx_ms;   /* monotonic; 0 = never */
 	uint64_t rx_bytes, tx_bytes, rx_packets, tx_packets;
 	uint64_t drops[DROP__MAX];
+	uint64_t events[EVENT__MAX];       /* events.h */
+	/* Liveness (peer_timers.c): the first time we sent since the last
+	 * authenticated packet from the peer; 0 = answered. */
+	uint64_t unanswered_ms;
+	/* The last data (not a control message) from the peer; the passive
+	 * keepalive answers it if we send nothing after it. */
+	uint64_t last_data_rx_ms;
 
 	/* encryption = dtls: the session we send on, the handshake we started,
 	 * and the replaced one that still drains. */
@@ -49,6 +61,11 @@ struct peer {
 	uint64_t hs_retry_ms;              /* no new handshake before this */
 	bool reconnect;                    /* retry handshakes even with nothing to send */
 	uint64_t roam_log_ms;              /* rate limit of the roaming log line */
+	/* Why the peer is not up, for `touctl show`: the last handshake
+	 * failure ("" once a session is up), and when the next handshake
+	 * attempt is due (monotonic ms; 0 = none scheduled). */
+	char last_error[128];
+	uint64_t next_attempt_ms;
 	struct evdns_getaddrinfo_request *dns_req;   /* resolve.c, in flight */
 
 	/* Packets waiting for the handshake: a ring of PEER_PENDING_MAX
@@ -62,6 +79,8 @@ struct peer {
 	struct event *ev_liveness;
 	struct event *ev_retry;
 	struct event *ev_rekey;
+	struct event *ev_dead;             /* sent, unanswered */
+	struct event *ev_passive;          /* received data, not yet answered */
 };
 
 /* Create a peer from its configuration: endpoint (a literal address, or a
@@ -76,9 +95,22 @@ int peer_reconfigure(struct peer *p, const struct conf_peer *cf);
  * and as kernel routes via the TUN (a clash names the route). */
 int peer_install(struct peer *p);
 void peer_uninstall(struct peer *p);
-/* Only the prefix table part. */
-int peer_routes_add(struct peer *p);
-void peer_routes_del(struct peer *p);
+
+/* Host changes (toud.c's rtnetlink monitor).  A change matters to a peer
+ * only if it can move the local address we reach it from: its local
+ * address was removed, the default route of its endpoint's family changed,
+ * or it has no local address yet and one of that family appeared.  An
+ * unrelated change (a container's veth appearing) concerns nobody.
+ * peer_netchange_note() gathers one event and says whether any peer may be
+ * concerned (the caller then arms its debounce); peer_netchange_apply()
+ * makes the concerned peers forget their local address and send a
+ * keepalive at once, so they learn our new endpoint. */
+struct rtnl_event;
+struct toud_netchange;
+bool peer_netchange_note(struct toud *t, const struct rtnl_event *ev);
+void peer_netchange_lost(struct toud *t);
+bool peer_netchange_affects(const struct toud_netchange *nc, const struct peer *p);
+void peer_netchange_apply(struct toud *t);
 
 struct peer *peer_find_by_endpoint(struct toud *t, const union sockaddr_union *sa);
 struct peer *peer_find_by_name(struct toud *t, const char *name);
@@ -86,35 +118,58 @@ struct peer *peer_find_by_name(struct toud *t, const char *name);
 /* Accounting hooks called by the data path. */
 void peer_rx(struct peer *p, size_t bytes, uint64_t now_ms);
 void peer_tx(struct peer *p, size_t bytes, uint64_t now_ms);
-void peer_set_state(struct peer *p, enum peer_state s);
-const char *peer_state_name(enum peer_state s);
+/* The only writer of p->state: apply the transition of event e
+ * (peer_fsm.c), log a change, tell the service manager. */
+void peer_event(struct peer *p, enum peer_event e);
 /* STATUS= for the service manager: how many peers are up. */
 void peer_report_status(struct toud *t);
+/* The source address for what we send p (NULL: the kernel chooses). */
+const struct ipaddr *peer_local(const struct peer *p);
+/* The roaming rule (DESIGN 5): a record of session s from `from`, received
+ * at our address `local`, authenticated with record number seq.  Adopt the
+ * new address only if the record is newer than every one accepted before. */
+void peer_authenticated_rx(struct peer *p, struct session *s, const union sockaddr_union *from,
+    const struct ipaddr *local, uint64_t seq, uint64_t now);
 
-/* peer_timers.c: every per-peer timer. */
+/* peer_timers.c: every per-peer timer, armed and disarmed from these
+ * hooks named after what happened. */
 int peer_timers_init(struct peer *p);
 void peer_timers_free(struct peer *p);
-void peer_timers_on_rx(struct peer *p);
 /* keepalive = changed by a reload. */
 void peer_timers_reconfigure(struct peer *p);
-/* A handshake failed: back off, then retry while there is something to send. */
-void peer_timers_hs_failed(struct peer *p);
-/* The peer closed our session: handshake again (with back-off) until a new
- * session is up. */
-void peer_timers_reconnect(struct peer *p);
-/* A session was established: arm the rekey deadline and liveness. */
-void peer_timers_established(struct peer *p);
+/* We sent the peer data (not a control message). */
+void peer_timers_data_sent(struct peer *p, uint64_t now);
+/* Something authenticated arrived from the peer; data (not a control
+ * message) arrived from it. */
+void peer_timers_authenticated_rx(struct peer *p, uint64_t now);
+void peer_timers_data_received(struct peer *p, uint64_t now);
+/* The passive keepalive (its timer calls it): if nothing went
+ * to the peer since its last data, send a keepalive; true if one went. */
+bool peer_timers_passive_keepalive(struct peer *p);
+/* The dead-peer rule at time now (the timer calls it): true if it made
+ * the peer dead. */
+bool peer_timers_check_dead(struct peer *p, uint64_t now);
+/* Handshake hooks (handshake.c, rx.c). */
+void peer_timers_handshake_started(struct peer *p);
+void peer_timers_handshake_done(struct peer *p);
+/* A handshake failed and none other runs: back off, then retry while there
+ * is something to send. */
+void peer_timers_handshake_failed(struct peer *p, const char *why);
+/* The peer closed our session: handshake again (with back-off) until a
+ * new session is up, where we know its address. */
+void peer_timers_closed_by_peer(struct peer *p);
+/* A reload changed how the peer authenticates: its sessions are gone. */
+void peer_timers_reset(struct peer *p);
+/* Pure parts of the timers, for tests: the delay until the rekey timer is
+ * due again, given a handshake may be running at the deadline. */
+uint64_t peer_timers_rekey_delay(uint64_t established_ms, uint64_t rekey_ms, uint64_t now);
+/* The dead-peer interval: sent and unanswered this long means dead. */
+uint64_t peer_timers_dead_ms(const struct peer *p);
 
-/* Session timers (also here, so all timing policy is in one file). */
-int session_timers_init(struct session *s);
-void session_timers_free(struct session *s);
-/* Re-arm the handshake timer from OpenSSL's retransmission timeout. */
-void session_timers_handshake(struct session *s);
-/* The session was replaced: free it after SESSION_DRAIN_MS. */
-void session_timers_drain(struct session *s);
-
-/* Hold / take packets queued while handshaking (oldest dropped when full). */
+/* Hold / take packets queued while handshaking (oldest dropped and
+ * counted when full). */
 int peer_pending_push(struct peer *p, const uint8_t *payload, size_t len, uint8_t tos);
-void peer_pending_flush(struct peer *p);
+/* The oldest held packet, or false; valid until the next push. */
+bool peer_pending_pop(struct peer *p, const uint8_t **payload, size_t *len, uint8_t *tos);
 
 #endif

@@ -1,4 +1,6 @@
-/* peer_timers.c - every per-peer timer lives here.
+/* peer_timers.c - every per-peer timer lives here, armed and disarmed from
+ * hooks named after what happened (data sent, authenticated packet
+ * received, handshake started / done / failed, closed by the peer).
  *
  * keepalive: with `keepalive = N`, a keepalive control message goes out
  *   after N seconds without outgoing traffic, so NAT mappings stay open for
@@ -7,27 +9,35 @@
  *   liveness window (twice the keepalive interval, or PEER_IDLE_WINDOW_MS
  *   without keepalive).  After that it is "dead" if it should have sent
  *   keepalives, else "idle" (a quiet peer is not a broken one).
- *
+ * dead: whatever keepalive says, when we have sent the peer data (not
+ *   control messages) and nothing authenticated came back for the
+ *   dead-peer interval (twice the keepalive interval, or PEER_DEAD_MS),
+ *   the peer is "dead".  A peer that receives data answers it by itself:
+ *   at once with a keepalive if it has sent nothing for
+ *   PEER_PASSIVE_KEEPALIVE_MS, else when that long has passed since the
+ *   data and nothing went out after it (passive).  So neither a one-way
+ *   stream nor the last ACK of a closed connection makes it look dead.
  * retry: after a failed handshake, the next one waits 1, 2, 4 ... 60 s
- *   (with jitter); then it starts if packets are waiting, keepalive is on,
- *   or the peer closed our session (reconnect: 1 s after the close).
+ *   (with jitter from the system's random source); then it starts if
+ *   packets are waiting, keepalive is on, or the peer closed our session
+ *   (reconnect: 1 s after the close).
  * rekey: rekey-time after a session we initiated came up, a new handshake
- *   (rekey-bytes is checked on the send path).
- * session handshake: OpenSSL's retransmission timeout, and the deadline
- *   after which a handshake is abandoned.
- * session drain: a replaced session still decrypts late records for
- *   SESSION_DRAIN_MS, then goes.
+ *   (rekey-bytes and rekey-records are checked on the send path).
  *
- * None of these is touched per packet: each fires, compares the time stamps
- * the data path keeps, and re-arms for the remainder. */
+ * Session timers (handshake retransmission, drain) belong to handshake.c
+ * and session.c.  None of these is touched per packet: each fires,
+ * compares the time stamps the data path keeps, and re-arms for the
+ * remainder. */
 #include <errno.h>
 #include <stdlib.h>
 
 #include <event2/event.h>
+#include <event2/util.h>
 
 #include "conf.h"
 #include "dtls.h"
 #include "gue.h"
+#include "handshake.h"
 #include "log.h"
 #include "peer.h"
 #include "resolve.h"
@@ -36,6 +46,11 @@
 #include "tx.h"
 
 #define PEER_IDLE_WINDOW_MS 120000
+#define PEER_DEAD_MS 15000
+#define PEER_PASSIVE_KEEPALIVE_MS 5000
+#define RETRY_MIN_MS 1000
+#define RETRY_MAX_MS 60000
+#define RECONNECT_MS 1000               /* a restarting peer is usually back by then */
 
 static void
 arm(struct event *ev, uint64_t ms)
@@ -51,11 +66,17 @@ liveness_ms(const struct peer *p)
 	return p->cf->keepalive ? 2000ULL * p->cf->keepalive : PEER_IDLE_WINDOW_MS;
 }
 
+uint64_t
+peer_timers_dead_ms(const struct peer *p)
+{
+	return p->cf->keepalive ? 2000ULL * p->cf->keepalive : PEER_DEAD_MS;
+}
+
 static void
 keepalive_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct peer *p = arg;
-	uint64_t interval = 1000ULL * p->cf->keepalive, now = util_now_ms();
+	uint64_t interval = 1000ULL * p->cf->keepalive, now = toud_now(p->toud);
 
 	(void)fd;
 	(void)what;
@@ -72,7 +93,7 @@ static void
 liveness_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct peer *p = arg;
-	uint64_t window = liveness_ms(p), now = util_now_ms();
+	uint64_t window = liveness_ms(p), now = toud_now(p->toud);
 
 	(void)fd;
 	(void)what;
@@ -85,13 +106,97 @@ liveness_cb(evutil_socket_t fd, short what, void *arg)
 		arm(p->ev_liveness, window);
 		return;
 	}
-	peer_set_state(p, p->cf->keepalive ? PEER_DEAD : PEER_IDLE);
+	peer_event(p, p->cf->keepalive ? PEER_EV_DEAD : PEER_EV_QUIET);
 	if (p->toud->dtls && p->cf->keepalive)
-		session_initiate(p);
+		handshake_initiate(p, now);
 }
 
-#define RETRY_MIN_MS 1000
-#define RETRY_MAX_MS 60000
+static void
+dead_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct peer *p = arg;
+	uint64_t now = toud_now(p->toud);
+
+	(void)fd;
+	(void)what;
+	if (!p->unanswered_ms || peer_timers_check_dead(p, now))
+		return;
+	arm(p->ev_dead, p->unanswered_ms + peer_timers_dead_ms(p) - now);
+}
+
+void
+peer_timers_data_sent(struct peer *p, uint64_t now)
+{
+	/* Also stamped when the datagram leaves (peer_tx); this one counts at
+	 * once, so one batch does not answer a burst many times. */
+	p->last_tx_ms = now;
+	if (p->unanswered_ms)
+		return;
+	p->unanswered_ms = now;
+	if (!evtimer_pending(p->ev_dead, NULL))
+		arm(p->ev_dead, peer_timers_dead_ms(p));
+}
+
+void
+peer_timers_authenticated_rx(struct peer *p, uint64_t now)
+{
+	(void)now;
+	p->unanswered_ms = 0;
+	if (p->state != PEER_UP) {
+		/* The first packet in a while. */
+		peer_event(p, PEER_EV_UP);
+		arm(p->ev_liveness, liveness_ms(p));
+	}
+}
+
+void
+peer_timers_data_received(struct peer *p, uint64_t now)
+{
+	/* Answer a peer that sends data and never hears from us, so its
+	 * dead-peer rule sees us alive (rx.c echoes keepalives itself). */
+	p->last_data_rx_ms = now;
+	if (p->has_endpoint && now - p->last_tx_ms >= PEER_PASSIVE_KEEPALIVE_MS) {
+		tx_control(p->toud, p, GUE_CTYPE_KEEPALIVE, NULL, 0);
+		return;
+	}
+	if (!evtimer_pending(p->ev_passive, NULL))
+		arm(p->ev_passive, PEER_PASSIVE_KEEPALIVE_MS);
+}
+
+bool
+peer_timers_passive_keepalive(struct peer *p)
+{
+	/* Sent in the same millisecond as the data arrived counts as not
+	 * after it: one spare keepalive rather than a missed answer. */
+	if (!p->has_endpoint || !p->last_data_rx_ms || p->last_tx_ms > p->last_data_rx_ms)
+		return false;
+	if (tx_control(p->toud, p, GUE_CTYPE_KEEPALIVE, NULL, 0) < 0) {
+		log_debug_rl("peer \"%s\": passive keepalive not sent", p->name);
+		return false;
+	}
+	return true;
+}
+
+static void
+passive_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct peer *p = arg;
+
+	(void)fd;
+	(void)what;
+	peer_timers_passive_keepalive(p);
+}
+
+bool
+peer_timers_check_dead(struct peer *p, uint64_t now)
+{
+	uint64_t window = peer_timers_dead_ms(p);
+
+	if (!p->unanswered_ms || now - p->unanswered_ms < window)
+		return false;
+	peer_event(p, PEER_EV_DEAD);
+	return true;
+}
 
 static void
 retry_cb(evutil_socket_t fd, short what, void *arg)
@@ -100,119 +205,148 @@ retry_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	p->next_attempt_ms = 0;
 	if (!p->cur && (p->pending_n || p->cf->keepalive || p->reconnect))
-		session_initiate(p);
+		handshake_initiate(p, toud_now(p->toud));
 }
 
-#define RECONNECT_MS 1000               /* a restarting peer is usually back by then */
-
 void
-peer_timers_reconnect(struct peer *p)
+peer_timers_closed_by_peer(struct peer *p)
 {
+	p->toud->events[EVENT_SESSION_CLOSED]++;
+	if (p->cur)
+		return;
+	peer_event(p, PEER_EV_CLOSED);
+	if (p->next)
+		peer_event(p, PEER_EV_HANDSHAKE_STARTED);
+	/* It is going away, probably to restart.  Where we know its address
+	 * we reconnect, so it can reach us again even if it does not know
+	 * ours. */
+	if (!p->cf->endpoint_host)
+		return;
 	p->reconnect = true;
 	p->hs_retry_ms = 0;
+	p->next_attempt_ms = toud_now(p->toud) + RECONNECT_MS;
 	arm(p->ev_retry, RECONNECT_MS);
 }
 
 void
-peer_timers_hs_failed(struct peer *p)
+peer_timers_handshake_started(struct peer *p)
+{
+	if (!p->cur)
+		peer_event(p, PEER_EV_HANDSHAKE_STARTED);
+}
+
+/* Jitter from the system's random source: every node and every restart
+ * retries on its own schedule. */
+static uint64_t
+jitter(uint64_t max)
+{
+	uint32_t r;
+
+	evutil_secure_rng_get_bytes(&r, sizeof(r));
+	return max ? r % (max + 1) : 0;
+}
+
+void
+peer_timers_handshake_failed(struct peer *p, const char *why)
 {
 	uint64_t delay = RETRY_MIN_MS << (p->hs_failures < 6 ? p->hs_failures : 6);
+	uint64_t now = toud_now(p->toud);
 
 	if (delay > RETRY_MAX_MS)
 		delay = RETRY_MAX_MS;
-	delay += (uint64_t)(random() % (long)(delay / 4 + 1));   /* jitter */
+	delay += jitter(delay / 4);
 	p->hs_failures++;
-	p->hs_retry_ms = util_now_ms() + delay;
+	p->hs_retry_ms = now + delay;
+	if (why && !p->last_error[0])
+		snprintf(p->last_error, sizeof(p->last_error), "handshake failed: %s", why);
+	/* The retry starts a handshake only if there is a reason to. */
+	p->next_attempt_ms = p->pending_n || p->cf->keepalive || p->reconnect ? p->hs_retry_ms : 0;
 	resolve_peer(p);                /* the name may point elsewhere now */
 	if (!p->cur)
-		peer_set_state(p, PEER_DEAD);
+		peer_event(p, PEER_EV_HANDSHAKE_FAILED);
 	arm(p->ev_retry, delay);
+}
+
+uint64_t
+peer_timers_rekey_delay(uint64_t established_ms, uint64_t rekey_ms, uint64_t now)
+{
+	uint64_t deadline = established_ms + rekey_ms;
+
+	/* Past the deadline with a handshake running (it was not the time to
+	 * start one): look again shortly, rather than after an underflowed
+	 * delay that would lose the rekey. */
+	return deadline > now ? deadline - now : RETRY_MIN_MS;
+}
+
+/* The next look at p's session: its rekey time (initiator), its maximum
+ * age, or the end of the grace after it. */
+static uint64_t
+rekey_next(const struct peer *p, uint64_t now)
+{
+	uint64_t est = p->cur->established_ms, age = handshake_max_age_ms(p->toud), d;
+
+	d = peer_timers_rekey_delay(est, now - est >= age ? age + SESSION_HANDSHAKE_MS : age, now);
+	if (p->cur->initiator) {
+		uint64_t r = peer_timers_rekey_delay(est, 1000ULL * p->toud->conf->iface.rekey_seconds,
+		    now);
+
+		if (r < d)
+			d = r;
+	}
+	return d;
 }
 
 static void
 rekey_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct peer *p = arg;
-	uint64_t now = util_now_ms();
+	uint64_t now = toud_now(p->toud);
 
 	(void)fd;
 	(void)what;
-	if (session_needs_rekey(p, now))
-		session_initiate(p);
-	else if (p->cur && p->cur->initiator)
-		arm(p->ev_rekey, p->cur->established_ms + 1000ULL * p->toud->conf->iface.rekey_seconds - now);
+	if (p->cur && now - p->cur->established_ms >= handshake_max_age_ms(p->toud) +
+	    SESSION_HANDSHAKE_MS) {
+		/* Past its maximum age and no replacement came up: end it. */
+		log_warnx("peer \"%s\": session %016llx ended at its maximum age", p->name,
+		    (unsigned long long)p->cur->id);
+		snprintf(p->last_error, sizeof(p->last_error), "session reached its maximum age");
+		dtls_sess_close(p->cur->dtls);
+		session_free(p->cur);
+		if (!p->next) {
+			peer_timers_reset(p);
+			peer_event(p, PEER_EV_RESET);
+		}
+		return;
+	}
+	if (handshake_needs_rekey(p, now))
+		handshake_initiate(p, now);
+	if (p->cur)
+		arm(p->ev_rekey, rekey_next(p, now));
 }
 
 void
-peer_timers_established(struct peer *p)
+peer_timers_handshake_done(struct peer *p)
 {
+	p->hs_failures = 0;
+	p->hs_retry_ms = 0;
+	p->reconnect = false;
+	p->next_attempt_ms = 0;
+	p->last_error[0] = '\0';
+	p->unanswered_ms = 0;
+	peer_event(p, PEER_EV_UP);
 	arm(p->ev_liveness, liveness_ms(p));
-	if (p->cur->initiator)
-		arm(p->ev_rekey, 1000ULL * p->toud->conf->iface.rekey_seconds);
-	else
-		evtimer_del(p->ev_rekey);
+	arm(p->ev_rekey, rekey_next(p, toud_now(p->toud)));
 	evtimer_del(p->ev_retry);
 }
 
-static void
-session_timer_cb(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	session_handshake_timeout(arg);
-}
-
-static void
-session_drain_cb(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	session_free(arg);
-}
-
-int
-session_timers_init(struct session *s)
-{
-	s->ev_timer = evtimer_new(s->t->base, session_timer_cb, s);
-	s->ev_drain = evtimer_new(s->t->base, session_drain_cb, s);
-	return s->ev_timer && s->ev_drain ? 0 : -ENOMEM;
-}
-
 void
-session_timers_free(struct session *s)
+peer_timers_reset(struct peer *p)
 {
-	if (s->ev_timer)
-		event_free(s->ev_timer);
-	if (s->ev_drain)
-		event_free(s->ev_drain);
-	s->ev_timer = s->ev_drain = NULL;
-}
-
-void
-session_timers_handshake(struct session *s)
-{
-	struct timeval tv;
-	uint64_t left, elapsed = util_now_ms() - s->created_ms;
-
-	if (s->established) {
-		evtimer_del(s->ev_timer);
-		return;
-	}
-	left = elapsed >= SESSION_HANDSHAKE_MS ? 0 : SESSION_HANDSHAKE_MS - elapsed;
-	if (dtls_sess_timeout(s->dtls, &tv) &&
-	    (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000 < left) {
-		evtimer_add(s->ev_timer, &tv);
-		return;
-	}
-	arm(s->ev_timer, left);
-}
-
-void
-session_timers_drain(struct session *s)
-{
-	evtimer_del(s->ev_timer);
-	arm(s->ev_drain, SESSION_DRAIN_MS);
+	evtimer_del(p->ev_rekey);
+	evtimer_del(p->ev_dead);
+	p->unanswered_ms = 0;
 }
 
 int
@@ -223,7 +357,9 @@ peer_timers_init(struct peer *p)
 	p->ev_liveness = evtimer_new(base, liveness_cb, p);
 	p->ev_retry = evtimer_new(base, retry_cb, p);
 	p->ev_rekey = evtimer_new(base, rekey_cb, p);
-	if (!p->ev_liveness || !p->ev_retry || !p->ev_rekey)
+	p->ev_dead = evtimer_new(base, dead_cb, p);
+	p->ev_passive = evtimer_new(base, passive_cb, p);
+	if (!p->ev_liveness || !p->ev_retry || !p->ev_rekey || !p->ev_dead || !p->ev_passive)
 		return -ENOMEM;
 	if (p->cf->keepalive) {
 		p->ev_keepalive = evtimer_new(base, keepalive_cb, p);
@@ -262,13 +398,10 @@ peer_timers_free(struct peer *p)
 		event_free(p->ev_retry);
 	if (p->ev_rekey)
 		event_free(p->ev_rekey);
-	p->ev_keepalive = p->ev_liveness = p->ev_retry = p->ev_rekey = NULL;
-}
-
-void
-peer_timers_on_rx(struct peer *p)
-{
-	/* Called when the state is not yet up: the first packet in a while. */
-	peer_set_state(p, PEER_UP);
-	arm(p->ev_liveness, liveness_ms(p));
+	if (p->ev_dead)
+		event_free(p->ev_dead);
+	if (p->ev_passive)
+		event_free(p->ev_passive);
+	p->ev_keepalive = p->ev_liveness = p->ev_retry = p->ev_rekey = p->ev_dead = NULL;
+	p->ev_passive = NULL;
 }

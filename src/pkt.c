@@ -626,6 +626,126 @@ pkt_too_big(uint8_t *out, size_t out_size, const uint8_t *p,
 	return rlen;
 }
 
+/* The upper-layer header of an IP packet of len bytes (len >= the IP
+ * header, the version already known): its protocol and offset.  *later is
+ * set for a fragment other than the first.  False when an IPv6 extension
+ * header chain cannot be walked within len. */
+static bool
+upper_layer(const uint8_t *p, size_t len, int family, uint8_t *proto, size_t *off, bool *later)
+{
+	size_t o;
+	uint8_t nh;
+	int n;
+
+	*later = false;
+	if (family == AF_INET) {
+		*proto = p[9];
+		*off = (size_t)(p[0] & 0x0f) * 4;
+		*later = (bytes_get16(p + 6) & IP4_OFFMASK) != 0;
+		return *off >= PKT_IP4_HLEN && *off <= len;
+	}
+	o = PKT_IP6_HLEN;
+	nh = p[6];
+	for (n = 0; n < 16; n++) {
+		switch (nh) {
+		case IP6_NH_HOPOPTS:
+		case IP6_NH_ROUTING:
+		case IP6_NH_DSTOPTS:
+		case IP6_NH_MOBILITY:
+		case IP6_NH_HIP:
+		case IP6_NH_SHIM6:
+			if (o + 2 > len)
+				return false;
+			nh = p[o];
+			o += ((size_t)p[o + 1] + 1) * 8;
+			break;
+		case IP6_NH_FRAGMENT:
+			if (o + 8 > len)
+				return false;
+			if (bytes_get16(p + o + 2) & 0xfff8)
+				*later = true;
+			nh = p[o];
+			o += 8;
+			break;
+		default:
+			*proto = nh;
+			*off = o;
+			return o <= len;
+		}
+	}
+	return false;
+}
+
+static bool
+icmp_is_error(int family, uint8_t proto, uint8_t type)
+{
+	if (family == AF_INET && proto == IPPROTO_ICMP)
+		return type == 3 || type == 4 || type == 5 || type == 11 || type == 12;
+	if (family == AF_INET6 && proto == IPPROTO_ICMPV6)
+		return type < ICMP6_INFO_MIN;
+	return false;
+}
+
+/* The encapsulated packet at q (len bytes) of the given family: its
+ * source, if it is a plain packet of that family (else addr->family 0). */
+static enum pkt_claim
+encap_claim(const uint8_t *q, size_t len, int family, struct ipaddr *addr)
+{
+	size_t hlen = family == AF_INET ? PKT_IP4_HLEN : PKT_IP6_HLEN, off;
+	uint8_t proto;
+	bool later;
+
+	if (len < hlen || (q[0] >> 4) != (family == AF_INET ? 4 : 6))
+		return PKT_CLAIM_ENCAP;
+	if (!upper_layer(q, len, family, &proto, &off, &later))
+		return PKT_CLAIM_ENCAP;
+	if (proto == IPPROTO_IPIP || proto == IPPROTO_IPV6)
+		return PKT_CLAIM_ENCAP;
+	if (!later && (proto == IPPROTO_ICMP || proto == IPPROTO_ICMPV6) &&
+	    (off >= len || icmp_is_error(family, proto, q[off])))
+		return PKT_CLAIM_ENCAP;
+	addr->family = family;
+	memcpy(addr->b, q + (family == AF_INET ? 12 : 8), util_addr_len(family));
+	return PKT_CLAIM_ENCAP;
+}
+
+enum pkt_claim
+pkt_claim(const uint8_t *p, const struct pkt_info *pi, struct ipaddr *addr)
+{
+	size_t off, qhlen;
+	uint8_t proto;
+	bool later;
+	const uint8_t *q;
+
+	memset(addr, 0, sizeof(*addr));
+	if (!upper_layer(p, pi->len, pi->family, &proto, &off, &later))
+		return PKT_CLAIM_QUOTE;         /* unwalkable: nothing can be checked */
+	if (later)
+		return PKT_CLAIM_NONE;
+	switch (proto) {
+	case IPPROTO_IPIP:
+		return encap_claim(p + off, pi->len - off, AF_INET, addr);
+	case IPPROTO_IPV6:
+		return encap_claim(p + off, pi->len - off, AF_INET6, addr);
+	case IPPROTO_ICMP:
+	case IPPROTO_ICMPV6:
+		if (off >= pi->len)
+			return PKT_CLAIM_QUOTE;
+		if (!icmp_is_error(pi->family, proto, p[off]))
+			return PKT_CLAIM_NONE;
+		q = p + off + ICMP_HLEN;
+		qhlen = pi->family == AF_INET ? PKT_IP4_HLEN : PKT_IP6_HLEN;
+		if (off + ICMP_HLEN + qhlen > pi->len ||
+		    (q[0] >> 4) != (pi->family == AF_INET ? 4 : 6))
+			return PKT_CLAIM_QUOTE;
+		addr->family = pi->family;
+		memcpy(addr->b, q + (pi->family == AF_INET ? 16 : 24), util_addr_len(pi->family));
+		return PKT_CLAIM_QUOTE;
+	default:
+		return PKT_CLAIM_NONE;
+	}
+}
+
 uint8_t
 pkt_ecn_decap(uint8_t outer, uint8_t inner, bool *drop)
 {

@@ -95,6 +95,29 @@ uint16_t pkt_mss_for_mtu(int family, unsigned mtu);
 size_t pkt_too_big(uint8_t *out, size_t out_size, const uint8_t *p,
     const struct pkt_info *pi, uint32_t mtu, const struct ipaddr *from);
 
+/* What an inner packet vouches for beyond its own source.  A peer's
+ * packets pass the source check, but two kinds carry a second address the
+ * kernel acts on:
+ *   - an ICMP/ICMPv6 error quotes a packet; the kernel applies it to the
+ *     quoted flow, which must be one routed to this peer: PKT_CLAIM_QUOTE,
+ *     *addr = the quoted packet's destination;
+ *   - IP-in-IP (protocol 4, IPv4, or 41, IPv6) carries a packet that a
+ *     tunnel device would deliver as coming from its own source:
+ *     PKT_CLAIM_ENCAP, *addr = the encapsulated packet's source.
+ * When the address cannot be checked, the kind is returned with
+ * addr->family 0: the quote or inner header is cut short (by the packet or
+ * a first fragment), an error quotes the other family, an IPv6 header chain
+ * cannot be walked, or an encapsulated packet is itself an encapsulation or
+ * an ICMP error.  Such a packet must be dropped.  Later fragments claim
+ * nothing: the kernel needs the first one to reassemble.  pi is the result
+ * of pkt_parse(p). */
+enum pkt_claim {
+	PKT_CLAIM_NONE = 0,
+	PKT_CLAIM_QUOTE,
+	PKT_CLAIM_ENCAP,
+};
+enum pkt_claim pkt_claim(const uint8_t *p, const struct pkt_info *pi, struct ipaddr *addr);
+
 /* RFC 6040 normal-mode decapsulation of the ECN field: outer CE marks
  * an ECT inner as CE; returns the inner ECN to write.  *drop is set when the
  * combination must be dropped (outer CE, inner Not-ECT). */

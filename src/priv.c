@@ -28,7 +28,7 @@ priv_drop(const char *user, uint16_t port, const char *const *chown_paths)
 	if (user) {
 		errno = 0;
 		if (!(pw = getpwnam(user))) {
-			log_warnx("user \"%s\": %s", user, errno ? "lookup failed" : "no such user");
+			log_errx("user \"%s\": %s", user, errno ? "lookup failed" : "no such user");
 			return errno ? -errno : -ENOENT;
 		}
 	}
@@ -48,7 +48,7 @@ priv_drop(const char *user, uint16_t port, const char *const *chown_paths)
 		rc = capng_change_id((int)pw->pw_uid, (int)pw->pw_gid,
 		    CAPNG_DROP_SUPP_GRP | CAPNG_CLEAR_BOUNDING);
 		if (rc < 0) {
-			log_warnx("cannot switch to user \"%s\" (libcap-ng error %d)", user, rc);
+			log_errx("cannot switch to user \"%s\" (libcap-ng error %d)", user, rc);
 			return -EPERM;
 		}
 	} else {

@@ -11,12 +11,12 @@
 
 #include "conf.h"
 #include "dtls.h"
+#include "handshake.h"
 #include "log.h"
 #include "notify.h"
 #include "peer.h"
 #include "session.h"
 #include "toud.h"
-#include "tx.h"
 
 static bool
 str_eq(const char *a, const char *b)
@@ -62,6 +62,8 @@ iface_restart_key(const struct conf_iface *a, const struct conf_iface *b)
 		return "user";
 	if (a->encryption != b->encryption)
 		return "encryption";
+	if (a->offload != b->offload)
+		return "offload";
 	if (!str_eq(a->control, b->control))
 		return "control";
 	return NULL;
@@ -92,8 +94,10 @@ toud_reload(struct toud *t, char *err, size_t errlen)
 	notify_reloading();
 	rc = reload(t, err, errlen);
 	notify_ready();
-	if (rc < 0)     /* systemctl reload cannot see it otherwise */
+	if (rc < 0) {   /* whoever asked (SIGHUP or touctl), the journal says why */
+		log_warnx("reload refused: %s", err);
 		notify_status("reload failed: %s", err);
+	}
 	return rc;
 }
 
@@ -113,6 +117,11 @@ reload(struct toud *t, char *err, size_t errlen)
 	if (conf_load(t->conf_file, false, &nc, &ce, NULL, NULL) < 0) {
 		snprintf(err, errlen, "%s; nothing changed", conf_error_fmt(&ce, buf, sizeof(buf)));
 		return -EINVAL;
+	}
+	if (t->instance_control && conf_instance_apply(nc, t->instance_control) < 0) {
+		conf_free(nc);
+		snprintf(err, errlen, "out of memory; nothing changed");
+		return -ENOMEM;
 	}
 	if ((key = iface_restart_key(&oc->iface, &nc->iface)) != NULL) {
 		snprintf(err, errlen, "%s: changing [interface] %s needs a restart; nothing changed",
@@ -135,10 +144,10 @@ reload(struct toud *t, char *err, size_t errlen)
 		if (!old[i])
 			continue;
 		log_info("peer \"%s\": removed", old[i]->name);
-		if (old[i]->cur) {
+		/* The close_notify stays queued; tx_forget_peer() (from
+		 * peer_free) accounts it to nobody. */
+		if (old[i]->cur)
 			dtls_sess_close(old[i]->cur->dtls);
-			tx_flush_records(t);   /* before the peer it counts to goes */
-		}
 		peer_uninstall(old[i]);
 		peer_free(old[i]);
 		removed++;
@@ -146,8 +155,10 @@ reload(struct toud *t, char *err, size_t errlen)
 	for (i = 0; i < nc->n_peers; i++) {
 		if (!np[i])
 			continue;
-		if (!conf_peer_equal(np[i]->cf, &nc->peers[i]))
+		if (!conf_peer_equal(np[i]->cf, &nc->peers[i])) {
+			log_info("peer \"%s\": changed", np[i]->name);
 			changed++;
+		}
 		if (peer_reconfigure(np[i], &nc->peers[i]) < 0)
 			failed++;
 	}
@@ -176,6 +187,10 @@ reload(struct toud *t, char *err, size_t errlen)
 	conf_free(oc);
 	if (!t->debug)
 		log_set_level((enum log_level)nc->iface.log_level);
+	/* Also what no key comparison shows: a CA file replaced under the
+	 * same name, a key another peer now accepts too. */
+	if (t->dtls)
+		handshake_reauthorize(t);
 	peer_report_status(t);
 	rc = failed ? -EIO : 0;
 	snprintf(err, errlen, "%zu peer%s added, %zu removed, %zu changed%s", added,

@@ -4,6 +4,7 @@
  * so that exactly that can be removed again, and nothing the administrator
  * or another program installed. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -447,7 +448,7 @@ rtnl_monitor_open(void)
 {
 	struct sockaddr_nl sa = {
 		.nl_family = AF_NETLINK,
-		.nl_groups = RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR |
+		.nl_groups = RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR |
 		    RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE,
 	};
 	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_ROUTE);
@@ -462,49 +463,198 @@ rtnl_monitor_open(void)
 	return fd;
 }
 
-unsigned
-rtnl_monitor_read(int fd, int ignore_ifindex)
+/* The address of an RTM_NEWADDR/DELADDR body (blen bytes, at least an
+ * ifaddrmsg): IFA_LOCAL, else IFA_ADDRESS.  False if malformed. */
+static bool
+monitor_addr(const uint8_t *body, size_t blen, const struct ifaddrmsg *ifa, struct ipaddr *a)
 {
-	uint8_t buf[8192];
-	unsigned what = 0;
+	size_t off = NLMSG_ALIGN(sizeof(*ifa)), alen = util_addr_len(ifa->ifa_family);
+	bool have_local = false, have_any = false;
+
+	memset(a, 0, sizeof(*a));
+	while (off + sizeof(struct rtattr) <= blen) {
+		struct rtattr rta;
+
+		memcpy(&rta, body + off, sizeof(rta));
+		if (rta.rta_len < sizeof(rta) || rta.rta_len > blen - off)
+			return false;
+		if ((rta.rta_type == IFA_LOCAL || (rta.rta_type == IFA_ADDRESS && !have_local))) {
+			if (rta.rta_len - RTA_LENGTH(0) != alen)
+				return false;
+			memcpy(a->b, body + off + RTA_LENGTH(0), alen);
+			have_any = true;
+			have_local |= rta.rta_type == IFA_LOCAL;
+		}
+		off += RTA_ALIGN(rta.rta_len);
+	}
+	if (!have_any)
+		return false;
+	a->family = ifa->ifa_family;
+	return true;
+}
+
+unsigned
+rtnl_monitor_parse(const void *buf, size_t len, int ignore_ifindex, rtnl_event_fn *fn, void *arg)
+{
+	const uint8_t *b = buf;
+	unsigned bad = 0;
+	size_t off = 0;
+
+	while (len - off >= sizeof(struct nlmsghdr)) {
+		struct nlmsghdr h;
+		const uint8_t *body;
+		size_t blen;
+		struct rtnl_event ev;
+
+		memcpy(&h, b + off, sizeof(h));
+		if (h.nlmsg_len < NLMSG_HDRLEN || h.nlmsg_len > len - off) {
+			bad++;
+			break;
+		}
+		body = b + off + NLMSG_HDRLEN;
+		blen = h.nlmsg_len - NLMSG_HDRLEN;
+		memset(&ev, 0, sizeof(ev));
+		switch (h.nlmsg_type) {
+		case RTM_NEWADDR:
+		case RTM_DELADDR: {
+			struct ifaddrmsg ifa;
+
+			if (blen < sizeof(ifa)) {
+				bad++;
+				break;
+			}
+			memcpy(&ifa, body, sizeof(ifa));
+			if ((ifa.ifa_family != AF_INET && ifa.ifa_family != AF_INET6) ||
+			    (int)ifa.ifa_index == ignore_ifindex ||
+			    ifa.ifa_scope != RT_SCOPE_UNIVERSE)
+				break;
+			if (!monitor_addr(body, blen, &ifa, &ev.addr)) {
+				bad++;
+				break;
+			}
+			ev.kind = h.nlmsg_type == RTM_NEWADDR ? RTNL_EV_ADDR_NEW : RTNL_EV_ADDR_DEL;
+			ev.family = ifa.ifa_family;
+			ev.ifindex = (int)ifa.ifa_index;
+			fn(arg, &ev);
+			break;
+		}
+		case RTM_NEWROUTE:
+		case RTM_DELROUTE: {
+			struct rtmsg rtm;
+
+			if (blen < sizeof(rtm)) {
+				bad++;
+				break;
+			}
+			memcpy(&rtm, body, sizeof(rtm));
+			/* A default route is what decides our path. */
+			if ((rtm.rtm_family != AF_INET && rtm.rtm_family != AF_INET6) ||
+			    rtm.rtm_dst_len != 0 || rtm.rtm_protocol == RTNL_PROTO_TOUD ||
+			    rtm.rtm_type != RTN_UNICAST || rtm.rtm_table == RT_TABLE_LOCAL)
+				break;
+			ev.kind = RTNL_EV_DEFAULT_ROUTE;
+			ev.family = rtm.rtm_family;
+			fn(arg, &ev);
+			break;
+		}
+		default:
+			break;
+		}
+		if (NLMSG_ALIGN(h.nlmsg_len) >= len - off)
+			break;
+		off += NLMSG_ALIGN(h.nlmsg_len);
+	}
+	return bad;
+}
+
+bool
+rtnl_monitor_read(int fd, int ignore_ifindex, rtnl_event_fn *fn, void *arg)
+{
+	uint8_t buf[8192] __attribute__((aligned(NLMSG_ALIGNTO)));
 	ssize_t n;
 
 	while ((n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0 || (n < 0 && errno == EINTR)) {
-		struct nlmsghdr *h;
-		size_t len = n > 0 ? (size_t)n : 0;
-
-		for (h = (struct nlmsghdr *)buf; NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
-			switch (h->nlmsg_type) {
-			case RTM_NEWADDR:
-			case RTM_DELADDR: {
-				const struct ifaddrmsg *ifa = NLMSG_DATA(h);
-				if ((int)ifa->ifa_index != ignore_ifindex)
-					what |= RTNL_EV_ADDR;
-				break;
-			}
-			case RTM_NEWROUTE:
-			case RTM_DELROUTE: {
-				const struct rtmsg *rtm = NLMSG_DATA(h);
-				/* A default route is what decides our path. */
-				if (rtm->rtm_dst_len == 0 && rtm->rtm_protocol != RTNL_PROTO_TOUD)
-					what |= RTNL_EV_ROUTE;
-				break;
-			}
-			case RTM_NEWLINK:
-			case RTM_DELLINK: {
-				const struct ifinfomsg *ifi = NLMSG_DATA(h);
-				/* Up, down, carrier; not promiscuous mode (a
-				 * capture) or other flag changes. */
-				if (ifi->ifi_index != ignore_ifindex &&
-				    (h->nlmsg_type == RTM_DELLINK || (ifi->ifi_change &
-				    (IFF_UP | IFF_RUNNING))))
-					what |= RTNL_EV_LINK;
-				break;
-			}
-			}
-		}
+		if (n > 0 && rtnl_monitor_parse(buf, (size_t)n, ignore_ifindex, fn, arg))
+			log_debug_rl("rtnetlink monitor: malformed message skipped");
 	}
-	if (n < 0 && errno == ENOBUFS)        /* events lost: assume everything changed */
-		what |= RTNL_EV_ADDR | RTNL_EV_ROUTE | RTNL_EV_LINK;
-	return what;
+	return n < 0 && errno == ENOBUFS;
+}
+
+/* Who holds the route to m (masked) in the main table, for the message
+ * when ours cannot be added: "another toud's (dev tou1)" for a route of
+ * protocol 116 that is not this handle's, else "not toud's (dev eth0,
+ * proto 4)".  A dump of the family's routes on a socket of its own. */
+const char *
+rtnl_route_owner(const struct ipprefix *m, char *buf, size_t len)
+{
+	struct {
+		struct nlmsghdr n;
+		struct rtmsg rtm;
+	} q = {
+		.n = { .nlmsg_len = NLMSG_LENGTH(sizeof(struct rtmsg)),
+		    .nlmsg_type = RTM_GETROUTE, .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP,
+		    .nlmsg_seq = 1 },
+		.rtm = { .rtm_family = (uint8_t)m->addr.family },
+	};
+	struct timeval tv = { RTNL_TIMEOUT_S, 0 };
+	uint8_t rbuf[16384];
+	size_t alen = util_addr_len(m->addr.family);
+	int fd, found = 0;
+	ssize_t n;
+
+	snprintf(buf, len, "not toud's");
+	if ((fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE)) < 0)
+		return buf;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (send(fd, &q, q.n.nlmsg_len, 0) < 0) {
+		close(fd);
+		return buf;
+	}
+	while (!found && (n = recv(fd, rbuf, sizeof(rbuf), 0)) > 0) {
+		size_t left = (size_t)n;
+		struct nlmsghdr *h;
+
+		for (h = (struct nlmsghdr *)rbuf; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+			const struct rtmsg *rtm = NLMSG_DATA(h);
+			const struct rtattr *a;
+			size_t alen_left;
+			const uint8_t *dst = NULL;
+			uint32_t table, oif = 0;
+			char ifname[IF_NAMESIZE];
+
+			if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR) {
+				found = -1;
+				break;
+			}
+			if (h->nlmsg_type != RTM_NEWROUTE ||
+			    h->nlmsg_len < NLMSG_LENGTH(sizeof(*rtm)) || rtm->rtm_dst_len != m->len)
+				continue;
+			table = rtm->rtm_table;
+			alen_left = h->nlmsg_len - NLMSG_LENGTH(sizeof(*rtm));
+			for (a = RTM_RTA(rtm); RTA_OK(a, alen_left); a = RTA_NEXT(a, alen_left)) {
+				if (a->rta_type == RTA_DST && RTA_PAYLOAD(a) == alen)
+					dst = RTA_DATA(a);
+				else if (a->rta_type == RTA_OIF && RTA_PAYLOAD(a) == 4)
+					memcpy(&oif, RTA_DATA(a), 4);
+				else if (a->rta_type == RTA_TABLE && RTA_PAYLOAD(a) == 4)
+					memcpy(&table, RTA_DATA(a), 4);
+			}
+			if (table != RT_TABLE_MAIN || (m->len > 0 &&
+			    (!dst || memcmp(dst, m->addr.b, alen) != 0)))
+				continue;
+			if (!oif || !if_indextoname(oif, ifname))
+				snprintf(ifname, sizeof(ifname), "?");
+			if (rtm->rtm_protocol == RTNL_PROTO_TOUD)
+				snprintf(buf, len, "another toud's (dev %s)", ifname);
+			else
+				snprintf(buf, len, "not toud's (dev %s, proto %u)", ifname,
+				    rtm->rtm_protocol);
+			found = 1;
+			break;
+		}
+		if (found)
+			break;
+	}
+	close(fd);
+	return buf;
 }

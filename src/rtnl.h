@@ -17,16 +17,42 @@ int rtnl_addr_del(struct rtnl *r, int ifindex, const struct ipprefix *p);
  * (ours or not: the caller names it).  Each route added is remembered. */
 int rtnl_route_add(struct rtnl *r, int ifindex, const struct ipprefix *p);
 int rtnl_route_del(struct rtnl *r, int ifindex, const struct ipprefix *p);
+/* Whose is the main table's route to the masked prefix m, in words for a
+ * message ("another toud's (dev tou1)", "not toud's (dev eth0, proto 4)"). */
+const char *rtnl_route_owner(const struct ipprefix *m, char *buf, size_t len);
 /* Remove every route and address this handle added, in reverse order. */
 void rtnl_undo_all(struct rtnl *r);
 
-/* Link, address and default-route changes of the host: a netlink socket
- * (non-blocking) subscribed to them, and a reader that drains it and says
- * what changed (events about ignore_ifindex, our own TUN, are left out). */
-#define RTNL_EV_ADDR 1u
-#define RTNL_EV_ROUTE 2u
-#define RTNL_EV_LINK 4u
+/* Changes of the host that can move the local address our sockets use: a
+ * netlink socket (non-blocking) subscribed to address and route events,
+ * and a parser that reports
+ *   - a global-scope address added or removed (not on ignore_ifindex, our
+ *     own TUN; link-local and host addresses are never a tunnel's source);
+ *   - a default route added or removed by someone other than toud.
+ * Link events are not reported: a link that matters changes an address or
+ * a route.  Every message's length is checked against its type, and every
+ * attribute against the message, before use. */
+enum rtnl_ev_kind {
+	RTNL_EV_ADDR_NEW,
+	RTNL_EV_ADDR_DEL,
+	RTNL_EV_DEFAULT_ROUTE,
+};
+struct rtnl_event {
+	enum rtnl_ev_kind kind;
+	int family;                     /* AF_INET or AF_INET6 */
+	int ifindex;
+	struct ipaddr addr;             /* address events */
+};
+typedef void rtnl_event_fn(void *arg, const struct rtnl_event *ev);
+
 int rtnl_monitor_open(void);                        /* fd or -errno */
-unsigned rtnl_monitor_read(int fd, int ignore_ifindex);
+/* Parse one datagram of rtnetlink messages (pure).  Returns how many
+ * messages were malformed and skipped; parsing stops at a header that does
+ * not fit. */
+unsigned rtnl_monitor_parse(const void *buf, size_t len, int ignore_ifindex,
+    rtnl_event_fn *fn, void *arg);
+/* Drain the socket through rtnl_monitor_parse().  Returns true when the
+ * kernel dropped events (ENOBUFS): then anything may have changed. */
+bool rtnl_monitor_read(int fd, int ignore_ifindex, rtnl_event_fn *fn, void *arg);
 
 #endif

@@ -1,8 +1,24 @@
 /* rx.c - the receiving direction: datagrams from the UDP sockets, validated,
- * matched to a peer, rebuilt into IP packets and written to the TUN.
+ * matched to a peer, rebuilt into IP packets and written to the TUN.  The
+ * only code that writes to the TUN on a peer's behalf.
+ *
+ * With DTLS this file owns the whole demux: outer GUE header, prefilter,
+ * session lookup; an unknown ID goes to handshake_listen(), a known one to
+ * session_open(), and rx.c acts on what it reports (data to the TUN,
+ * handshake progress, completion, failure, close).  Every RX drop is
+ * counted here.  A wake-up reads at most RX_ROUNDS batches.
  *
  * Each buffer keeps RX_HEADROOM bytes in front of the datagram so the inner
- * IP header of a compact TOU segment is rebuilt in place. */
+ * IP header of a compact TOU segment is rebuilt in place.
+ *
+ * Offloads: with UDP_GRO one buffer may hold several datagrams of one
+ * sender (udp_msg.seg_size); they are taken one after the other, in place.
+ * A compact segment after the first rebuilds its IP header over the tail
+ * of the datagram before it, which is done with by then: nothing keeps a
+ * pointer into a receive buffer.  With TUN offloads (tun->vnet) every
+ * packet for the TUN goes through the coalescer (offload.c), which copies
+ * in-order TCP segments of a flow into one super-packet; it is flushed at
+ * the end of each receive batch, so nothing waits for a timer. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +28,9 @@
 #include "bytes.h"
 #include "conf.h"
 #include "gue.h"
+#include "handshake.h"
 #include "log.h"
+#include "offload.h"
 #include "peer.h"
 #include "pkt.h"
 #include "prefix.h"
@@ -34,7 +52,20 @@ struct rx {
 	uint8_t *mem;                       /* UDP_BATCH buffers of RX_BUF_SIZE */
 	uint8_t *scratch;                   /* one more: decrypted plaintext */
 	struct udp_msg msgs[UDP_BATCH];
+	/* vnet TUN: packets for the TUN are coalesced, flushed per batch */
+	bool coalesce;
+	uint8_t *coal_mem;
+	struct offload_coal coal;
 };
+
+static inline void
+count_drop(struct toud *t, struct peer *p, enum drop_reason r, unsigned n)
+{
+	if (p)
+		p->drops[r] += n;
+	else
+		t->drops[r] += n;
+}
 
 /* Deliver a whole IP packet from p to the TUN: source check, ECN, MSS. */
 static void
@@ -42,6 +73,7 @@ rx_deliver(struct toud *t, struct peer *p, uint8_t *pkt, size_t len, size_t wire
     uint8_t outer_tos, uint64_t now)
 {
 	struct pkt_info pi;
+	struct ipaddr claimed;
 	enum pkt_err err;
 	bool drop = false;
 	uint8_t ecn;
@@ -54,6 +86,24 @@ rx_deliver(struct toud *t, struct peer *p, uint8_t *pkt, size_t len, size_t wire
 	if (prefix_lookup(t->routes, pi.family, pi.src.b) != p) {
 		p->drops[DROP_SOURCE]++;
 		return;
+	}
+	/* An ICMP error acts on the flow it quotes, IP-in-IP on a tunnel
+	 * device as its inner source: both must be this peer's too. */
+	switch (pkt_claim(pkt, &pi, &claimed)) {
+	case PKT_CLAIM_NONE:
+		break;
+	case PKT_CLAIM_QUOTE:
+		if (!claimed.family || prefix_lookup(t->routes, claimed.family, claimed.b) != p) {
+			p->drops[DROP_ICMP_QUOTE]++;
+			return;
+		}
+		break;
+	case PKT_CLAIM_ENCAP:
+		if (!claimed.family || prefix_lookup(t->routes, claimed.family, claimed.b) != p) {
+			p->drops[DROP_ENCAP_SOURCE]++;
+			return;
+		}
+		break;
 	}
 	ecn = pkt_ecn_decap(outer_tos & 3, pi.ecn, &drop);
 	if (drop) {
@@ -71,6 +121,13 @@ rx_deliver(struct toud *t, struct peer *p, uint8_t *pkt, size_t len, size_t wire
 	}
 	if (pi.proto == IPPROTO_TCP)
 		pkt_mss_clamp(pkt, &pi, pkt_mss_for_mtu(pi.family, t->tun_mtu));
+	if (t->rx && t->rx->coalesce) {
+		/* Copied or written before this returns; a failed write is
+		 * counted by rx_emit(). */
+		offload_coal_add(&t->rx->coal, pkt, pi.len, p);
+		peer_rx(p, wire_len, now);
+		return;
+	}
 	if (tun_write(t->tun, pkt, pi.len) < 0) {
 		p->drops[DROP_TUN_WRITE]++;
 		return;
@@ -100,7 +157,11 @@ compact_pick(struct toud *t, struct peer *p, uint8_t proto, const uint8_t *seg, 
 	}
 }
 
-void
+/* An inner GUE payload from p (decrypted, or a plain datagram): control
+ * message, compact segment (IP header rebuilt in the bytes before buf,
+ * which must have room for it) or whole IP packet, to the TUN.  wire_len,
+ * the UDP payload it came in, is what rx_bytes counts (as tx_bytes does). */
+static void
 rx_inner(struct toud *t, struct peer *p, uint8_t *buf, size_t len, size_t wire_len, uint8_t tos,
     uint64_t now)
 {
@@ -115,6 +176,8 @@ rx_inner(struct toud *t, struct peer *p, uint8_t *buf, size_t len, size_t wire_l
 	switch (in.kind) {
 	case GUE_KIND_CONTROL:
 		peer_rx(p, wire_len, now);
+		if (in.proto == GUE_CTYPE_KEEPALIVE)
+			p->events[EVENT_KEEPALIVE_RECEIVED]++;
 		/* Answer a keepalive when we have been quiet, so the sender's
 		 * liveness check sees us (it would call a quiet peer dead);
 		 * the sender has just sent, so it does not answer back. */
@@ -122,6 +185,7 @@ rx_inner(struct toud *t, struct peer *p, uint8_t *buf, size_t len, size_t wire_l
 			tx_control(t, p, GUE_CTYPE_KEEPALIVE, NULL, 0);
 		return;
 	case GUE_KIND_IP:
+		peer_timers_data_received(p, now);
 		rx_deliver(t, p, (uint8_t *)in.payload, in.len, wire_len, tos, now);
 		return;
 	case GUE_KIND_COMPACT: {
@@ -129,6 +193,7 @@ rx_inner(struct toud *t, struct peer *p, uint8_t *buf, size_t len, size_t wire_l
 		const struct ipaddr *src = NULL, *dst;
 		size_t hlen;
 
+		peer_timers_data_received(p, now);
 		if ((perr = pkt_l4_check(in.proto, seg, in.len)) != PKT_OK) {
 			p->drops[drop_pkt(perr)]++;
 			return;
@@ -152,6 +217,107 @@ rx_inner(struct toud *t, struct peer *p, uint8_t *buf, size_t len, size_t wire_l
 }
 
 static void
+rx_handshake_failed(struct session *s, const char *why)
+{
+	struct peer *p = handshake_failed(s, why);
+
+	if (p && !p->cur && !p->next)
+		peer_timers_handshake_failed(p, why);
+}
+
+/* One datagram of encryption = dtls: outer GUE header and one record. */
+static void
+rx_dtls(struct rx *x, struct udp_msg *m, uint64_t now)
+{
+	struct toud *t = x->t;
+	const uint8_t *rec = m->buf + GUE_OUTER_LEN;
+	uint8_t *out = x->scratch + RX_HEADROOM;
+	size_t rlen, outlen;
+	struct session *s;
+	struct peer *p;
+	enum session_result r;
+	enum gue_err gerr;
+	uint64_t id, seq;
+	uint8_t ctype;
+	char buf[UTIL_ADDRSTRLEN];
+
+	if ((gerr = gue_outer_decode(m->buf, m->len, &id)) != GUE_OK) {
+		t->drops[drop_gue(gerr)]++;
+		return;
+	}
+	rlen = m->len - GUE_OUTER_LEN;
+	s = session_find(t, id);
+	if (gue_dtls_prefilter(rec, rlen, &ctype) != GUE_DTLS_OK) {
+		count_drop(t, s ? s->peer : NULL, DROP_DTLS_HEADER, 1);
+		return;
+	}
+	if (!s) {
+		handshake_listen(t, id, rec, rlen, &m->peer, &m->local, now);
+		return;
+	}
+	handshake_received(s, m->len);
+	r = session_open(s, rec, rlen, out, RX_BUF_SIZE - RX_HEADROOM, &outlen, &seq, now);
+	if (s->early_dropped) {
+		count_drop(t, s->peer, DROP_EARLY_RECORD, s->early_dropped);
+		s->early_dropped = 0;
+	}
+	switch (r) {
+	case SESSION_NOTHING:
+		if (!s->established)
+			handshake_progress(s, now);
+		return;
+	case SESSION_ESTABLISHED:
+		switch (handshake_established(s, now)) {
+		case HANDSHAKE_UP:
+			p = s->peer;
+			peer_timers_handshake_done(p);
+			tx_send_staged(p);
+			return;
+		case HANDSHAKE_KEPT_OLD:
+			return;
+		case HANDSHAKE_REFUSED:
+			/* OpenSSL has written its last flight already: it must
+			 * not complete the other side's handshake. */
+			tx_withdraw_session(t->tx, s->id);
+			rx_handshake_failed(s, "no peer for this key");
+			return;
+		}
+		return;
+	case SESSION_DATA:
+		if (!(p = s->peer) || !s->established) {
+			count_drop(t, NULL, DROP_NO_SESSION_PEER, 1);
+			return;
+		}
+		peer_authenticated_rx(p, s, &m->peer, &m->local, seq, now);
+		peer_timers_authenticated_rx(p, now);
+		rx_inner(t, p, out, outlen, m->len, m->tos, now);
+		return;
+	case SESSION_FAILED:
+		rx_handshake_failed(s, s->peer ? "refused" : "unknown key");
+		return;
+	case SESSION_REPLAY:
+		count_drop(t, s->peer, DROP_REPLAY, 1);
+		return;
+	case SESSION_REPLAY_OLD:
+		count_drop(t, s->peer, DROP_REPLAY_OLD, 1);
+		return;
+	case SESSION_BAD_RECORD:
+		count_drop(t, s->peer, DROP_BAD_RECORD, 1);
+		return;
+	case SESSION_CLOSED:
+		if (!(p = s->peer) || !s->established) {
+			session_free(s);
+			return;
+		}
+		log_info("peer \"%s\" (%s): session closed by the peer", p->name,
+		    util_sa_fmt(&s->addr, buf, sizeof(buf)));
+		session_free(s);
+		peer_timers_closed_by_peer(p);
+		return;
+	}
+}
+
+static void
 rx_datagram(struct rx *x, struct udp_msg *m, uint64_t now)
 {
 	struct toud *t = x->t;
@@ -162,8 +328,7 @@ rx_datagram(struct rx *x, struct udp_msg *m, uint64_t now)
 		return;
 	}
 	if (t->dtls) {
-		session_input(t, m->buf, m->len, &m->peer, &m->local, m->tos,
-		    x->scratch + RX_HEADROOM, RX_BUF_SIZE - RX_HEADROOM, now);
+		rx_dtls(x, m, now);
 		return;
 	}
 	/* encryption = none: no session ID, so the endpoint names the peer. */
@@ -174,7 +339,34 @@ rx_datagram(struct rx *x, struct udp_msg *m, uint64_t now)
 	}
 	if (m->local.family)
 		p->local = m->local;
+	peer_timers_authenticated_rx(p, now);
 	rx_inner(t, p, m->buf, m->len, m->len, m->tos, now);
+}
+
+/* A UDP_GRO buffer: its datagrams one by one, in place. */
+static void
+rx_split(struct rx *x, struct udp_msg *m, uint64_t now)
+{
+	struct udp_msg one = *m;
+	size_t off;
+
+	one.seg_size = 0;
+	for (off = 0; off < m->len; off += m->seg_size) {
+		one.buf = m->buf + off;
+		one.len = m->len - off < m->seg_size ? m->len - off : m->seg_size;
+		rx_datagram(x, &one, now);
+	}
+}
+
+/* The coalescer's output: one write to the TUN, lone packet or merged. */
+static void
+rx_emit(void *arg, void *owner, const struct offload_vnet *vh, uint8_t *pkt, size_t len)
+{
+	struct rx *x = arg;
+	struct peer *p = owner;
+
+	if (tun_write_vnet(x->t->tun, vh, pkt, len) < 0)
+		p->drops[DROP_TUN_WRITE]++;
 }
 
 static void
@@ -198,13 +390,37 @@ rx_readable(evutil_socket_t fd, short what, void *arg)
 				log_debug_rl("udp receive: %s", strerror(-n));
 			break;
 		}
-		now = util_now_ms();
-		for (i = 0; i < n; i++)
-			rx_datagram(x, &x->msgs[i], now);
-		if (x->t->dtls)
-			tx_flush_records(x->t);     /* handshake replies, rekeys */
+		now = toud_now(x->t);
+		for (i = 0; i < n; i++) {
+			if (x->msgs[i].seg_size && !x->msgs[i].truncated)
+				rx_split(x, &x->msgs[i], now);
+			else
+				rx_datagram(x, &x->msgs[i], now);
+		}
+		if (x->coalesce)
+			offload_coal_flush(&x->coal);
 		if (n < UDP_BATCH)
 			break;
+	}
+}
+
+void
+rx_input(struct toud *t, const struct udp_msg *msgs, unsigned n)
+{
+	struct rx *x = t->rx;
+	uint64_t now = toud_now(t);
+	unsigned i;
+
+	for (i = 0; i < n && i < UDP_BATCH; i++) {
+		struct udp_msg *m = &x->msgs[i];
+
+		*m = msgs[i];
+		m->buf = x->mem + (size_t)i * RX_BUF_SIZE + RX_HEADROOM;
+		m->cap = RX_BUF_SIZE - RX_HEADROOM;
+		m->truncated = msgs[i].len > m->cap;
+		m->len = m->truncated ? m->cap : msgs[i].len;
+		memcpy(m->buf, msgs[i].buf, m->len);
+		rx_datagram(x, m, now);
 	}
 }
 
@@ -217,9 +433,16 @@ rx_new(struct toud *t)
 		return NULL;
 	x->t = t;
 	x->mem = malloc((size_t)RX_BUF_SIZE * (UDP_BATCH + 1));
-	x->scratch = x->mem + (size_t)RX_BUF_SIZE * UDP_BATCH;
 	if (!x->mem)
 		goto err;
+	x->scratch = x->mem + (size_t)RX_BUF_SIZE * UDP_BATCH;
+	if (t->tun->vnet) {
+		x->coal_mem = malloc((size_t)OFFLOAD_COAL_SLOTS * OFFLOAD_COAL_BUF);
+		if (!x->coal_mem)
+			goto err;
+		offload_coal_init(&x->coal, x->coal_mem, OFFLOAD_COAL_SLOTS, rx_emit, x);
+		x->coalesce = true;
+	}
 	if (t->udp->fd4 >= 0) {
 		x->ev4 = event_new(t->base, t->udp->fd4, EV_READ | EV_PERSIST, rx_readable, x);
 		if (!x->ev4 || event_add(x->ev4, NULL) < 0)
@@ -247,5 +470,6 @@ rx_free(struct rx *x)
 	if (x->ev6)
 		event_free(x->ev6);
 	free(x->mem);
+	free(x->coal_mem);
 	free(x);
 }

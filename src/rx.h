@@ -11,11 +11,9 @@ struct rx;
 
 struct rx *rx_new(struct toud *t);        /* also starts reading the sockets */
 void rx_free(struct rx *x);
-/* An inner GUE payload from p (decrypted, or a plain datagram): control
- * message, compact segment (IP header rebuilt in the bytes before buf,
- * which must have room for it) or whole IP packet, to the TUN.  wire_len,
- * the UDP payload it came in, is what rx_bytes counts (as tx_bytes does). */
-void rx_inner(struct toud *t, struct peer *p, uint8_t *buf, size_t len, size_t wire_len,
-    uint8_t tos, uint64_t now);
+/* Received datagrams from elsewhere than the sockets (a unit test's other
+ * node): copied into the receive buffers and handled as if read. */
+struct udp_msg;
+void rx_input(struct toud *t, const struct udp_msg *msgs, unsigned n);
 
 #endif

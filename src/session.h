@@ -2,13 +2,15 @@
  *
  * Every record on the wire carries the session ID in the outer GUE header
  * (DESIGN 2.1); sessions are found by that ID, never by address, which is
- * what lets a peer change address.  A session is created
- *   - by us as initiator (DTLS client) when a peer with a known endpoint
- *     has a packet to send, or to rekey;
- *   - by a ClientHello carrying a valid cookie (DTLS server); it belongs to
- *     no peer until the peer's certificate is accepted.
- * Each peer sends on one established session (cur); a newer one replaces it
- * and the old one drains for SESSION_DRAIN_MS. */
+ * what lets a peer change address.  handshake.c creates sessions (as
+ * initiator, or for a ClientHello with a valid cookie) and decides which
+ * peer they belong to; each peer sends on one established session (cur), a
+ * newer one replaces it and the old one drains for SESSION_DRAIN_MS.
+ *
+ * This file is a leaf: the table, the per-session drain timer, and
+ * open/seal that report what happened.  It calls no rx, tx, peer or
+ * handshake code; the one thing it does to a peer is to clear the peer's
+ * pointer to a session it frees. */
 #ifndef TOUD_SESSION_H
 #define TOUD_SESSION_H
 
@@ -25,49 +27,66 @@ struct event;
 
 #define SESSION_DRAIN_MS 10000          /* an old session still receives this long */
 #define SESSION_HANDSHAKE_MS 10000      /* a handshake not done by then is abandoned */
-#define SESSION_HALF_OPEN_MAX 64        /* server handshakes in progress, in all */
 
 struct session {
 	struct toud *t;
 	uint64_t id;
 	struct dtls_sess *dtls;
-	struct peer *peer;              /* NULL until authenticated (server side) */
+	struct peer *peer;              /* NULL until the handshake completed (server side) */
 	bool initiator;
 	bool established;
+	bool half_open;                 /* counted in the handshake's half-open table */
 	union sockaddr_union addr;      /* where its datagrams go */
-	struct ipaddr local;            /* the local address the peer used */
+	/* The local address the peer reached us at (IP_PKTINFO), used as the
+	 * source of this session's records; family 0 = the kernel chooses.
+	 * The only copy in DTLS mode (peer->local serves encryption = none). */
+	struct ipaddr local;
 	uint64_t created_ms, established_ms;
 	uint64_t max_seq;               /* newest authenticated (epoch, seq): roaming rule */
 	uint64_t bytes;                 /* sealed + opened, for rekey by volume */
 	uint64_t last_rx_ms;            /* last authenticated record */
 	uint64_t unanswered_ms;         /* first send since the last authenticated record */
-	uint8_t tx_tos;                 /* ECN of the packet being sealed */
-	struct event *ev_timer;         /* DTLS retransmission and handshake deadline */
+	unsigned early_dropped;         /* data records dropped before established (rx.c counts) */
+	uint8_t tx_tos;                 /* ECN of the packet being sealed (read by the output callback) */
+	uint64_t hs_rx, hs_tx;          /* server, until established: the amplification budget */
+	struct event *ev_timer;         /* handshake.c: retransmission and handshake deadline */
 	struct event *ev_drain;         /* drain deadline once replaced */
 	struct session *hnext;          /* hash chain in t->sessions */
 };
 
-/* The session table lives in struct toud; these manage it. */
-int session_table_init(struct toud *t);
-void session_table_free(struct toud *t);
+/* What a received record did. */
+enum session_result {
+	SESSION_NOTHING,        /* consumed: handshake progress, or nothing to report */
+	SESSION_DATA,           /* plaintext produced (authenticated, not a replay) */
+	SESSION_ESTABLISHED,    /* the handshake just completed */
+	SESSION_FAILED,         /* the handshake failed: the caller frees the session */
+	SESSION_CLOSED,         /* the peer closed the association */
+	SESSION_REPLAY,         /* refused: a replay (seen before) */
+	SESSION_REPLAY_OLD,     /* refused: older than the replay window */
+	SESSION_BAD_RECORD,     /* refused: failed authentication or malformed */
+};
+
 struct session *session_find(struct toud *t, uint64_t id);
-
-/* Start a client handshake to p's endpoint (no-op if one is running). */
-int session_initiate(struct peer *p);
-/* Free a session, detaching it from its peer. */
+/* A new session shell (not yet in the table; no DTLS state). */
+struct session *session_alloc(struct toud *t, uint64_t id, const union sockaddr_union *addr,
+    uint64_t now);
+/* A random nonzero ID no session uses; 0 if the RNG fails. */
+uint64_t session_new_id(struct toud *t);
+void session_insert(struct session *s);
+/* Free a session, detaching it from its peer (cur/next/prev). */
 void session_free(struct session *s);
+/* Free every session (shutdown). */
+void session_free_all(struct toud *t);
+/* The session was replaced: free it after SESSION_DRAIN_MS. */
+void session_drain(struct session *s);
 
-/* Receive path: one datagram of encryption = dtls (outer GUE header and one
- * record).  Decrypted inner packets go to rx_inner(). */
-void session_input(struct toud *t, uint8_t *dgram, size_t len, const union sockaddr_union *from,
-    const struct ipaddr *local, uint8_t tos, uint8_t *scratch, size_t scratch_cap, uint64_t now);
-/* Send path: seal an inner payload to p, or queue it while the handshake
- * runs (bounded; the oldest is dropped and counted). */
-void session_send(struct peer *p, const uint8_t *payload, size_t len, uint8_t tos);
-
-/* peer_timers.c: the handshake timer fired. */
-void session_handshake_timeout(struct session *s);
-/* Rekey check (peer_timers.c). */
-bool session_needs_rekey(const struct peer *p, uint64_t now);
+/* One received record (after the outer GUE header) of session s.  For
+ * SESSION_DATA, out gets *outlen bytes and *seq the record's (epoch << 48 |
+ * sequence). */
+enum session_result session_open(struct session *s, const uint8_t *rec, size_t len,
+    uint8_t *out, size_t cap, size_t *outlen, uint64_t *seq, uint64_t now);
+/* Seal one inner payload; the record leaves through the session's output
+ * callback before this returns.  0 or -errno. */
+int session_seal(struct session *s, const uint8_t *payload, size_t len, uint8_t tos);
 
 #endif

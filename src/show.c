@@ -14,9 +14,12 @@
 #include "control.h"
 #include "drop.h"
 #include "dtls.h"
+#include "offload.h"
 #include "peer.h"
 #include "session.h"
 #include "toud.h"
+#include "tun.h"
+#include "udp.h"
 #include "util.h"
 
 struct show_buf {
@@ -219,6 +222,19 @@ show_encryption(const struct toud *t)
 	return t->conf->iface.encryption == CONF_ENC_NONE ? "none" : "dtls";
 }
 
+void
+show_offload_status(const struct toud *t, struct offload_status *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (t->tun)
+		st->tun_tso = t->tun->vnet &&
+		    (t->tun->offloads & (TUN_OFF_TSO4 | TUN_OFF_TSO6)) != 0;
+	if (t->udp) {
+		st->udp_gso = t->udp->gso4 || t->udp->gso6;
+		st->udp_gro = t->udp->gro4 || t->udp->gro6;
+	}
+}
+
 static void
 show_json_drops(struct show_buf *b, const uint64_t *drops)
 {
@@ -234,6 +250,26 @@ show_json_drops(struct show_buf *b, const uint64_t *drops)
 		first = false;
 		show_json_str(b, drop_name((enum drop_reason)r));
 		show_printf(b, ": %" PRIu64, drops[r]);
+	}
+	show_putn(b, "}", 1);
+}
+
+/* Non-drop events (events.h), as an object next to "drops". */
+static void
+show_json_events(struct show_buf *b, const uint64_t *events)
+{
+	bool first = true;
+	unsigned e;
+
+	show_putn(b, "{", 1);
+	for (e = 0; e < EVENT__MAX; e++) {
+		if (!events[e])
+			continue;
+		if (!first)
+			show_puts(b, ", ");
+		first = false;
+		show_json_str(b, event_name((enum toud_event)e));
+		show_printf(b, ": %" PRIu64, events[e]);
 	}
 	show_putn(b, "}", 1);
 }
@@ -271,6 +307,8 @@ show_json_peer(struct show_buf *b, const struct peer *p, uint64_t now_ms)
 	    ",\n      \"drops\": ",
 	    p->rx_bytes, p->tx_bytes, p->rx_packets, p->tx_packets);
 	show_json_drops(b, p->drops);
+	show_puts(b, ",\n      \"events\": ");
+	show_json_events(b, p->events);
 	show_puts(b, ",\n      \"last_rx\": ");
 	if (show_last_rx(p, now_ms, &v))
 		show_printf(b, "%" PRIu64, v);
@@ -296,6 +334,7 @@ static void
 show_json(struct show_buf *b, const struct toud *t, struct peer *const *peers,
     size_t n, uint64_t now_ms)
 {
+	struct offload_status off;
 	size_t i;
 
 	show_puts(b, "{\n  \"interface\": {\n    \"name\": ");
@@ -303,8 +342,14 @@ show_json(struct show_buf *b, const struct toud *t, struct peer *const *peers,
 	show_printf(b, ",\n    \"mtu\": %u,\n    \"listen_port\": %u,\n"
 	    "    \"encryption\": ", t->tun_mtu, t->conf->iface.listen_port);
 	show_json_str(b, show_encryption(t));
+	show_offload_status(t, &off);
+	show_printf(b, ",\n    \"offload\": {\"tun_tso\": %s, \"udp_gso\": %s, \"udp_gro\": %s}",
+	    off.tun_tso ? "true" : "false", off.udp_gso ? "true" : "false",
+	    off.udp_gro ? "true" : "false");
 	show_puts(b, ",\n    \"drops\": ");
 	show_json_drops(b, t->drops);
+	show_puts(b, ",\n    \"events\": ");
+	show_json_events(b, t->events);
 	show_printf(b, ",\n    \"sessions\": %zu,\n    \"half_open\": %u",
 	    show_sessions(t), t->n_half_open);
 	show_puts(b, "\n  },\n  \"peers\": [");
@@ -420,6 +465,7 @@ static void
 show_text(struct show_buf *b, const struct toud *t, struct peer *const *peers,
     size_t n, uint64_t now_ms)
 {
+	struct offload_status off;
 	size_t i;
 
 	show_puts(b, "interface: ");
@@ -428,6 +474,9 @@ show_text(struct show_buf *b, const struct toud *t, struct peer *const *peers,
 	    t->conf->iface.listen_port, t->tun_mtu, show_encryption(t),
 	    t->conf->iface.encryption == CONF_ENC_NONE ?
 	    " (traffic is NOT encrypted: for debugging only)" : "");
+	show_offload_status(t, &off);
+	show_printf(b, "  offload: tun-tso %s, udp-gso %s, udp-gro %s\n",
+	    off.tun_tso ? "on" : "off", off.udp_gso ? "on" : "off", off.udp_gro ? "on" : "off");
 	show_text_drops(b, t->drops);
 	for (i = 0; i < n; i++)
 		show_text_peer(b, peers[i], now_ms);

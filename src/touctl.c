@@ -2,6 +2,8 @@
  *
  * It sends one request line and prints the reply: the body of an "ok" reply
  * to stdout, the message of an "error: " reply to stderr. */
+#include "config.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>
@@ -9,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -25,13 +28,14 @@ static void
 usage(FILE *f, int status)
 {
 	fprintf(f,
-	    "usage: touctl [-h] [-s socket] command [args]\n"
+	    "usage: touctl [-hV] [-s socket | -i name] command [args]\n"
 	    "commands:\n"
 	    "  show [PEER] [--json]   interface and peer state\n"
-	    "  reload                 re-read the configuration (as SIGHUP)\n"
-	    "  genkey DIR             write DIR/key.pem and DIR/cert.pem, print the fingerprint\n"
+	    "  reload                 re-read the configuration (as SIGHUP); fails if refused\n"
+	    "  genkey [--force] DIR   write DIR/key.pem and DIR/cert.pem, print the fingerprint\n"
 	    "  fingerprint CERT       print a certificate's fingerprint\n"
-	    "default socket: %s\n", CONF_DEFAULT_CONTROL);
+	    "default socket: %s; -i NAME: %s/NAME.sock (toud -i NAME)\n",
+	    CONF_DEFAULT_CONTROL, CONF_INSTANCE_CONTROL_DIR);
 	exit(status);
 }
 
@@ -226,29 +230,63 @@ touctl_show(const char *path, int argc, char **argv)
 	return touctl_run(path, req);
 }
 
+/* genkey: DIR is made (0700) if missing; an existing identity is
+ * replaced only with --force, since every peer pins its fingerprint. */
+static int
+touctl_genkey_prepare(const char *dir, bool force)
+{
+	static const char *const names[] = { "key.pem", "cert.pem" };
+	char path[4096];
+	struct stat st;
+	size_t i;
+
+	if (stat(dir, &st) < 0) {
+		if (errno != ENOENT || mkdir(dir, 0700) < 0) {
+			fprintf(stderr, "touctl: genkey: cannot create directory %s: %s\n", dir,
+			    strerror(errno));
+			return -1;
+		}
+		return 0;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "touctl: genkey: %s is not a directory\n", dir);
+		return -1;
+	}
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		if (lstat(path, &st) < 0)
+			continue;
+		if (!force) {
+			fprintf(stderr, "touctl: genkey: %s exists: it is this node's identity, "
+			    "which every peer pins; to replace it (and re-pin it on every peer) "
+			    "run touctl genkey --force %s\n", path, dir);
+			return -1;
+		}
+		fprintf(stderr, "touctl: genkey: replacing %s (--force)\n", path);
+	}
+	return 0;
+}
+
 /* genkey DIR / fingerprint CERT: print "sha256:<64 hex>". */
 static int
-touctl_keys(const char *cmd, const char *arg)
+touctl_keys(const char *cmd, const char *arg, bool force)
 {
 	uint8_t fp[DTLS_FP_LEN];
 	char line[7 + 2 * DTLS_FP_LEN + 1], err[512];
 	int rc;
 
 	if (strcmp(cmd, "genkey") == 0) {
-		char key[4096];
-
-		snprintf(key, sizeof(key), "%s/key.pem", arg);
-		if (access(key, F_OK) == 0)
-			fprintf(stderr, "touctl: genkey: replacing %s and its certificate\n", key);
-		rc = dtls_genkey(arg, fp, err, sizeof(err));
+		if (touctl_genkey_prepare(arg, force) < 0)
+			return 1;
+		rc = keys_genkey(arg, fp, err, sizeof(err));
 	}
 	else
-		rc = dtls_cert_fingerprint(arg, fp, err, sizeof(err));
+		rc = keys_cert_fingerprint(arg, fp, err, sizeof(err));
 	if (rc < 0) {
 		fprintf(stderr, "touctl: %s: %s\n", cmd, err);
 		return 1;
 	}
-	dtls_fp_format(fp, line);
+	keys_fp_format(fp, line);
 	printf("%s\n", line);
 	return 0;
 }
@@ -257,17 +295,29 @@ int
 main(int argc, char *argv[])
 {
 	const char *path = CONF_DEFAULT_CONTROL;
+	static char isock[108];
 	int ch;
 
 	/* '+': options end at the command, so "show --json" reaches it. */
-	while ((ch = getopt(argc, argv, "+hs:")) != -1) {
+	while ((ch = getopt(argc, argv, "+hi:s:V")) != -1) {
 		switch (ch) {
 		case 'h':
 			usage(stdout, 0);
 			break;
+		case 'i':
+			if (!conf_instance_valid(optarg)) {
+				fprintf(stderr, "touctl: -i: invalid instance name '%s'\n", optarg);
+				exit(2);
+			}
+			conf_instance_paths(optarg, NULL, 0, isock, sizeof(isock));
+			path = isock;
+			break;
 		case 's':
 			path = optarg;
 			break;
+		case 'V':
+			printf("touctl %s\n", PACKAGE_VERSION);
+			return 0;
 		default:
 			usage(stderr, 2);
 		}
@@ -284,10 +334,12 @@ main(int argc, char *argv[])
 			usage(stderr, 2);
 		return touctl_run(path, "reload\n");
 	}
+	if (strcmp(argv[0], "genkey") == 0 && argc == 3 && strcmp(argv[1], "--force") == 0)
+		return touctl_keys(argv[0], argv[2], true);
 	if (strcmp(argv[0], "genkey") == 0 || strcmp(argv[0], "fingerprint") == 0) {
-		if (argc != 2)
+		if (argc != 2 || argv[1][0] == '-')
 			usage(stderr, 2);
-		return touctl_keys(argv[0], argv[1]);
+		return touctl_keys(argv[0], argv[1], false);
 	}
 	fprintf(stderr, "touctl: unknown command '%s'\n", argv[0]);
 	usage(stderr, 2);

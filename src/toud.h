@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "drop.h"
+#include "events.h"
 #include "util.h"
 
 struct conf;
@@ -24,15 +25,19 @@ struct rx;
 struct dtls_ctx;
 struct session;
 struct evdns_base;
+struct ratelimit;
+struct udp_msg;
 
 #define TOUD_SESSION_BUCKETS 256       /* session ID hash table (power of two) */
-#define TOUD_HS_RATE_SLOTS 256         /* per-source handshake rate limiter */
+#define TOUD_NETCHANGE_GONE 8          /* removed addresses remembered per burst */
 struct tx;
 
 struct toud {
 	struct event_base *base;
 	const char *conf_file;
+	const char *instance_control;   /* -i NAME: the instance's default socket */
 	bool debug;                     /* -d: debug logging whatever the file says */
+	bool starting;                  /* in toud_start(): a failure is fatal (err) */
 	struct conf *conf;              /* the configuration in force */
 
 	struct tun *tun;
@@ -54,13 +59,21 @@ struct toud {
 	unsigned tun_mtu;
 
 	uint64_t drops[DROP__MAX];      /* drops that belong to no peer */
+	uint64_t events[EVENT__MAX];    /* events that belong to no peer (events.h) */
+
+	/* Seams for running the core without a kernel (unit tests): the
+	 * monotonic clock (NULL: util_now_ms) and where tx.c's output queue
+	 * goes (NULL: the UDP sockets).  The sink sets each msgs[i].err. */
+	uint64_t (*clock)(const struct toud *t);
+	void (*sink)(struct toud *t, struct udp_msg *msgs, unsigned n);
+	void *sink_arg;
 
 	/* encryption = dtls */
 	struct dtls_ctx *dtls;
 	struct session *sessions[TOUD_SESSION_BUCKETS];
 	unsigned n_half_open;           /* server handshakes not yet authenticated */
 	uint64_t listen_id;             /* session ID of the ClientHello being answered */
-	struct { uint32_t key; uint32_t tokens; uint64_t stamp_ms; } hs_rate[TOUD_HS_RATE_SLOTS];
+	struct ratelimit *hs_limit;     /* cookie-verified handshakes per source */
 	struct event *ev_cookie;        /* cookie secret rotation */
 
 	struct event *ev_sigterm, *ev_sigint, *ev_sighup;
@@ -68,7 +81,22 @@ struct toud {
 	struct evdns_base *dns;         /* resolve.c */
 	int netmon_fd;                  /* rtnetlink events of the host */
 	struct event *ev_netmon, *ev_netchange;
+	/* Host changes gathered until the debounce fires (peer.c). */
+	struct toud_netchange {
+		bool all;               /* events lost, or too many addresses */
+		bool route4, route6;    /* a default route changed */
+		bool added4, added6;    /* a global address appeared */
+		unsigned n_gone;
+		struct ipaddr gone[TOUD_NETCHANGE_GONE];   /* addresses removed */
+	} netchange;
 };
+
+/* The daemon's monotonic time in milliseconds. */
+static inline uint64_t
+toud_now(const struct toud *t)
+{
+	return t->clock ? t->clock(t) : util_now_ms();
+}
 
 /* reload.c: re-read the configuration file and apply it (SIGHUP, `touctl
  * reload`).  0, or -errno; err gets a summary or the reason. */

@@ -1,22 +1,46 @@
 /* tx.c - the sending direction: read packets from the TUN, find the peer by
- * destination, frame them (compact TOU or whole IP) and send them out in
- * batches.
+ * destination, frame them (compact TOU or whole IP), seal them (DTLS) and
+ * send them out in batches; and the one output queue of DTLS records
+ * (data, handshake flights, alerts, whoever produced them).
  *
- * Each buffer has TX_HEADROOM bytes in front of the packet, so the 4-byte
- * GUE word of compact TOU is written over the end of the inner IP header
- * that is being dropped: no copy, no allocation per packet. */
+ * Each TUN buffer has TX_HEADROOM bytes in front of the packet, so the
+ * 4-byte GUE word of compact TOU is written over the end of the inner IP
+ * header that is being dropped: with encryption = none the packet leaves
+ * from that buffer.  With DTLS, OpenSSL (or the record layer) writes the
+ * record, and tx_queue_record() copies it once into the output queue, the
+ * price of batching with sendmmsg.
+ *
+ * The output queue is flushed in one place, outq_flush(): from a deferred
+ * event that runs once the current callback returns, when the queue is
+ * full, and at shutdown (tx_flush_records).  A wake-up reads at most
+ * TX_ROUNDS * UDP_BATCH packets from the TUN, counted as read whatever then
+ * happens to them, so a flooded TUN cannot starve the rest of the loop
+ * (one batch: the socket, timers and the control socket get their turn
+ * every 64 packets; the TUN event fires again at once while readable).
+ *
+ * With TUN offloads (tun->vnet) a read may return a TCP or UDP super-packet
+ * of up to 64 KB with a virtio_net_hdr: it lands in x->super and is cut
+ * (offload.c) into the ordinary buffers, one segment each with its own
+ * headers and checksums, and every segment then goes the way of a packet
+ * read by itself.  Equal-size records to one peer leave in one UDP GSO send
+ * (udp.c).  A super-packet counts as one read. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <sys/random.h>
 
 #include <event2/event.h>
 
 #include "conf.h"
 #include "gue.h"
+#include "handshake.h"
 #include "log.h"
+#include "offload.h"
 #include "peer.h"
 #include "pkt.h"
 #include "prefix.h"
+#include "ratelimit.h"
 #include "session.h"
 #include "toud.h"
 #include "tun.h"
@@ -24,13 +48,23 @@
 #include "udp.h"
 
 #define TX_HEADROOM 64
-#define TX_ROUNDS 4          /* batches per wake-up before yielding to the loop */
+#define TX_ROUNDS 1          /* batches per wake-up before yielding to the loop */
+/* ICMP too-big replies: per source of the oversize packets, 10 a second
+ * after a burst of 10 (a path MTU is learnt from one); 256 sources at once. */
+#define TX_TOO_BIG_RATE 10
+#define TX_TOO_BIG_BURST 10
+#define TX_TOO_BIG_SOURCES 256
+/* Sent data unanswered this long means the peer lost our session (it
+ * restarted, say): start a new handshake rather than wait for a timer. */
+#define TX_SESSION_STALE_MS 5000
 
 struct tx {
 	struct toud *t;
 	struct event *ev;
+	struct event *ev_flush;            /* deferred flush of the output queue */
 	size_t buf_size;
 	uint8_t *mem;                      /* UDP_BATCH buffers of buf_size */
+	uint8_t *super;                    /* vnet TUN: one read, OFFLOAD_MAX_PKT bytes */
 	struct udp_msg msgs[UDP_BATCH];
 	struct peer *peers[UDP_BATCH];
 
@@ -38,8 +72,12 @@ struct tx {
 	size_t rec_size;
 	uint8_t *rec_mem;                  /* UDP_BATCH buffers of rec_size */
 	struct udp_msg recs[UDP_BATCH];
-	struct peer *rec_peers[UDP_BATCH];
+	struct peer *rec_peers[UDP_BATCH]; /* NULL: no peer (yet), or forgotten */
+	uint64_t rec_ids[UDP_BATCH];       /* session of each record */
+	bool rec_void[UDP_BATCH];          /* withdrawn: not to be sent */
 	unsigned n_recs;
+
+	struct ratelimit *too_big_rl;      /* ICMP too-big replies, per destination */
 };
 
 size_t
@@ -75,6 +113,11 @@ too_big(struct toud *t, struct peer *p, const uint8_t *pkt, const struct pkt_inf
 	count_drop(t, p, DROP_TOO_BIG);
 	if (!from->family)
 		return;
+	/* RFC 1812 4.3.2.8, RFC 4443 2.4(f): rate-limit our ICMP errors. */
+	if (!ratelimit_allow(t->tx->too_big_rl, &pi->src, toud_now(t))) {
+		count_drop(t, p, DROP_TOO_BIG_LIMIT);
+		return;
+	}
 	n = pkt_too_big(reply, sizeof(reply), pkt, pi, (uint32_t)mtu, from);
 	if (n && tun_write(t->tun, reply, n) < 0)
 		t->drops[DROP_TUN_WRITE]++;
@@ -145,20 +188,28 @@ tx_frame(struct toud *t, uint8_t *buf, size_t len, struct udp_msg *m)
 		m->len = pi.len;
 	}
 	m->peer = p->endpoint;
-	m->local = p->local;
+	if (p->local.family)
+		m->local = p->local;
+	else
+		memset(&m->local, 0, sizeof(m->local));
 	m->tos = pi.ecn;        /* RFC 6040: the inner ECN field travels outside */
 	return p;
 }
 
-/* Send a batch and account each datagram to its peer (NULL: a handshake
- * datagram to a source that is no peer yet). */
+/* Send a batch through the sink and account each datagram to its peer
+ * (NULL: a handshake datagram to a source that is no peer yet).  ids names
+ * each record's session (NULL: encryption = none). */
 static void
-tx_send(struct toud *t, struct udp_msg *msgs, struct peer **peers, unsigned n)
+tx_send(struct toud *t, struct udp_msg *msgs, struct peer **peers, const uint64_t *ids,
+    unsigned n)
 {
-	uint64_t now = util_now_ms();
+	uint64_t now = toud_now(t);
 	unsigned i;
 
-	udp_send_batch(t->udp, msgs, n);
+	if (t->sink)
+		t->sink(t, msgs, n);
+	else
+		udp_send_batch(t->udp, msgs, n);
 	for (i = 0; i < n; i++) {
 		enum drop_reason r = msgs[i].err == -EAFNOSUPPORT ? DROP_FAMILY : DROP_SEND;
 
@@ -169,50 +220,237 @@ tx_send(struct toud *t, struct udp_msg *msgs, struct peer **peers, unsigned n)
 		}
 		count_drop(t, peers[i], r);
 		/* The source address we pinned may have gone: let the kernel
-		 * choose next time. */
-		if (peers[i] && (msgs[i].err == -EINVAL || msgs[i].err == -EADDRNOTAVAIL))
-			memset(&peers[i]->local, 0, sizeof(peers[i]->local));
+		 * choose next time.  It is the session's with DTLS, the
+		 * peer's without. */
+		if (msgs[i].err == -EINVAL || msgs[i].err == -EADDRNOTAVAIL) {
+			struct session *s = ids ? session_find(t, ids[i]) : NULL;
+
+			if (s)
+				memset(&s->local, 0, sizeof(s->local));
+			else if (!ids && peers[i])
+				memset(&peers[i]->local, 0, sizeof(peers[i]->local));
+		}
 		log_debug_rl("send to %s: %s", peers[i] ? peers[i]->name : "handshake source",
 		    strerror(-msgs[i].err));
 	}
 }
 
-void
-tx_queue_record(struct toud *t, uint64_t id, const uint8_t *rec, size_t len,
+/* The one place the output queue leaves. */
+static void
+outq_flush(struct tx *x)
+{
+	unsigned i, n = 0;
+
+	/* Close the gaps of withdrawn records (each entry keeps its buffer
+	 * pointer, so moving entries moves no bytes). */
+	for (i = 0; i < x->n_recs; i++) {
+		if (x->rec_void[i]) {
+			x->rec_void[i] = false;
+			continue;
+		}
+		if (n != i) {
+			struct udp_msg m = x->recs[n];
+
+			x->recs[n] = x->recs[i];
+			x->recs[i] = m;
+			x->rec_peers[n] = x->rec_peers[i];
+			x->rec_ids[n] = x->rec_ids[i];
+		}
+		n++;
+	}
+	if (n)
+		tx_send(x->t, x->recs, x->rec_peers, x->rec_ids, n);
+	x->n_recs = 0;
+}
+
+static void
+flush_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	outq_flush(arg);
+}
+
+/* Frame a DTLS record with the outer GUE header of session id and queue it
+ * for `to` (from local, when set), accounted to p (or nobody). */
+static void
+tx_queue_record(struct tx *x, uint64_t id, const uint8_t *rec, size_t len,
     const union sockaddr_union *to, const struct ipaddr *local, struct peer *p, uint8_t tos)
 {
-	struct tx *x = t->tx;
 	struct udp_msg *m;
 
 	if (GUE_OUTER_LEN + len > x->rec_size) {
-		count_drop(t, p, DROP_SEAL);
+		count_drop(x->t, p, DROP_SEAL);
 		return;
 	}
 	if (x->n_recs == UDP_BATCH)
-		tx_flush_records(t);
+		outq_flush(x);
+	if (x->n_recs == 0)
+		event_active(x->ev_flush, EV_TIMEOUT, 0);
 	m = &x->recs[x->n_recs];
-	m->buf = x->rec_mem + (size_t)x->n_recs * x->rec_size;
 	gue_outer_encode(m->buf, id);
 	memcpy(m->buf + GUE_OUTER_LEN, rec, len);
 	m->len = GUE_OUTER_LEN + len;
 	m->peer = *to;
-	if (local)
+	if (local && local->family)
 		m->local = *local;
 	else
 		memset(&m->local, 0, sizeof(m->local));
 	m->tos = tos;
+	x->rec_ids[x->n_recs] = id;
 	x->rec_peers[x->n_recs++] = p;
+}
+
+void
+tx_session_output(void *arg, const uint8_t *rec, size_t len, const union sockaddr_union *to)
+{
+	struct session *s = arg;
+
+	if (!handshake_may_send(s, len))
+		return;
+	tx_queue_record(s->t->tx, s->id, rec, len, to, &s->local, s->peer, s->tx_tos);
+}
+
+void
+tx_listen_output(void *arg, const uint8_t *rec, size_t len, const union sockaddr_union *to)
+{
+	struct toud *t = arg;
+
+	tx_queue_record(t->tx, t->listen_id, rec, len, to, NULL, NULL, 0);
 }
 
 void
 tx_flush_records(struct toud *t)
 {
-	struct tx *x = t->tx;
+	if (t->tx)
+		outq_flush(t->tx);
+}
 
-	if (x && x->n_recs) {
-		tx_send(t, x->recs, x->rec_peers, x->n_recs);
-		x->n_recs = 0;
+void
+tx_withdraw_session(struct tx *x, uint64_t id)
+{
+	unsigned i;
+
+	for (i = 0; i < x->n_recs; i++)
+		if (x->rec_ids[i] == id)
+			x->rec_void[i] = true;
+}
+
+void
+tx_forget_peer(struct tx *x, const struct peer *p)
+{
+	unsigned i;
+
+	for (i = 0; i < x->n_recs; i++)
+		if (x->rec_peers[i] == p)
+			x->rec_peers[i] = NULL;
+}
+
+/* Seal an inner payload to p on the session it sends on, or hold it while
+ * the handshake runs (bounded; the oldest is dropped and counted). */
+static void
+tx_seal(struct peer *p, const uint8_t *payload, size_t len, uint8_t tos, bool data, uint64_t now)
+{
+	struct session *s = p->cur;
+
+	if (!s) {
+		if (peer_pending_push(p, payload, len, tos) < 0)
+			p->drops[DROP_QUEUE]++;
+		if (handshake_initiate(p, now) < 0)
+			log_debug_rl("peer \"%s\": cannot start a handshake", p->name);
+		return;
 	}
+	if (session_seal(s, payload, len, tos) < 0) {
+		p->drops[DROP_SEAL]++;
+		return;
+	}
+	if (data)
+		peer_timers_data_sent(p, now);
+	else
+		p->last_tx_ms = now;    /* counts at once, before the queue leaves */
+	/* Nothing authenticated from the peer for a while although we keep
+	 * sending: it may have lost the session.  Offer a new one. */
+	if (!s->unanswered_ms)
+		s->unanswered_ms = now;
+	else if (now - s->unanswered_ms >= TX_SESSION_STALE_MS &&
+	    now - s->last_rx_ms >= TX_SESSION_STALE_MS && !p->next)
+		handshake_initiate(p, now);
+	if (handshake_needs_rekey(p, now))
+		handshake_initiate(p, now);
+}
+
+void
+tx_send_staged(struct peer *p)
+{
+	uint64_t now = toud_now(p->toud);
+	const uint8_t *payload;
+	size_t len;
+	uint8_t tos;
+
+	while (p->cur && peer_pending_pop(p, &payload, &len, &tos))
+		tx_seal(p, payload, len, tos, true, now);
+}
+
+/* Frame the packet in buffer n (at TX_HEADROOM, len bytes) and seal it, or
+ * keep it for the batch (encryption = none, sent when the batch fills).
+ * Returns the next free buffer. */
+static unsigned
+tx_packet(struct tx *x, unsigned n, size_t len, uint64_t now)
+{
+	struct toud *t = x->t;
+	struct peer *p;
+
+	if (!(p = tx_frame(t, x->mem + (size_t)n * x->buf_size, len, &x->msgs[n])))
+		return n;
+	if (t->dtls) {
+		tx_seal(p, x->msgs[n].buf, x->msgs[n].len, x->msgs[n].tos, true, now);
+		return n;
+	}
+	peer_timers_data_sent(p, now);
+	x->peers[n++] = p;
+	if (n == UDP_BATCH) {
+		tx_send(t, x->msgs, x->peers, NULL, n);
+		n = 0;
+	}
+	return n;
+}
+
+/* A read from a vnet TUN, in x->super: a lone packet (its checksum
+ * completed if the kernel left it partial) or the segments of a
+ * super-packet, each into buffer n on. */
+static unsigned
+tx_super(struct tx *x, unsigned n, const struct offload_vnet *vh, size_t len, uint64_t now)
+{
+	size_t cap = x->buf_size - TX_HEADROOM, seg;
+	struct offload_gso g;
+	unsigned i;
+
+	if ((vh->gso_type & ~OFFLOAD_GSO_ECN) == OFFLOAD_GSO_NONE) {
+		if (len > cap) {
+			x->t->drops[DROP_TUN_OFFLOAD]++;
+			return n;
+		}
+		memcpy(x->mem + (size_t)n * x->buf_size + TX_HEADROOM, x->super, len);
+		if (vh->flags & OFFLOAD_F_NEEDS_CSUM)
+			offload_csum_complete(x->mem + (size_t)n * x->buf_size + TX_HEADROOM, len, vh);
+		return tx_packet(x, n, len, now);
+	}
+	if (offload_gso_prepare(vh, x->super, len, &g) != OFFLOAD_OK) {
+		x->t->drops[DROP_TUN_OFFLOAD]++;
+		return n;
+	}
+	for (i = 0; i < g.nsegs; i++) {
+		seg = offload_gso_segment(&g, x->super, i,
+		    x->mem + (size_t)n * x->buf_size + TX_HEADROOM, cap);
+		/* The TUN's MTU bounds the kernel's segment size, so a
+		 * segment always fits a buffer; if not, it is counted. */
+		if (!seg) {
+			x->t->drops[DROP_TUN_OFFLOAD]++;
+			continue;
+		}
+		n = tx_packet(x, n, seg, now);
+	}
+	return n;
 }
 
 static void
@@ -220,37 +458,42 @@ tx_readable(evutil_socket_t fd, short what, void *arg)
 {
 	struct tx *x = arg;
 	struct toud *t = x->t;
-	unsigned round, n;
+	unsigned round, n, reads;
+	bool empty = false;
 
 	(void)fd;
 	(void)what;
-	for (round = 0; round < TX_ROUNDS; round++) {
-		bool empty = false;
+	for (round = 0; round < TX_ROUNDS && !empty; round++) {
+		uint64_t now = toud_now(t);
 
-		for (n = 0; n < UDP_BATCH;) {
-			uint8_t *buf = x->mem + (size_t)n * x->buf_size;
-			ssize_t len = tun_read(t->tun, buf + TX_HEADROOM, x->buf_size - TX_HEADROOM);
+		/* Every packet read counts towards the batch, whether it is
+		 * sent, sealed into the output queue or dropped. */
+		for (n = 0, reads = 0; reads < UDP_BATCH; reads++) {
+			struct offload_vnet vh;
+			ssize_t len;
 
+			if (x->super)
+				len = tun_read_vnet(t->tun, &vh, x->super, OFFLOAD_MAX_PKT);
+			else
+				len = tun_read(t->tun, x->mem + (size_t)n * x->buf_size + TX_HEADROOM,
+				    x->buf_size - TX_HEADROOM);
+			if (len == -EBADMSG) {
+				t->drops[DROP_TUN_OFFLOAD]++;
+				continue;
+			}
 			if (len < 0) {
 				if (len != -EAGAIN && len != -EINTR)
 					log_debug_rl("tun read: %s", strerror((int)-len));
 				empty = true;
 				break;
 			}
-			x->peers[n] = tx_frame(t, buf, (size_t)len, &x->msgs[n]);
-			if (!x->peers[n])
-				continue;
-			if (t->dtls)       /* sealed into x->recs by the output callback */
-				session_send(x->peers[n], x->msgs[n].buf, x->msgs[n].len,
-				    x->msgs[n].tos);
+			if (x->super)
+				n = tx_super(x, n, &vh, (size_t)len, now);
 			else
-				n++;
+				n = tx_packet(x, n, (size_t)len, now);
 		}
 		if (n)
-			tx_send(t, x->msgs, x->peers, n);
-		tx_flush_records(t);
-		if (empty)
-			break;
+			tx_send(t, x->msgs, x->peers, NULL, n);
 	}
 }
 
@@ -259,6 +502,7 @@ tx_control(struct toud *t, struct peer *p, uint8_t ctype, const void *body, size
 {
 	uint8_t buf[GUE_WORD_LEN + 64];
 	struct udp_msg m = { .buf = buf };
+	uint64_t now = toud_now(t);
 
 	if (!p->has_endpoint)
 		return -EDESTADDRREQ;
@@ -267,37 +511,51 @@ tx_control(struct toud *t, struct peer *p, uint8_t ctype, const void *body, size
 	gue_control_encode(buf, ctype);
 	if (len)
 		memcpy(buf + GUE_WORD_LEN, body, len);
+	if (ctype == GUE_CTYPE_KEEPALIVE)
+		p->events[EVENT_KEEPALIVE_SENT]++;
 	if (t->dtls) {
-		session_send(p, buf, GUE_WORD_LEN + len, 0);
-		tx_flush_records(t);
+		tx_seal(p, buf, GUE_WORD_LEN + len, 0, false, now);
 		return 0;
 	}
 	m.len = GUE_WORD_LEN + len;
 	m.peer = p->endpoint;
-	m.local = p->local;
-	udp_send_batch(t->udp, &m, 1);
-	if (m.err) {
-		p->drops[DROP_SEND]++;
-		return m.err;
-	}
-	peer_tx(p, m.len, util_now_ms());
-	return 0;
+	if (p->local.family)
+		m.local = p->local;
+	p->last_tx_ms = now;
+	tx_send(t, &m, &p, NULL, 1);
+	return m.err;
 }
-
 struct tx *
 tx_new(struct toud *t)
 {
 	struct tx *x = calloc(1, sizeof(*x));
+	uint8_t secret[RATELIMIT_SECRET_LEN];
+	unsigned i;
 
 	if (!x)
 		return NULL;
 	x->t = t;
+	if (getrandom(secret, sizeof(secret), 0) != (ssize_t)sizeof(secret)) {
+		free(x);
+		return NULL;
+	}
+	x->too_big_rl = ratelimit_new(TX_TOO_BIG_SOURCES, TX_TOO_BIG_RATE, TX_TOO_BIG_BURST,
+	    secret);
+	explicit_bzero(secret, sizeof(secret));
 	x->buf_size = TX_HEADROOM + t->tun_mtu + 64;
 	x->mem = malloc(x->buf_size * UDP_BATCH);
 	x->rec_size = GUE_OUTER_LEN + t->conf->iface.path_mtu;
 	x->rec_mem = malloc(x->rec_size * UDP_BATCH);
+	if (t->tun->vnet && !(x->super = malloc(OFFLOAD_MAX_PKT))) {
+		tx_free(x);
+		errno = ENOMEM;
+		return NULL;
+	}
 	x->ev = event_new(t->base, t->tun->fd, EV_READ | EV_PERSIST, tx_readable, x);
-	if (!x->mem || !x->rec_mem || !x->ev || event_add(x->ev, NULL) < 0) {
+	x->ev_flush = event_new(t->base, -1, 0, flush_cb, x);
+	for (i = 0; x->rec_mem && i < UDP_BATCH; i++)
+		x->recs[i].buf = x->rec_mem + (size_t)i * x->rec_size;
+	if (!x->mem || !x->rec_mem || !x->ev || !x->ev_flush || !x->too_big_rl || event_add(x->ev, NULL) < 0) {
 		tx_free(x);
 		errno = ENOMEM;
 		return NULL;
@@ -312,7 +570,11 @@ tx_free(struct tx *x)
 		return;
 	if (x->ev)
 		event_free(x->ev);
+	if (x->ev_flush)
+		event_free(x->ev_flush);
 	free(x->mem);
 	free(x->rec_mem);
+	ratelimit_free(x->too_big_rl);
+	free(x->super);
 	free(x);
 }

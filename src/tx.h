@@ -1,4 +1,4 @@
-/* tx.h - the sending direction: TUN -> peer. */
+/* tx.h - the sending direction: TUN -> peer, and the one output queue. */
 #ifndef TOUD_TX_H
 #define TOUD_TX_H
 
@@ -13,14 +13,21 @@ struct tx;
 
 struct tx *tx_new(struct toud *t);        /* also starts reading the TUN */
 void tx_free(struct tx *x);
-/* Send a control message (gue.h ctype) with an optional body to p now. */
+/* Send a control message (gue.h ctype) with an optional body to p (with
+ * DTLS: sealed into the output queue, or held while a handshake starts). */
 int tx_control(struct toud *t, struct peer *p, uint8_t ctype, const void *body, size_t len);
-/* Frame a DTLS record with the outer GUE header of session id and queue it
- * for sending to `to` (from local, when set); p is the peer to account it
- * to, or NULL.  tx_flush_records() sends the queue (it also flushes by
- * itself when full). */
-void tx_queue_record(struct toud *t, uint64_t id, const uint8_t *rec, size_t len,
-    const union sockaddr_union *to, const struct ipaddr *local, struct peer *p, uint8_t tos);
+/* dtls_output_fn for a session (arg: struct session *) and for the cookie
+ * listener (arg: struct toud *): frame the record and queue it. */
+void tx_session_output(void *arg, const uint8_t *rec, size_t len, const union sockaddr_union *to);
+void tx_listen_output(void *arg, const uint8_t *rec, size_t len, const union sockaddr_union *to);
+/* Send what p held while its handshake ran, now that it has a session. */
+void tx_send_staged(struct peer *p);
+/* Take back the records of session id still in the queue (a handshake
+ * refused at completion: its last flight must not leave). */
+void tx_withdraw_session(struct tx *x, uint64_t id);
+/* p goes away: queued records stay queued but are accounted to nobody. */
+void tx_forget_peer(struct tx *x, const struct peer *p);
+/* Shutdown only: send the output queue now (it flushes itself otherwise). */
 void tx_flush_records(struct toud *t);
 /* The largest inner GUE payload (word + segment, or whole IP packet) that
  * fits the path to p. */

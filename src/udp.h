@@ -11,12 +11,22 @@
 #include "util.h"
 
 #define UDP_BATCH 64                  /* datagrams per system call */
+/* Datagrams in one UDP_SEGMENT send: the kernel's limit was 64 before it
+ * became 128, so 64 works everywhere. */
+#define UDP_GSO_MAX_SEGS 64
+
+/* udp_open() flags. */
+#define UDP_F_GSO 0x01                /* send runs of equal datagrams with UDP_SEGMENT */
+#define UDP_F_GRO 0x02                /* receive with UDP_GRO (caller splits by seg_size) */
 
 struct conf_iface;
 
 struct udp {
 	int fd4, fd6;                 /* -1 when that family is not enabled */
 	uint16_t port;
+	/* Offloads in use per socket.  GSO is dropped for good on a socket
+	 * whose kernel or egress device refuses it (logged once). */
+	bool gso4, gso6, gro4, gro6;
 };
 
 /* One datagram of a batch.  For receive, buf/cap are the caller's buffer;
@@ -30,18 +40,24 @@ struct udp_msg {
 	struct ipaddr local;
 	uint8_t tos;
 	bool truncated;
+	size_t seg_size;              /* receive with UDP_GRO: buf holds datagrams of this
+	                               * size, the last may be shorter; 0: one datagram */
 	int err;                      /* 0 or -errno after udp_send_batch */
 };
 
 /* Bind the sockets of the families `listen` asks for (both by default:
- * IPv6 with IPV6_V6ONLY, IPv4 separately).  NULL with errno. */
-struct udp *udp_open(const struct conf_iface *ifc);
+ * IPv6 with IPV6_V6ONLY, IPv4 separately), with the UDP_F_* offloads the
+ * kernel has (a socket without them works as before).  NULL with errno. */
+struct udp *udp_open(const struct conf_iface *ifc, unsigned flags);
 void udp_close(struct udp *u);
 /* Receive up to n datagrams from fd; returns the count, or -errno (-EAGAIN
  * when nothing is waiting). */
 int udp_recv_batch(int fd, struct udp_msg *msgs, unsigned n);
 /* Send n datagrams, each on the socket of its peer's family; msgs[i].err
- * tells what became of each.  Returns the number sent. */
+ * tells what became of each.  Returns the number sent.  With GSO, a run of
+ * consecutive datagrams to the same destination (same source address and
+ * TOS) of equal length, the last possibly shorter, leaves in one send of up
+ * to UDP_GSO_MAX_SEGS; runs to different peers share one sendmmsg. */
 unsigned udp_send_batch(struct udp *u, struct udp_msg *msgs, unsigned n);
 
 #endif

@@ -202,10 +202,12 @@ START_TEST(test_defaults)
 	ck_assert_uint_eq(i->path_mtu, 1500);
 	ck_assert_ptr_null(i->user);
 	ck_assert_int_eq(i->encryption, CONF_ENC_DTLS);
+	ck_assert_int_eq(i->offload, CONF_OFFLOAD_AUTO);
 	ck_assert_int_eq(i->log_level, LOG_LEVEL_INFO);
 	ck_assert_str_eq(i->control, "/run/toud/toud.sock");
 	ck_assert_uint_eq(i->rekey_seconds, 3600);
 	ck_assert_uint_eq(i->rekey_bytes, 64ULL << 30);
+	ck_assert_uint_eq(i->rekey_records, 1ULL << 24);
 	ck_assert_int_eq(i->line, 2);
 	ck_assert_uint_eq(c->n_peers, 0);
 	/* 1500 - 40 (IPv6 worst case) - 8 - 16 - 37 + 16 */
@@ -249,21 +251,23 @@ START_TEST(test_full)
 	ck_assert_uint_eq(i->path_mtu, 9000);
 	ck_assert_str_eq(i->user, "toud");
 	ck_assert_int_eq(i->encryption, CONF_ENC_DTLS);
+	ck_assert_int_eq(i->offload, CONF_OFFLOAD_OFF);
 	ck_assert_int_eq(i->log_level, LOG_LEVEL_DEBUG);
 	ck_assert_str_eq(i->control, "/run/toud/tou7.sock");
 	ck_assert_uint_eq(i->rekey_seconds, 600);
 	ck_assert_uint_eq(i->rekey_bytes, 512ULL << 20);
+	ck_assert_uint_eq(i->rekey_records, 3000000);
 	ck_assert_uint_eq(c->n_peers, 3);
 
 	p = &c->peers[0];
 	ck_assert_str_eq(p->name, "bob");
-	ck_assert_int_eq(p->line, 19);
+	ck_assert_int_eq(p->line, 21);
 	ck_assert(p->has_fingerprint);
 	util_hex(p->fingerprint, sizeof(p->fingerprint), hex);
 	ck_assert_str_eq(hex, FP_A2);
 	ck_assert_str_eq(p->endpoint_host, "bob.example.net");
 	ck_assert_uint_eq(p->endpoint_port, 6081);
-	ck_assert_int_eq(p->endpoint_line, 21);
+	ck_assert_int_eq(p->endpoint_line, 23);
 	ck_assert_uint_eq(p->n_address, 2);
 	ck_assert_str_eq(pfx_str(&p->address[0]), "10.77.0.2/32");
 	ck_assert_str_eq(pfx_str(&p->address[1]), "fd77::2/128");
@@ -271,14 +275,14 @@ START_TEST(test_full)
 	ck_assert_str_eq(pfx_str(&p->allowed_ips[0]), "192.168.50.0/24");
 	ck_assert_str_eq(pfx_str(&p->allowed_ips[1]), "2001:db8:50::/48");
 	ck_assert_str_eq(pfx_str(&p->allowed_ips[2]), "10.200.0.0/16");
-	ck_assert_int_eq(p->allowed_ips[2].line, 24);
+	ck_assert_int_eq(p->allowed_ips[2].line, 26);
 	ck_assert_uint_eq(p->keepalive, 25);
 
 	p = &c->peers[1];
 	ck_assert_str_eq(p->name, "carol");
 	ck_assert(!p->has_fingerprint);
 	ck_assert_str_eq(p->ca, fixture_path("ca.pem"));
-	ck_assert_int_eq(p->ca_line, 28);
+	ck_assert_int_eq(p->ca_line, 30);
 	ck_assert_str_eq(p->cert_name, "carol.example.net");
 	ck_assert_str_eq(p->endpoint_host, "2001:db8::7");
 	ck_assert_uint_eq(p->endpoint_port, 6080);
@@ -565,6 +569,18 @@ START_TEST(test_iface_values)
 	c = good(HEAD "rekey-bytes = 1048577\n");
 	roundtrip(c, "odd size");
 	conf_free(c);
+	c = good(HEAD "rekey-records = 1K\n");
+	ck_assert_uint_eq(c->iface.rekey_records, 1024);
+	roundtrip(c, "rekey-records minimum");
+	conf_free(c);
+	c = good(HEAD "rekey-records = 131072g\n");
+	ck_assert_uint_eq(c->iface.rekey_records, 1ULL << 47);
+	roundtrip(c, "rekey-records maximum");
+	conf_free(c);
+	c = good(HEAD "rekey-records = 23000001\n");
+	ck_assert_uint_eq(c->iface.rekey_records, 23000001);
+	roundtrip(c, "rekey-records odd");
+	conf_free(c);
 	c = good(HEAD "listen = 65535\n");
 	ck_assert_uint_eq(c->iface.listen_port, 65535);
 	ck_assert(!c->iface.has_listen_addr);
@@ -606,6 +622,14 @@ START_TEST(test_iface_values)
 	bad(HEAD "path-mtu = auto\n", "t.conf:5: path-mtu: 'auto' is not a number (1280..65535)");
 	bad(HEAD "rekey-time = 86401\n", "t.conf:5: rekey-time: '86401' out of range (60..86400 seconds)");
 	bad(HEAD "rekey-time = 1h\n", "t.conf:5: rekey-time: '1h' is not a number (60..86400 seconds)");
+	bad(HEAD "rekey-records = 1023\n",
+	    "t.conf:5: rekey-records: '1023' out of range (1K..2^47 records, suffix K, M or G)");
+	bad(HEAD "rekey-records = 140737488355329\n",
+	    "t.conf:5: rekey-records: '140737488355329' out of range (1K..2^47 records, suffix K, M or G)");
+	bad(HEAD "rekey-records = 16T\n",
+	    "t.conf:5: rekey-records: '16T' is not a number (1K..2^47 records, suffix K, M or G)");
+	bad(HEAD "rekey-records = -1\n",
+	    "t.conf:5: rekey-records: '-1' is not a number (1K..2^47 records, suffix K, M or G)");
 	bad(HEAD "rekey-bytes = 1048575\n",
 	    "t.conf:5: rekey-bytes: '1048575' out of range (1M..2^62 bytes, suffix K, M or G)");
 	bad(HEAD "rekey-bytes = 4611686018427387905\n",
@@ -626,6 +650,7 @@ START_TEST(test_iface_values)
 	bad(HEAD "log-level = warn\n",
 	    "t.conf:5: log-level: unknown value 'warn' (error, warning, info or debug)");
 	bad(HEAD "encryption = DTLS1.2\n", "t.conf:5: encryption: unknown value 'DTLS1.2' (dtls or none)");
+	bad(HEAD "offload = yes\n", "t.conf:5: offload: unknown value 'yes' (auto or off)");
 	bad(HEAD "address = 10.77.0.1/-1\n", "t.conf:5: address: bad prefix length in '10.77.0.1/-1'");
 	bad(HEAD "address = 10.77.0.1/\n", "t.conf:5: address: bad prefix length in '10.77.0.1/'");
 	bad(HEAD "address = 10.77.0.9/0\n", "t.conf:5: address: prefix length 0 in '10.77.0.9/0'");
@@ -812,6 +837,7 @@ START_TEST(test_equal)
 		"listen = 0.0.0.0:6080\n", "keylog-file = /kl\n", "mtu = 1400\n",
 		"path-mtu = 1501\n", "user = toud\n", "log-level = debug\n",
 		"control = /run/x.sock\n", "rekey-time = 61\n", "rekey-bytes = 65G\n",
+		"rekey-records = 1M\n",
 	};
 	static const char *const peer_variants[] = {
 		"keepalive = 1\n", "endpoint = a.example:1\n", "address = 10.77.0.3\n",
@@ -902,10 +928,12 @@ START_TEST(test_print)
 	    "mtu         = auto\n"
 	    "path-mtu    = 1500\n"
 	    "encryption  = dtls\n"
+	    "offload     = auto\n"
 	    "log-level   = info\n"
 	    "control     = /run/toud/toud.sock\n"
 	    "rekey-time  = 3600\n"
 	    "rekey-bytes = 1025M\n"
+	    "rekey-records = 16M\n"
 	    "\n"
 	    "[peer bob]\n"
 	    "fingerprint = sha256:" FP_A2 "\n"
@@ -963,13 +991,15 @@ START_TEST(test_key_files)
 	conf_free(c);
 	ck_assert_int_eq(conf_load(path, true, &c, &err, collect, &ws), -EINVAL);
 	snprintf(want, sizeof(want), "%s:4: private-key: cannot open '%s': "
-	    "No such file or directory", path, key);
+	    "No such file or directory; create the key pair with 'touctl genkey %s'",
+	    path, key, dir);
 	ck_assert_str_eq(fmt_err(&err), want);
 
 	write_file(key, "key\n", 0644);
 	ck_assert_int_eq(conf_load(path, true, &c, &err, collect, &ws), -EINVAL);
 	snprintf(want, sizeof(want), "%s:3: certificate: cannot open '%s': "
-	    "No such file or directory", path, cert);
+	    "No such file or directory; create the key pair with 'touctl genkey %s'",
+	    path, cert, dir);
 	ck_assert_str_eq(fmt_err(&err), want);
 	ck_assert_int_eq(ws.n, 0);
 
@@ -1067,7 +1097,8 @@ START_TEST(test_relative_path)
 	conf_free(c);
 	ck_assert_int_eq(conf_load("sub/t.conf", true, &c, &err, NULL, NULL), -EINVAL);
 	snprintf(want, sizeof(want), "sub/t.conf:3: private-key: cannot open "
-	    "'%s/sub/key.pem': No such file or directory", dir);
+	    "'%s/sub/key.pem': No such file or directory; create the key pair with "
+	    "'touctl genkey %s/sub'", dir, dir);
 	ck_assert_str_eq(fmt_err(&err), want);
 	unlink("sub/t.conf");
 	unlink("t.conf");

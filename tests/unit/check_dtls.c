@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 #include <openssl/x509v3.h>
 
 #include "dtls.h"
+#include "replay.h"
 #include "util.h"
 
 #include "testutil.h"
@@ -31,6 +33,7 @@
 #define MAX_PLAIN (LINK_MTU - GCM_OVERHEAD)
 #define QMAX 256
 #define RECMAX 2048
+#define NWIN (REPLAY_WINDOW + 6)
 
 struct rec {
 	uint8_t b[RECMAX];
@@ -84,6 +87,50 @@ static int peer_a, peer_b, peer_x;     /* peer objects: only their addresses mat
 
 /* ---- helpers -------------------------------------------------------- */
 
+/* Every record written in an epoch above 0, when a test keeps count:
+ * which queue (one per session and direction) it went to, and its
+ * numbers.  Type 23 is toud's writer, every other type OpenSSL's. */
+struct ledger_ent {
+	const struct queue *q;
+	uint8_t type;
+	uint16_t epoch;
+	uint64_t seq;
+	uint64_t nonce;                 /* AES-GCM nonce_explicit */
+};
+
+static struct {
+	struct ledger_ent e[4096];
+	size_t n;
+	bool on;
+} ledger;
+
+static uint64_t
+get_be(const uint8_t *p, int n)
+{
+	uint64_t v = 0;
+
+	while (n-- > 0)
+		v = v << 8 | *p++;
+	return v;
+}
+
+static void
+ledger_note(const struct queue *q, const uint8_t *rec, size_t len)
+{
+	struct ledger_ent *e;
+
+	if (!ledger.on || rec[0] == 20 || get_be(rec + 3, 2) == 0)
+		return;
+	ck_assert_uint_lt(ledger.n, ARRAY_SIZE(ledger.e));
+	ck_assert_uint_ge(len, DTLS_RECORD_HDR + 8 + 16);
+	e = &ledger.e[ledger.n++];
+	e->q = q;
+	e->type = rec[0];
+	e->epoch = (uint16_t)get_be(rec + 3, 2);
+	e->seq = get_be(rec + 5, 6);
+	e->nonce = get_be(rec + DTLS_RECORD_HDR, 8);
+}
+
 static struct queue *
 q_new(void)
 {
@@ -104,6 +151,7 @@ q_out(void *arg, const uint8_t *rec, size_t len, const union sockaddr_union *to)
 	ck_assert_uint_eq(DTLS_RECORD_HDR + (size_t)(rec[11] << 8 | rec[12]), len);
 	ck_assert_uint_le(len, LINK_MTU);
 	ck_assert_uint_lt(q->n, QMAX);
+	ledger_note(q, rec, len);
 	r = &q->r[(q->head + q->n) % QMAX];
 	memcpy(r->b, rec, len);
 	r->len = len;
@@ -134,7 +182,7 @@ authorize(void *arg, const uint8_t fp[DTLS_FP_LEN], struct x509_store_ctx_st *xs
 	a->calls++;
 	memcpy(a->seen, fp, DTLS_FP_LEN);
 	if (a->ca_file != NULL)
-		return dtls_verify_ca(xs, a->ca_file, a->ca_name) ? a->ca_obj : NULL;
+		return keys_verify_ca(xs, a->ca_file, a->ca_name) ? a->ca_obj : NULL;
 	for (i = 0; i < a->n; i++)
 		if (memcmp(a->fp[i], fp, DTLS_FP_LEN) == 0)
 			return a->obj[i];
@@ -191,7 +239,7 @@ node_init(struct node *n, const char *name, const char *addr)
 	memset(n, 0, sizeof(*n));
 	path_join(n->dir, tmpdir, name);
 	ck_assert_int_eq(mkdir(n->dir, 0700), 0);
-	ck_assert_msg(dtls_genkey(n->dir, n->fp, err, sizeof(err)) == 0, "genkey: %s", err);
+	ck_assert_msg(keys_genkey(n->dir, n->fp, err, sizeof(err)) == 0, "genkey: %s", err);
 	path_join(n->key, n->dir, "key.pem");
 	path_join(n->cert, n->dir, "cert.pem");
 	sa_set(&n->addr, addr, 6080);
@@ -336,6 +384,10 @@ to_server(struct link *l, struct rec *r)
 		l->dropped++;
 		ck_assert_ptr_null(l->ss);
 		ck_assert_uint_eq(l->sn->lq->n, before);
+		break;
+	case DTLS_LISTEN_REFUSED:
+	case DTLS_LISTEN_FAILED:
+		ck_abort_msg("dtls_listen admits every valid cookie");
 		break;
 	}
 	ck_assert_uint_eq(ERR_peek_error(), 0);
@@ -688,11 +740,13 @@ END_TEST
 
 START_TEST(replay)
 {
-	static struct rec recs[70];
+	/* kept: the first ones, one in the middle, the last two */
+	static const int keep[] = { 0, 5, 6, 40, NWIN - 2, NWIN - 1 };
+	static struct rec recs[ARRAY_SIZE(keep)];
 	struct link l;
 	uint8_t msg[8] = "replay!";
 	struct rec *r;
-	size_t n;
+	size_t n, k;
 	uint64_t seq, first;
 	int i;
 
@@ -704,24 +758,26 @@ START_TEST(replay)
 	ck_assert_uint_eq(n, 0);
 	ck_assert_int_eq(input(l.ss, &recs[0], &n, &seq), DTLS_ERR_REPLAY);
 
-	/* the window is 64 records deep */
-	for (i = 0; i < 70; i++) {
+	/* the window is REPLAY_WINDOW records deep: NWIN records, and the
+	 * newest one arrives first */
+	for (i = 0, k = 0; i < NWIN; i++) {
 		msg[0] = (uint8_t)i;
 		ck_assert_int_eq(dtls_sess_seal(l.cs, msg, sizeof(msg)), 0);
 		r = q_pop(l.c2s);
-		recs[i] = *r;
+		if (k < ARRAY_SIZE(keep) && keep[k] == i)
+			recs[k++] = *r;
 	}
-	ck_assert_int_eq(input(l.ss, &recs[69], &n, &seq), DTLS_DATA);
-	ck_assert_uint_eq(seq, first + 70);
-	ck_assert_int_eq(input(l.ss, &recs[0], &n, &seq), DTLS_ERR_REPLAY);  /* too old */
-	ck_assert_int_eq(input(l.ss, &recs[5], &n, &seq), DTLS_ERR_REPLAY);
-	ck_assert_int_eq(input(l.ss, &recs[6], &n, &seq), DTLS_DATA);        /* 63 back */
+	ck_assert_int_eq(input(l.ss, &recs[5], &n, &seq), DTLS_DATA);
+	ck_assert_uint_eq(seq, first + NWIN);
+	ck_assert_int_eq(input(l.ss, &recs[0], &n, &seq), DTLS_ERR_OLD);     /* too old */
+	ck_assert_int_eq(input(l.ss, &recs[1], &n, &seq), DTLS_ERR_OLD);     /* exactly the window back */
+	ck_assert_int_eq(input(l.ss, &recs[2], &n, &seq), DTLS_DATA);        /* one less */
 	ck_assert_uint_eq(seq, first + 7);
-	ck_assert_int_eq(input(l.ss, &recs[6], &n, &seq), DTLS_ERR_REPLAY);
-	ck_assert_int_eq(input(l.ss, &recs[40], &n, &seq), DTLS_DATA);       /* reordered */
-	ck_assert_int_eq(input(l.ss, &recs[68], &n, &seq), DTLS_DATA);
-	ck_assert_int_eq(input(l.ss, &recs[40], &n, &seq), DTLS_ERR_REPLAY);
-	ck_assert_int_eq(input(l.ss, &recs[69], &n, &seq), DTLS_ERR_REPLAY);
+	ck_assert_int_eq(input(l.ss, &recs[2], &n, &seq), DTLS_ERR_REPLAY);
+	ck_assert_int_eq(input(l.ss, &recs[3], &n, &seq), DTLS_DATA);        /* reordered */
+	ck_assert_int_eq(input(l.ss, &recs[4], &n, &seq), DTLS_DATA);
+	ck_assert_int_eq(input(l.ss, &recs[3], &n, &seq), DTLS_ERR_REPLAY);
+	ck_assert_int_eq(input(l.ss, &recs[5], &n, &seq), DTLS_ERR_REPLAY);
 	/* the session is unharmed */
 	pass(l.cs, l.c2s, l.ss, msg, sizeof(msg));
 	pass(l.ss, l.s2c, l.cs, msg, sizeof(msg));
@@ -820,7 +876,7 @@ START_TEST(early_data)
 	uint8_t d1[4] = "one", d2[4] = "two", buf[64];
 	struct rec fin[8], early, *r;
 	size_t nfin = 0, n, i;
-	uint64_t seq;
+	uint64_t seq, want;
 
 	link_start(&l, &A, &B, &peer_b);
 	link_run_server_done(&l);
@@ -841,9 +897,124 @@ START_TEST(early_data)
 	    DTLS_DATA);
 	ck_assert_uint_eq(n, sizeof(d2));
 	ck_assert_mem_eq(buf, d2, sizeof(d2));
-	ck_assert_uint_eq(seq, (uint64_t)1 << 48 | (uint64_t)(r->b[9] << 8 | r->b[10]));
+	for (i = 3, want = 0; i < 11; i++)
+		want = want << 8 | r->b[i];
+	ck_assert_uint_eq(seq >> 48, 1);
+	ck_assert_uint_eq(seq, want);
 	pass(l.cs, l.c2s, l.ss, d1, sizeof(d1));
 	link_free(&l);
+}
+END_TEST
+
+/* No (key, nonce) pair twice.  Both writers of a session's epoch 1 --
+ * toud's record code for application data, OpenSSL for its Finished, the
+ * retransmission of that Finished after the peer lost it, and alerts --
+ * are recorded, through a lost final flight, data both ways, a close_notify
+ * and a rekey (a second session between the same nodes).  Per session and
+ * direction, i.e. per key: every sequence number once, every AES-GCM
+ * nonce_explicit once, and OpenSSL's numbers below toud's range. */
+static void
+ledger_check(const struct queue *q, size_t *ossl, size_t *toud)
+{
+	size_t i, j;
+
+	*ossl = *toud = 0;
+	for (i = 0; i < ledger.n; i++) {
+		const struct ledger_ent *a = &ledger.e[i];
+
+		if (a->q != q)
+			continue;
+		ck_assert_uint_eq(a->epoch, 1);
+		if (a->type == 23) {
+			(*toud)++;
+			ck_assert_uint_ge(a->seq, (uint64_t)1 << 47);
+		} else {
+			(*ossl)++;
+			ck_assert_uint_lt(a->seq, (uint64_t)1 << 47);
+		}
+		for (j = i + 1; j < ledger.n; j++) {
+			const struct ledger_ent *b = &ledger.e[j];
+
+			if (b->q != q)
+				continue;
+			ck_assert_msg(a->seq != b->seq, "sequence %" PRIu64 " twice", a->seq);
+			ck_assert_msg(a->nonce != b->nonce, "nonce %016" PRIx64 " twice (types %d, %d)",
+			    a->nonce, a->type, b->type);
+		}
+	}
+}
+
+START_TEST(nonce_unique)
+{
+	struct timespec ts = { 0, 330 * 1000 * 1000 };
+	struct link l1, l2;
+	uint8_t msg[200];
+	size_t ossl, toud, i;
+	struct rec *r;
+
+	memset(msg, 0x5a, sizeof(msg));
+	ledger.n = 0;
+	ledger.on = true;
+	/* The server completes; its CCS and Finished are lost. */
+	link_start(&l1, &A, &B, &peer_b);
+	link_run_server_done(&l1);
+	l1.s2c->head = l1.s2c->n = 0;
+	/* toud seals on the server already; the client cannot open these
+	 * yet (and must not let OpenSSL see them) */
+	for (i = 0; i < 5; i++)
+		ck_assert_int_eq(dtls_sess_seal(l1.ss, msg, sizeof(msg)), 0);
+	while ((r = q_pop(l1.s2c)) != NULL)
+		to_client(&l1, r);
+	ck_assert(!l1.cdone);
+	/* The client retransmits; the server's OpenSSL answers with its
+	 * Finished again, in epoch 1, after toud has sealed there. */
+	nanosleep(&ts, NULL);
+	ck_assert_int_eq(dtls_sess_handle_timeout(l1.cs), DTLS_AGAIN);
+	link_run(&l1);
+	ck_assert(l1.cdone && !l1.cfail && !l1.sfail);
+	for (i = 0; i < 50; i++) {
+		pass(l1.cs, l1.c2s, l1.ss, msg, 1 + i);
+		pass(l1.ss, l1.s2c, l1.cs, msg, 1 + i);
+	}
+	/* A rekey: the second session's handshake and data while the first
+	 * still carries data. */
+	link_start(&l2, &A, &B, &peer_b);
+	for (i = 0; i < 64 && !(l2.cdone && l2.sdone); i++) {
+		ck_assert_int_gt(link_step(&l2), 0);
+		pass(l1.cs, l1.c2s, l1.ss, msg, sizeof(msg));
+		pass(l1.ss, l1.s2c, l1.cs, msg, sizeof(msg));
+	}
+	ck_assert(l2.cdone && l2.sdone);
+	for (i = 0; i < 20; i++) {
+		pass(l2.cs, l2.c2s, l2.ss, msg, sizeof(msg));
+		pass(l2.ss, l2.s2c, l2.cs, msg, sizeof(msg));
+	}
+	/* Alerts: the old session's client closes, after more data. */
+	pass(l1.cs, l1.c2s, l1.ss, msg, sizeof(msg));
+	dtls_sess_close(l1.cs);
+	r = q_pop(l1.c2s);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(r->b[0], 21);
+	ck_assert_int_eq(input(l1.ss, r, &i, &(uint64_t){ 0 }), DTLS_ERR_CLOSED);
+	dtls_sess_close(l2.ss);
+	ledger.on = false;
+
+	/* server -> client of the first session: two Finished from OpenSSL,
+	 * the early records and the data from toud */
+	ledger_check(l1.s2c, &ossl, &toud);
+	ck_assert_uint_ge(ossl, 2);
+	ck_assert_uint_ge(toud, 5 + 50 + 2);
+	ledger_check(l1.c2s, &ossl, &toud);
+	ck_assert_uint_ge(ossl, 2);                     /* Finished (twice), close_notify */
+	ck_assert_uint_ge(toud, 50);
+	ledger_check(l2.c2s, &ossl, &toud);
+	ck_assert_uint_ge(ossl, 1);
+	ck_assert_uint_eq(toud, 20);
+	ledger_check(l2.s2c, &ossl, &toud);
+	ck_assert_uint_ge(ossl, 2);                     /* Finished, close_notify */
+	ck_assert_uint_eq(toud, 20);
+	link_free(&l1);
+	link_free(&l2);
 }
 END_TEST
 
@@ -880,7 +1051,7 @@ START_TEST(cookie_exchange)
 	size_t ch1len;
 
 	ch2 = hello_with_cookie(&l, &ch1len);
-	/* HelloVerifyRequest: 13 + 12 + 2 + 1 + 16-byte cookie */
+	/* HelloVerifyRequest: 13 + 12 + 2 + 1 + 18-byte cookie */
 	ck_assert_uint_eq(B.lq->calls, 1);
 	/* the cookie is bound to the source address and port */
 	sa_set(&other, "203.0.113.9", 6080);
@@ -889,7 +1060,7 @@ START_TEST(cookie_exchange)
 	ck_assert_ptr_null(l.ss);
 	r = q_pop(B.lq);
 	ck_assert(util_sa_equal(&r->to, &other));
-	ck_assert_uint_eq(r->len, 44);
+	ck_assert_uint_eq(r->len, 46);
 	ck_assert_uint_lt(r->len, ch1len);
 	other_port = A.addr;
 	other_port.in.sin_port = htons(6081);
@@ -901,6 +1072,70 @@ START_TEST(cookie_exchange)
 	    DTLS_LISTEN_ACCEPTED);
 	ck_assert_ptr_nonnull(l.ss);
 	ck_assert_uint_eq(B.lq->n, 0);
+	ck_assert_uint_gt(l.s2c->n, 0);
+	link_run(&l);
+	ck_assert(l.cdone && l.sdone);
+	link_free(&l);
+}
+END_TEST
+
+struct admit_log {
+	unsigned calls;
+	size_t credit;
+	void *give;                     /* what admit returns */
+};
+
+static void *
+admit_cb(void *arg, const union sockaddr_union *from, size_t credit)
+{
+	struct admit_log *a = arg;
+
+	ck_assert(util_sa_equal(from, &A.addr));
+	a->calls++;
+	a->credit = credit;
+	return a->give;
+}
+
+/* The cookie admits one session ID: the same ClientHello with another ID
+ * earns a new HelloVerifyRequest (no state, admit not asked).  With its own
+ * ID the caller is asked after the cookie, learns the size of the first
+ * ClientHello, and a refusal leaves nothing behind and sends nothing. */
+START_TEST(cookie_bound_to_session_id)
+{
+	struct admit_log al = { 0 };
+	struct link l;
+	struct rec ch1, ch2, *r;
+
+	link_start(&l, &A, &B, &peer_b);
+	ch1 = *q_pop(l.c2s);
+	ck_assert_int_eq(dtls_listen_admit(B.c, ch1.b, ch1.len, &A.addr, 0x1111, q_out,
+	    admit_cb, &al, &l.ss), DTLS_LISTEN_REPLIED);
+	ck_assert_uint_eq(al.calls, 0);
+	r = q_pop(B.lq);
+	to_client(&l, r);
+	ch2 = *q_pop(l.c2s);
+	/* replayed with a fresh session ID: a new cookie request */
+	ck_assert_int_eq(dtls_listen_admit(B.c, ch2.b, ch2.len, &A.addr, 0x2222, q_out,
+	    admit_cb, &al, &l.ss), DTLS_LISTEN_REPLIED);
+	ck_assert_uint_eq(al.calls, 0);
+	ck_assert_ptr_null(l.ss);
+	r = q_pop(B.lq);
+	ck_assert_uint_lt(r->len, ch2.len);
+	/* its own ID, refused by the caller: no reply, no session */
+	al.give = NULL;
+	ck_assert_int_eq(dtls_listen_admit(B.c, ch2.b, ch2.len, &A.addr, 0x1111, q_out,
+	    admit_cb, &al, &l.ss), DTLS_LISTEN_REFUSED);
+	ck_assert_uint_eq(al.calls, 1);
+	ck_assert_uint_eq(al.credit, ch1.len);
+	ck_assert_ptr_null(l.ss);
+	ck_assert_uint_eq(B.lq->n, 0);
+	ck_assert_uint_eq(l.s2c->n, 0);
+	/* admitted: the session answers at once and completes */
+	al.give = l.s2c;
+	ck_assert_int_eq(dtls_listen_admit(B.c, ch2.b, ch2.len, &A.addr, 0x1111, q_out,
+	    admit_cb, &al, &l.ss), DTLS_LISTEN_ACCEPTED);
+	ck_assert_uint_eq(al.calls, 2);
+	ck_assert_ptr_nonnull(l.ss);
 	ck_assert_uint_gt(l.s2c->n, 0);
 	link_run(&l);
 	ck_assert(l.cdone && l.sdone);
@@ -1151,6 +1386,60 @@ START_TEST(keylog_config)
 }
 END_TEST
 
+/* A planted key log is refused, never followed: a symlink (its target
+ * stays untouched), a file others can read, one owned by another user, a
+ * hard link; the message names the file. */
+START_TEST(keylog_refuses_planted)
+{
+	char path[PATH_MAX], target[PATH_MAX], err[256];
+	struct dtls_ctx_config cfg = {
+		.private_key = A.key, .certificate = A.cert, .authorize = authorize,
+		.authorize_arg = &A.az, .link_mtu = LINK_MTU,
+	};
+	struct stat st;
+	int fd;
+
+	cfg.keylog_file = path;
+	path_join(target, tmpdir, "victim");
+	fd = open(target, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+
+	path_join(path, tmpdir, "link.log");
+	ck_assert_int_eq(symlink(target, path), 0);
+	ck_assert_ptr_null(dtls_ctx_new(&cfg, err, sizeof(err)));
+	ck_assert_ptr_nonnull(strstr(err, path));
+	ck_assert_ptr_nonnull(strstr(err, "symbolic link"));
+	ck_assert_int_eq(stat(target, &st), 0);
+	ck_assert_int_eq(st.st_size, 0);
+
+	path_join(path, tmpdir, "open.log");
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fchmod(fd, 0644), 0);
+	close(fd);
+	ck_assert_ptr_null(dtls_ctx_new(&cfg, err, sizeof(err)));
+	ck_assert_ptr_nonnull(strstr(err, "0600"));
+
+	path_join(path, tmpdir, "hard.log");
+	ck_assert_int_eq(link(target, path), 0);
+	ck_assert_ptr_null(dtls_ctx_new(&cfg, err, sizeof(err)));
+	ck_assert_ptr_nonnull(strstr(err, "hard links"));
+
+	if (geteuid() == 0) {
+		path_join(path, tmpdir, "other.log");
+		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(fchown(fd, 65534, 65534), 0);
+		close(fd);
+		ck_assert_ptr_null(dtls_ctx_new(&cfg, err, sizeof(err)));
+		ck_assert_ptr_nonnull(strstr(err, "another user"));
+	}
+	ck_assert_int_eq(stat(target, &st), 0);
+	ck_assert_int_eq(st.st_size, 0);
+}
+END_TEST
+
 /* ---- keys ----------------------------------------------------------- */
 
 /* SHA-256 of the public key, computed from the private key file. */
@@ -1190,18 +1479,18 @@ START_TEST(genkey_files)
 
 	path_join(dir, tmpdir, "g");
 	ck_assert_int_eq(mkdir(dir, 0755), 0);
-	ck_assert_int_eq(dtls_genkey(dir, fp, err, sizeof(err)), 0);
+	ck_assert_int_eq(keys_genkey(dir, fp, err, sizeof(err)), 0);
 	path_join(key, dir, "key.pem");
 	path_join(cert, dir, "cert.pem");
 	ck_assert_int_eq(stat(key, &st), 0);
 	ck_assert_int_eq(st.st_mode & 0777, 0600);
 	ck_assert_int_eq(stat(cert, &st), 0);
 	ck_assert_int_eq(st.st_mode & 0777, 0644);
-	ck_assert_int_eq(dtls_cert_fingerprint(cert, fp2, err, sizeof(err)), 0);
+	ck_assert_int_eq(keys_cert_fingerprint(cert, fp2, err, sizeof(err)), 0);
 	ck_assert_mem_eq(fp, fp2, DTLS_FP_LEN);
 	key_fp(key, fp3);
 	ck_assert_mem_eq(fp, fp3, DTLS_FP_LEN);
-	dtls_fp_format(fp, s);
+	keys_fp_format(fp, s);
 	ck_assert_uint_eq(strlen(s), 71);
 	ck_assert_int_eq(strncmp(s, "sha256:", 7), 0);
 	for (i = 7; i < 71; i++)
@@ -1227,13 +1516,13 @@ START_TEST(genkey_files)
 	txt = slurp(cert, &n);
 	ck_assert_uint_lt(n, sizeof(before));
 	memcpy(before, txt, n + 1);
-	ck_assert_int_eq(dtls_genkey(dir, fp2, err, sizeof(err)), 0);
+	ck_assert_int_eq(keys_genkey(dir, fp2, err, sizeof(err)), 0);
 	ck_assert_mem_ne(fp, fp2, DTLS_FP_LEN);
 	txt = slurp(cert, &n);
 	ck_assert_uint_lt(n, sizeof(after));
 	memcpy(after, txt, n + 1);
 	ck_assert_str_ne(after, before);
-	ck_assert_int_eq(dtls_cert_fingerprint(cert, fp, err, sizeof(err)), 0);
+	ck_assert_int_eq(keys_cert_fingerprint(cert, fp, err, sizeof(err)), 0);
 	ck_assert_mem_eq(fp, fp2, DTLS_FP_LEN);
 	ck_assert_int_eq(stat(key, &st), 0);
 	ck_assert_uint_eq(st.st_mode & 07777, 0600);
@@ -1245,7 +1534,7 @@ START_TEST(genkey_files)
 	/* two keys differ */
 	ck_assert_mem_ne(A.fp, B.fp, DTLS_FP_LEN);
 	path_join(dir, tmpdir, "nonexistent");
-	ck_assert_int_eq(dtls_genkey(dir, fp2, err, sizeof(err)), -ENOENT);
+	ck_assert_int_eq(keys_genkey(dir, fp2, err, sizeof(err)), -ENOENT);
 	ck_assert_ptr_nonnull(strstr(err, dir));
 }
 END_TEST
@@ -1257,15 +1546,15 @@ START_TEST(fingerprint_errors)
 	FILE *f;
 
 	path_join(path, tmpdir, "none.pem");
-	ck_assert_int_eq(dtls_cert_fingerprint(path, fp, err, sizeof(err)), -ENOENT);
+	ck_assert_int_eq(keys_cert_fingerprint(path, fp, err, sizeof(err)), -ENOENT);
 	ck_assert_ptr_nonnull(strstr(err, path));
 	f = fopen(path, "w");
 	fputs("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n", f);
 	fclose(f);
-	ck_assert_int_eq(dtls_cert_fingerprint(path, fp, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(keys_cert_fingerprint(path, fp, err, sizeof(err)), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "not a PEM certificate"));
 	/* a private key is not a certificate */
-	ck_assert_int_eq(dtls_cert_fingerprint(A.key, fp, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(keys_cert_fingerprint(A.key, fp, err, sizeof(err)), -EINVAL);
 }
 END_TEST
 
@@ -1277,7 +1566,7 @@ START_TEST(fp_format)
 
 	for (i = 0; i < DTLS_FP_LEN; i++)
 		fp[i] = (uint8_t)(i * 8 + 15);
-	dtls_fp_format(fp, s);
+	keys_fp_format(fp, s);
 	ck_assert_str_eq(s, "sha256:0f171f272f373f474f575f676f777f878f979fa7afb7bfc7cfd7dfe7eff7ff07");
 }
 END_TEST
@@ -1416,7 +1705,7 @@ verify_leaf(X509 *leaf, const char *ca_file, const char *name)
 
 	sk_X509_push(chain, leaf);
 	ck_assert_int_eq(X509_STORE_CTX_init(xs, store, leaf, chain), 1);
-	ok = dtls_verify_ca(xs, ca_file, name);
+	ok = keys_verify_ca(xs, ca_file, name);
 	X509_STORE_CTX_free(xs);
 	X509_STORE_free(store);
 	sk_X509_free(chain);
@@ -1441,7 +1730,24 @@ START_TEST(ca_verify)
 	ck_assert(!verify_leaf(p.leaf, missing, "bob"));
 	ck_assert(!verify_leaf(p.leaf, A.cert, "bob"));         /* not its issuer */
 	ck_assert(!verify_leaf(p.ca, p.ca_file, "bob"));        /* the CA itself is not bob */
-	ck_assert(!dtls_verify_ca(NULL, p.ca_file, "bob"));
+	ck_assert(!keys_verify_ca(NULL, p.ca_file, "bob"));
+	/* The same against a store loaded once (what a handshake uses):
+	 * reused for several checks, and the file may go meanwhile. */
+	{
+		struct x509_store_st *st = keys_ca_load(p.ca_file);
+		STACK_OF(X509) *chain = sk_X509_new_null();
+
+		ck_assert_ptr_nonnull(st);
+		sk_X509_push(chain, p.leaf);
+		ck_assert(keys_verify_ca_store(p.leaf, chain, st, "bob"));
+		ck_assert(!keys_verify_ca_store(p.leaf, chain, st, "alice"));
+		ck_assert(!keys_verify_ca_store(p.leaf2, chain, st, "bob"));
+		ck_assert(keys_verify_ca_store(p.leaf, chain, st, "bob"));
+		ck_assert(!keys_verify_ca_store(p.leaf, chain, NULL, "bob"));
+		sk_X509_free(chain);
+		keys_ca_free(st);
+		ck_assert_ptr_null(keys_ca_load(missing));
+	}
 	pki_free(&p);
 }
 END_TEST
@@ -1519,13 +1825,16 @@ main(void)
 	tcase_add_test(rec, tamper);
 	tcase_add_test(rec, close_notify);
 	tcase_add_test(rec, early_data);
+	tcase_add_test(rec, nonce_unique);
 	tcase_add_test(ck, cookie_exchange);
+	tcase_add_test(ck, cookie_bound_to_session_id);
 	tcase_add_test(ck, cookie_ipv6);
 	tcase_add_test(ck, cookie_rotation);
 	tcase_add_test(ck, listen_drop);
 	tcase_add_test(keys, keylog_env);
 	tcase_add_test(keys, keylog_config);
 	tcase_add_test(keys, genkey_files);
+	tcase_add_test(keys, keylog_refuses_planted);
 	tcase_add_test(keys, fingerprint_errors);
 	tcase_add_test(keys, fp_format);
 	tcase_add_test(keys, ctx_errors);

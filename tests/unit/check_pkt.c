@@ -1556,6 +1556,209 @@ END_TEST
 
 /* --- ECN ------------------------------------------------------------------------ */
 
+/* --- what a packet vouches for: ICMP quotes, IP-in-IP ---------------------- */
+
+/* Wrap the packet inner (ilen bytes) in an outer header src -> dst of the
+ * given protocol (an ICMP error of `type` quoting it, or IP-in-IP); returns
+ * the outer packet in buf and its length in *len. */
+static uint8_t *
+wrap(uint8_t *buf, const uint8_t *inner, size_t ilen, uint8_t proto, int type,
+    const char *src, const char *dst, size_t *len)
+{
+	size_t n = 0;
+
+	if (proto == IPPROTO_ICMP || proto == IPPROTO_ICMPV6) {
+		n = mkicmp(buf + HEADROOM, (uint8_t)type, 0, 0);
+		wr16(buf + HEADROOM + 4, 0);
+		wr16(buf + HEADROOM + 6, 0);
+	}
+	memcpy(buf + HEADROOM + n, inner, ilen);
+	return mkip(buf, n + ilen, proto, src, dst, len);
+}
+
+/* PKT_CLAIM_BAD: a claim whose address cannot be checked. */
+#define PKT_CLAIM_BAD 99
+
+static int
+claim(const uint8_t *p, size_t len, struct ipaddr *a)
+{
+	struct pkt_info pi;
+	enum pkt_claim k;
+
+	ck_assert_int_eq(pkt_parse(p, len, &pi), PKT_OK);
+	k = pkt_claim(p, &pi, a);
+	if (k == PKT_CLAIM_NONE)
+		ck_assert_int_eq(a->family, 0);
+	return k != PKT_CLAIM_NONE && a->family == 0 ? PKT_CLAIM_BAD : (int)k;
+}
+
+START_TEST(claim_icmp_quote)
+{
+	uint8_t b1[BUFSZ], b2[BUFSZ], q[BUFSZ];
+	struct ipaddr a, want;
+	uint8_t *in, *out;
+	size_t ilen, len;
+
+	/* A UDP flow 10.77.0.1 -> 10.77.0.3 (another peer), and an error about
+	 * it sent by 10.77.0.2: the claim is the quoted destination. */
+	in = mkip(b1, mkudp(b1 + HEADROOM, 4), IPPROTO_UDP, "10.77.0.1", "10.77.0.3", &ilen);
+	memcpy(q, in, ilen);
+	out = wrap(b2, q, 28, IPPROTO_ICMP, 3, "10.77.0.2", "10.77.0.1", &len);
+	want = check_addr("10.77.0.3");
+	ck_assert_int_eq(claim(out, len, &a), PKT_CLAIM_QUOTE);
+	ck_assert_int_eq(a.family, AF_INET);
+	ck_assert_mem_eq(a.b, want.b, 4);
+	/* Time exceeded, parameter problem, redirect, quench: errors too. */
+	out[20] = 11;
+	ck_assert_int_eq(claim(out, len, &a), PKT_CLAIM_QUOTE);
+	out[20] = 12;
+	ck_assert_int_eq(claim(out, len, &a), PKT_CLAIM_QUOTE);
+	out[20] = 5;
+	ck_assert_int_eq(claim(out, len, &a), PKT_CLAIM_QUOTE);
+	out[20] = 4;
+	ck_assert_int_eq(claim(out, len, &a), PKT_CLAIM_QUOTE);
+	/* Echo and echo reply quote nothing. */
+	out[20] = 8;
+	ck_assert_int_eq(claim(out, len, &a), PKT_CLAIM_NONE);
+	out[20] = 0;
+	ck_assert_int_eq(claim(out, len, &a), PKT_CLAIM_NONE);
+
+	/* A quote shorter than an IP header cannot be checked. */
+	out = wrap(b2, q, 19, IPPROTO_ICMP, 3, "10.77.0.2", "10.77.0.1", &len);
+	ck_assert_int_eq(claim(out, len, &a), PKT_CLAIM_BAD);
+	/* Nor one of the other family. */
+	q[0] = 0x60;
+	out = wrap(b2, q, 28, IPPROTO_ICMP, 3, "10.77.0.2", "10.77.0.1", &len);
+	ck_assert_int_eq(claim(out, len, &a), PKT_CLAIM_BAD);
+
+	/* IPv6: destination unreachable quoting fd77::1 -> fd77::3. */
+	in = mkip(b1, mkudp(b1 + HEADROOM, 4), IPPROTO_UDP, "fd77::1", "fd77::3", &ilen);
+	memcpy(q, in, ilen);
+	out = wrap(b2, q, ilen, IPPROTO_ICMPV6, 1, "fd77::2", "fd77::1", &len);
+	want = check_addr("fd77::3");
+	ck_assert_int_eq(claim(out, len, &a), PKT_CLAIM_QUOTE);
+	ck_assert_int_eq(a.family, AF_INET6);
+	ck_assert_mem_eq(a.b, want.b, 16);
+	out[40] = 2;                    /* packet too big */
+	ck_assert_int_eq(claim(out, len, &a), PKT_CLAIM_QUOTE);
+	out[40] = 128;                  /* echo request */
+	ck_assert_int_eq(claim(out, len, &a), PKT_CLAIM_NONE);
+	out = wrap(b2, q, 39, IPPROTO_ICMPV6, 1, "fd77::2", "fd77::1", &len);
+	ck_assert_int_eq(claim(out, len, &a), PKT_CLAIM_BAD);
+}
+END_TEST
+
+START_TEST(claim_icmp_behind_ext_and_fragments)
+{
+	uint8_t b1[BUFSZ], b2[BUFSZ], q[BUFSZ], pk[BUFSZ];
+	struct ipaddr a;
+	uint8_t *in, *out;
+	size_t ilen, len;
+
+	in = mkip(b1, mkudp(b1 + HEADROOM, 4), IPPROTO_UDP, "fd77::1", "fd77::3", &ilen);
+	memcpy(q, in, ilen);
+	out = wrap(b2, q, ilen, IPPROTO_ICMPV6, 1, "fd77::2", "fd77::1", &len);
+	/* Insert an 8-byte destination-options header after the IPv6 header:
+	 * the error behind it is still found. */
+	memcpy(pk, out, 40);
+	memcpy(pk + 48, out + 40, len - 40);
+	pk[6] = 60;
+	pk[40] = IPPROTO_ICMPV6;
+	pk[41] = 0;
+	memset(pk + 42, 0, 6);
+	pk[42] = 1;                     /* PadN, 4 bytes of padding */
+	pk[43] = 4;
+	wr16(pk + 4, (uint16_t)(len - 40 + 8));
+	ck_assert_int_eq(claim(pk, len + 8, &a), PKT_CLAIM_QUOTE);
+	/* A first fragment (offset 0, M set) still has to show the quote. */
+	pk[40] = 44;
+	pk[6] = 60;
+	memmove(pk + 56, pk + 48, len - 40);
+	pk[48] = IPPROTO_ICMPV6;
+	pk[49] = 0;
+	wr16(pk + 50, 1);               /* offset 0, M */
+	memset(pk + 52, 0, 4);
+	wr16(pk + 4, (uint16_t)(len - 40 + 16));
+	ck_assert_int_eq(claim(pk, len + 16, &a), PKT_CLAIM_QUOTE);
+	/* Cut the first fragment inside the quoted header: unverifiable. */
+	wr16(pk + 4, 16 + 8 + 20);
+	ck_assert_int_eq(claim(pk, 40 + 16 + 8 + 20, &a), PKT_CLAIM_BAD);
+	/* A later fragment claims nothing (the kernel needs the first). */
+	wr16(pk + 50, 8 << 3);
+	ck_assert_int_eq(claim(pk, 40 + 16 + 8 + 20, &a), PKT_CLAIM_NONE);
+
+	/* IPv4: a first fragment carrying only the ICMP header. */
+	in = mkip(b1, mkudp(b1 + HEADROOM, 4), IPPROTO_UDP, "10.77.0.1", "10.77.0.3", &ilen);
+	memcpy(q, in, ilen);
+	out = wrap(b2, q, 28, IPPROTO_ICMP, 3, "10.77.0.2", "10.77.0.1", &len);
+	wr16(out + 2, 28);
+	wr16(out + 6, 0x2000);
+	fix_ip4(out);
+	ck_assert_int_eq(claim(out, 28, &a), PKT_CLAIM_BAD);
+	wr16(out + 6, 0x0003);
+	fix_ip4(out);
+	ck_assert_int_eq(claim(out, 28, &a), PKT_CLAIM_NONE);
+}
+END_TEST
+
+START_TEST(claim_encap)
+{
+	uint8_t b1[BUFSZ], b2[BUFSZ], b3[BUFSZ], q[BUFSZ];
+	struct ipaddr a, want;
+	uint8_t *in, *out, *out2;
+	size_t ilen, len, len2;
+
+	/* IPv4 in IPv4: the claim is the inner source. */
+	in = mkip(b1, mkudp(b1 + HEADROOM, 4), IPPROTO_UDP, "10.77.0.3", "10.77.0.1", &ilen);
+	memcpy(q, in, ilen);
+	out = wrap(b2, q, ilen, IPPROTO_IPIP, 0, "10.77.0.2", "10.77.0.1", &len);
+	want = check_addr("10.77.0.3");
+	ck_assert_int_eq(claim(out, len, &a), PKT_CLAIM_ENCAP);
+	ck_assert_int_eq(a.family, AF_INET);
+	ck_assert_mem_eq(a.b, want.b, 4);
+	/* Nested: the same again inside another IPIP header. */
+	out2 = wrap(b3, out, len, IPPROTO_IPIP, 0, "10.77.0.2", "10.77.0.1", &len2);
+	ck_assert_int_eq(claim(out2, len2, &a), PKT_CLAIM_BAD);
+	/* Inner header cut short, or of the wrong version. */
+	out = wrap(b2, q, 19, IPPROTO_IPIP, 0, "10.77.0.2", "10.77.0.1", &len);
+	ck_assert_int_eq(claim(out, len, &a), PKT_CLAIM_BAD);
+	q[0] = 0x65;
+	out = wrap(b2, q, ilen, IPPROTO_IPIP, 0, "10.77.0.2", "10.77.0.1", &len);
+	ck_assert_int_eq(claim(out, len, &a), PKT_CLAIM_BAD);
+
+	/* IPv6 in IPv4 (protocol 41) and in IPv6. */
+	in = mkip(b1, mkudp(b1 + HEADROOM, 4), IPPROTO_UDP, "fd77::3", "fd77::1", &ilen);
+	memcpy(q, in, ilen);
+	want = check_addr("fd77::3");
+	out = wrap(b2, q, ilen, IPPROTO_IPV6, 0, "10.77.0.2", "10.77.0.1", &len);
+	ck_assert_int_eq(claim(out, len, &a), PKT_CLAIM_ENCAP);
+	ck_assert_int_eq(a.family, AF_INET6);
+	ck_assert_mem_eq(a.b, want.b, 16);
+	out = wrap(b2, q, ilen, IPPROTO_IPV6, 0, "fd77::2", "fd77::1", &len);
+	ck_assert_int_eq(claim(out, len, &a), PKT_CLAIM_ENCAP);
+	ck_assert_mem_eq(a.b, want.b, 16);
+
+	/* An encapsulated ICMP error would hide its quote: refused. */
+	in = mkip(b1, mkicmp(b1 + HEADROOM, 3, 1, 28), IPPROTO_ICMP, "10.77.0.2", "10.77.0.1",
+	    &ilen);
+	memcpy(q, in, ilen);
+	out = wrap(b2, q, ilen, IPPROTO_IPIP, 0, "10.77.0.2", "10.77.0.1", &len);
+	ck_assert_int_eq(claim(out, len, &a), PKT_CLAIM_BAD);
+	/* An encapsulated echo is fine. */
+	in = mkip(b1, mkicmp(b1 + HEADROOM, 8, 0, 8), IPPROTO_ICMP, "10.77.0.2", "10.77.0.1",
+	    &ilen);
+	memcpy(q, in, ilen);
+	out = wrap(b2, q, ilen, IPPROTO_IPIP, 0, "10.77.0.2", "10.77.0.1", &len);
+	ck_assert_int_eq(claim(out, len, &a), PKT_CLAIM_ENCAP);
+
+	/* Ordinary traffic claims nothing. */
+	out = mktcp4(b2, 0x02, NULL, 0, 10, &len);
+	ck_assert_int_eq(claim(out, len, &a), PKT_CLAIM_NONE);
+	out = mktcp6(b2, 0x02, NULL, 0, 10, &len);
+	ck_assert_int_eq(claim(out, len, &a), PKT_CLAIM_NONE);
+}
+END_TEST
+
 START_TEST(ecn_table)
 {
 	enum { N = 0, E1 = 1, E0 = 2, CE = 3, DROP = 0xff };
@@ -1623,6 +1826,9 @@ main(void)
 	tcase_add_test(tc, too_big_v6);
 	tcase_add_test(tc, too_big_v6_no_reply);
 	tcase_add_test(tc, ecn_table);
+	tcase_add_test(tc, claim_icmp_quote);
+	tcase_add_test(tc, claim_icmp_behind_ext_and_fragments);
+	tcase_add_test(tc, claim_encap);
 	suite_add_tcase(s, tc);
 	return check_run(s);
 }

@@ -11,29 +11,11 @@
 #include "drop.h"
 #include "peer.h"
 #include "toud.h"
+#include "tun.h"
+#include "udp.h"
 #include "util.h"
 
 #include "testutil.h"
-
-/* Weak: the test runs with or without peer.c linked in. */
-__attribute__((weak)) const char *
-peer_state_name(enum peer_state s)
-{
-	static const char *const names[] = { "idle", "handshaking", "up", "dead" };
-
-	return (unsigned)s < ARRAY_SIZE(names) ? names[s] : "unknown";
-}
-
-__attribute__((weak)) struct peer *
-peer_find_by_name(struct toud *t, const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < t->n_peers; i++)
-		if (strcmp(t->peers[i]->name, name) == 0)
-			return t->peers[i];
-	return NULL;
-}
 
 static char *
 testdata_read(const char *name)
@@ -287,6 +269,8 @@ static const char conf_text[] =
 
 struct fixture {
 	struct toud t;
+	struct tun tun;
+	struct udp udp;
 	struct peer peer[3];
 	struct peer *peers[3];
 };
@@ -315,8 +299,16 @@ fixture_init(struct fixture *f)
 	    &err) == 0, "%d: %s", err.line, err.msg);
 	ck_assert_uint_eq(f->t.conf->n_peers, 3);
 	f->t.tun_mtu = 1415;
+	/* UDP GSO on the IPv6 socket only; TUN offloads accepted but not
+	 * TCP segmentation; no GRO. */
+	f->tun.vnet = true;
+	f->tun.offloads = 0x01;
+	f->udp.gso6 = true;
+	f->t.tun = &f->tun;
+	f->t.udp = &f->udp;
 	f->t.drops[DROP_NO_PEER] = 5;
 	f->t.drops[DROP_GUE + GUE_ERR_TRUNCATED] = 2;
+	f->t.events[EVENT_COOKIE_REQUESTED] = 4;
 	for (i = 0; i < 3; i++) {
 		f->peer[i].toud = &f->t;
 		f->peer[i].cf = &f->t.conf->peers[i];
@@ -334,6 +326,7 @@ fixture_init(struct fixture *f)
 	f->peer[0].tx_packets = 40;
 	f->peer[0].drops[DROP_SOURCE] = 3;
 	f->peer[0].drops[drop_gue(GUE_ERR_VARIANT)] = 1;
+	f->peer[0].events[EVENT_HANDSHAKE_COMPLETED] = 1;
 
 	f->peer[1].state = PEER_IDLE;
 
@@ -465,9 +458,13 @@ START_TEST(no_peers_no_drops)
 	fixture_init(&f);
 	f.t.n_peers = 0;
 	memset(f.t.drops, 0, sizeof(f.t.drops));
+	memset(f.t.events, 0, sizeof(f.t.events));
 	f.t.conf->iface.encryption = CONF_ENC_DTLS;
 	f.t.conf->iface.listen_port = 7000;
 	f.t.tun_mtu = 1380;
+	f.tun.offloads = 0x07;
+	f.udp.gso6 = false;
+	f.udp.gro4 = true;
 	s = show_render(&f.t, NULL, true);
 	ck_assert_ptr_nonnull(s);
 	ck_assert(json_valid(s));
@@ -478,7 +475,9 @@ START_TEST(no_peers_no_drops)
 	    "    \"mtu\": 1380,\n"
 	    "    \"listen_port\": 7000,\n"
 	    "    \"encryption\": \"dtls\",\n"
+	    "    \"offload\": {\"tun_tso\": true, \"udp_gso\": false, \"udp_gro\": true},\n"
 	    "    \"drops\": {},\n"
+	    "    \"events\": {},\n"
 	    "    \"sessions\": 0,\n"
 	    "    \"half_open\": 0\n"
 	    "  },\n"
@@ -491,7 +490,8 @@ START_TEST(no_peers_no_drops)
 	    "interface: tou0\n"
 	    "  listen port: 7000\n"
 	    "  mtu: 1380\n"
-	    "  encryption: dtls\n");
+	    "  encryption: dtls\n"
+	    "  offload: tun-tso on, udp-gso off, udp-gro on\n");
 	free(s);
 	ck_assert_ptr_null(show_render(&f.t, "bob", false));
 	ck_assert_int_eq(errno, ENOENT);

@@ -1,0 +1,22 @@
+/* events.h - counters of things that happen and are not losses: cookies
+ * asked for, handshakes started, completed, failed.  Kept apart from the
+ * drop counters (drop.h), whose old keys stay as they were.  Names are a
+ * stable interface (JSON keys of "events"). */
+#ifndef TOUD_EVENTS_H
+#define TOUD_EVENTS_H
+
+enum toud_event {
+	EVENT_COOKIE_REQUESTED,         /* a ClientHello answered with a cookie request */
+	EVENT_HANDSHAKE_ACCEPTED,       /* a ClientHello with a valid cookie opened a session */
+	EVENT_HANDSHAKE_STARTED,        /* we started a handshake (initiator) */
+	EVENT_HANDSHAKE_COMPLETED,      /* a handshake completed and its session is used */
+	EVENT_HANDSHAKE_FAILED,         /* a handshake failed (unknown key, alert, timeout) */
+	EVENT_SESSION_CLOSED,           /* the peer closed a session */
+	EVENT_KEEPALIVE_SENT,           /* a keepalive went out (timer, answer or echo) */
+	EVENT_KEEPALIVE_RECEIVED,       /* an authenticated keepalive arrived */
+	EVENT__MAX
+};
+
+const char *event_name(enum toud_event e);
+
+#endif

@@ -1,0 +1,659 @@
+/* handshake.c - DTLS handshakes: initiating, listening (cookie, per-source
+ * limiter, half-open table), completing (authorize, tie-break, retire),
+ * failing, and the handshake retransmission timer.
+ *
+ * A leaf in the way WireGuard's noise.c and cookie.c are: the entry points
+ * return what happened and the callers (rx.c for received records, tx.c and
+ * peer_timers.c for starting) act on it.  Records leave through tx.c's
+ * queue, by the DTLS output callback installed here.  The retransmission
+ * timer, which has no caller to return to, reports a handshake that timed
+ * out to peer_timers_handshake_failed().
+ *
+ * The peer of a server session is decided when the handshake completes,
+ * by looking the presented key up in the configuration in force then: no
+ * pointer to a peer is kept from the certificate callback, so a reload
+ * that removes or changes the peer in between cannot leave one dangling. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+#include <openssl/x509.h>
+
+#include "conf.h"
+#include "dtls.h"
+#include "gue.h"
+#include "handshake.h"
+#include "keys.h"
+#include "log.h"
+#include "peer.h"
+#include "ratelimit.h"
+#include "session.h"
+#include "toud.h"
+#include "tx.h"
+
+/* Two sessions of one peer established within this interval came up
+ * together (both sides initiated at once): the tie-break decides. */
+#define HANDSHAKE_TOGETHER_MS 10000
+
+static void
+count_event(struct toud *t, struct peer *p, enum toud_event e)
+{
+	if (p)
+		p->events[e]++;
+	else
+		t->events[e]++;
+}
+
+static const char *
+sess_addr(const struct session *s, char *buf, size_t len)
+{
+	return util_sa_fmt(&s->addr, buf, len);
+}
+
+/* --- cookie ---------------------------------------------------------- */
+
+static void
+cookie_rotate(evutil_socket_t fd, short what, void *arg)
+{
+	struct toud *t = arg;
+
+	(void)fd;
+	(void)what;
+	dtls_ctx_rotate_cookie(t->dtls);
+}
+
+static int
+cookie_init(struct toud *t)
+{
+	struct timeval tv = { .tv_sec = DTLS_COOKIE_ROTATE_S };
+
+	t->ev_cookie = event_new(t->base, -1, EV_PERSIST, cookie_rotate, t);
+	if (!t->ev_cookie || event_add(t->ev_cookie, &tv) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+/* --- per-source limiter ---------------------------------------------- */
+
+/* Cookie-verified handshakes from one source address at most this often
+ * (token buckets of ratelimit.c, which a colliding source cannot reset),
+ * for at most this many sources at once. */
+#define HS_RATE_PER_S 10
+#define HS_RATE_BURST 20
+#define HS_RATE_SOURCES 4096
+/* Half-open (server, not yet authenticated) handshakes of one source. */
+#define HS_HALF_OPEN_PER_SOURCE 4
+/* Until its handshake completes, a source receives at most this many times
+ * the bytes it sent (RFC 9000 8.1), retransmissions included. */
+#define HS_AMPLIFICATION 3
+
+static int
+limiter_init(struct toud *t)
+{
+	uint8_t secret[RATELIMIT_SECRET_LEN];
+
+	if (RAND_bytes(secret, sizeof(secret)) != 1)
+		return -EIO;
+	t->hs_limit = ratelimit_new(HS_RATE_SOURCES, HS_RATE_PER_S, HS_RATE_BURST, secret);
+	OPENSSL_cleanse(secret, sizeof(secret));
+	return t->hs_limit ? 0 : -ENOMEM;
+}
+
+/* --- half-open table ------------------------------------------------- */
+
+static bool
+halfopen_full(const struct toud *t)
+{
+	return t->n_half_open >= HANDSHAKE_HALF_OPEN_MAX;
+}
+
+static void
+halfopen_add(struct session *s)
+{
+	s->half_open = true;
+	s->t->n_half_open++;
+}
+
+/* Authenticated (or gone): no longer half open.  session_free() does the
+ * same for a session that goes while half open. */
+static void
+halfopen_done(struct session *s)
+{
+	if (s->half_open && s->t->n_half_open)
+		s->t->n_half_open--;
+	s->half_open = false;
+}
+
+/* --- the context ----------------------------------------------------- */
+
+/* dtls_authorize_fn, during the handshake: is the presented key one of a
+ * configured peer's?  Refusing here ends an unknown key's handshake early;
+ * the peer is decided again at completion (handshake_authorize). */
+static struct peer *authorize_fp(struct toud *t, const uint8_t *fp,
+    struct x509_store_ctx_st *xs, const struct dtls_sess *ds);
+
+static void *
+authorize_cb(void *arg, const uint8_t fp[DTLS_FP_LEN], struct x509_store_ctx_st *xs)
+{
+	return authorize_fp(arg, fp, xs, NULL);
+}
+
+int
+handshake_init(struct toud *t)
+{
+	const struct conf_iface *ifc = &t->conf->iface;
+	struct dtls_ctx_config cfg = {
+		.private_key = ifc->private_key,
+		.certificate = ifc->certificate,
+		.keylog_file = ifc->keylog_file,
+		.authorize = authorize_cb,
+		.authorize_arg = t,
+		.listen_output = tx_listen_output,
+		.listen_output_arg = t,
+		/* Bytes after the outer GUE header on the best case path
+		 * (IPv4); tx.c keeps each packet within its real path. */
+		.link_mtu = ifc->path_mtu - 20 - CONF_OVERHEAD_UDP - CONF_OVERHEAD_GUE_OUTER,
+	};
+	char err[256];
+	int rc;
+
+	if ((rc = limiter_init(t)) < 0)
+		return rc;
+	t->dtls = dtls_ctx_new(&cfg, err, sizeof(err));
+	if (!t->dtls) {
+		log_errx("dtls: %s", err);
+		return -EINVAL;
+	}
+	if (dtls_ctx_keylog_active(t->dtls))
+		log_warnx("writing DTLS session keys to a key log (SSLKEYLOGFILE or keylog-file): "
+		    "anyone who reads it can decrypt the tunnel");
+	return cookie_init(t);
+}
+
+void
+handshake_free(struct toud *t)
+{
+	session_free_all(t);
+	if (t->ev_cookie)
+		event_free(t->ev_cookie);
+	t->ev_cookie = NULL;
+	dtls_ctx_free(t->dtls);
+	t->dtls = NULL;
+	ratelimit_free(t->hs_limit);
+	t->hs_limit = NULL;
+}
+
+/* --- authorize ------------------------------------------------------- */
+
+/* A CA peer's check of the presented chain, against the store loaded with
+ * the configuration. */
+static bool
+ca_ok(const struct peer *p, struct x509_store_ctx_st *xs, const struct dtls_sess *ds)
+{
+	const struct conf_peer *cf = p->cf;
+	X509 *leaf;
+
+	if (!p->ca_store)
+		return false;
+	if (ds)
+		return dtls_sess_verify_ca_store(ds, p->ca_store, cf->cert_name);
+	leaf = xs ? X509_STORE_CTX_get0_cert(xs) : NULL;
+	return leaf && keys_verify_ca_store(leaf, X509_STORE_CTX_get0_untrusted(xs), p->ca_store,
+	    cf->cert_name);
+}
+
+static struct peer *
+authorize_fp(struct toud *t, const uint8_t *fp, struct x509_store_ctx_st *xs,
+    const struct dtls_sess *ds)
+{
+	struct peer *found = NULL;
+	size_t i;
+
+	for (i = 0; i < t->n_peers; i++) {
+		const struct conf_peer *cf;
+
+		if (!t->peers[i])
+			continue;
+		cf = t->peers[i]->cf;
+		if (!(cf->has_fingerprint && memcmp(cf->fingerprint, fp, DTLS_FP_LEN) == 0) &&
+		    !(cf->ca && ca_ok(t->peers[i], xs, ds)))
+			continue;
+		if (found) {
+			log_warnx("a certificate matches both peer \"%s\" and peer \"%s\": "
+			    "refused", found->name, t->peers[i]->name);
+			return NULL;
+		}
+		found = t->peers[i];
+	}
+	return found;
+}
+
+struct peer *
+handshake_authorize(struct toud *t, const struct session *s)
+{
+	const uint8_t *fp = dtls_sess_peer_fp(s->dtls);
+
+	return fp ? authorize_fp(t, fp, NULL, s->dtls) : NULL;
+}
+
+/* --- the handshake timer --------------------------------------------- */
+
+static void
+arm_ms(struct event *ev, uint64_t ms)
+{
+	struct timeval tv = { .tv_sec = (time_t)(ms / 1000), .tv_usec = (suseconds_t)(ms % 1000) * 1000 };
+
+	evtimer_add(ev, &tv);
+}
+
+void
+handshake_progress(struct session *s, uint64_t now)
+{
+	struct timeval tv;
+	uint64_t left, elapsed = now - s->created_ms;
+
+	if (s->established) {
+		evtimer_del(s->ev_timer);
+		return;
+	}
+	left = elapsed >= SESSION_HANDSHAKE_MS ? 0 : SESSION_HANDSHAKE_MS - elapsed;
+	if (dtls_sess_timeout(s->dtls, &tv) &&
+	    (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000 < left) {
+		evtimer_add(s->ev_timer, &tv);
+		return;
+	}
+	arm_ms(s->ev_timer, left);
+}
+
+static void
+fail_and_report(struct session *s, const char *why)
+{
+	struct peer *p = handshake_failed(s, why);
+
+	if (p && !p->cur && !p->next)
+		peer_timers_handshake_failed(p, why);
+}
+
+static void
+timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct session *s = arg;
+	uint64_t now = toud_now(s->t);
+
+	(void)fd;
+	(void)what;
+	if (now - s->created_ms >= SESSION_HANDSHAKE_MS) {
+		fail_and_report(s, "timed out");
+		return;
+	}
+	if (dtls_sess_handle_timeout(s->dtls) == DTLS_ERR_HANDSHAKE) {
+		fail_and_report(s, "retransmissions exhausted");
+		return;
+	}
+	handshake_progress(s, now);
+}
+
+static struct session *
+hs_session_new(struct toud *t, uint64_t id, const union sockaddr_union *addr, uint64_t now)
+{
+	struct session *s = session_alloc(t, id, addr, now);
+
+	if (!s)
+		return NULL;
+	if (!(s->ev_timer = evtimer_new(t->base, timer_cb, s))) {
+		session_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+/* --- initiate -------------------------------------------------------- */
+
+int
+handshake_initiate(struct peer *p, uint64_t now)
+{
+	struct toud *t = p->toud;
+	struct session *s;
+	char buf[UTIL_ADDRSTRLEN];
+	uint64_t id;
+
+	if (p->next || !p->has_endpoint || now < p->hs_retry_ms)
+		return 0;
+	if (!(id = session_new_id(t)) || !(s = hs_session_new(t, id, &p->endpoint, now)))
+		return -ENOMEM;
+	s->initiator = true;
+	s->peer = p;
+	if (p->cur)
+		s->local = p->cur->local;
+	s->dtls = dtls_sess_client(t->dtls, p, tx_session_output, s, &p->endpoint);
+	if (!s->dtls) {
+		session_free(s);
+		return -ENOMEM;
+	}
+	session_insert(s);
+	p->next = s;
+	count_event(t, p, EVENT_HANDSHAKE_STARTED);
+	log_debug("peer \"%s\" (%s): handshake %016llx started", p->name,
+	    sess_addr(s, buf, sizeof(buf)), (unsigned long long)id);
+	peer_timers_handshake_started(p);
+	if (dtls_sess_handshake(s->dtls) == DTLS_ERR_HANDSHAKE) {
+		session_free(s);
+		peer_timers_handshake_failed(p, "refused at once");
+		return -EPROTO;
+	}
+	handshake_progress(s, now);
+	return 0;
+}
+
+/* --- listen ---------------------------------------------------------- */
+
+/* Server handshakes that may be evicted: not authenticated, and the client
+ * has not even presented an accepted certificate yet. */
+static bool
+halfopen_unverified(const struct session *s)
+{
+	return s->half_open && (!s->dtls || !dtls_sess_peer_fp(s->dtls));
+}
+
+struct admit_ctx {
+	struct toud *t;
+	uint64_t id;
+	const struct ipaddr *local;
+	size_t rec_len;
+	uint64_t now;
+	struct session *s;
+};
+
+/* dtls_admit_fn: a ClientHello with a valid cookie.  Only now is the
+ * source charged (a forged or cookie-less record costs nobody's tokens),
+ * and the half-open table is bounded per source and in all: a source at
+ * its quota loses its oldest half-open handshake, a full table its oldest
+ * unverified one, so a flood never locks a configured peer out. */
+static void *
+listen_admit(void *arg, const union sockaddr_union *from, size_t credit)
+{
+	struct admit_ctx *a = arg;
+	struct toud *t = a->t;
+	struct session *s, *oldest = NULL, *oldest_src = NULL;
+	struct ipaddr src, other;
+	unsigned b, n_src = 0;
+
+	util_sa_to_addr(from, &src, NULL);
+	if (!ratelimit_allow(t->hs_limit, &src, a->now)) {
+		t->drops[DROP_HS_RATE]++;
+		return NULL;
+	}
+	for (b = 0; b < TOUD_SESSION_BUCKETS; b++) {
+		for (s = t->sessions[b]; s; s = s->hnext) {
+			if (!halfopen_unverified(s))
+				continue;
+			if (!oldest || s->created_ms < oldest->created_ms)
+				oldest = s;
+			util_sa_to_addr(&s->addr, &other, NULL);
+			if (!util_addr_equal(&src, &other))
+				continue;
+			n_src++;
+			if (!oldest_src || s->created_ms < oldest_src->created_ms)
+				oldest_src = s;
+		}
+	}
+	if (n_src >= HS_HALF_OPEN_PER_SOURCE)
+		oldest = oldest_src;
+	else if (!halfopen_full(t))
+		oldest = NULL;
+	if (oldest) {
+		t->drops[DROP_HS_EVICTED]++;
+		session_free(oldest);
+	}
+	if (halfopen_full(t)) {
+		t->drops[DROP_HS_RATE]++;
+		return NULL;
+	}
+	if (!(s = hs_session_new(t, a->id, from, a->now))) {
+		t->drops[DROP_HANDSHAKE]++;
+		return NULL;
+	}
+	if (a->local && a->local->family)
+		s->local = *a->local;     /* an accepted hello is answered at once */
+	/* Both ClientHellos were this source's (the cookie binds the first
+	 * one's size and this session ID); our HelloVerifyRequest was no
+	 * larger than the first. */
+	s->hs_rx = 2 * GUE_OUTER_LEN + credit + a->rec_len;
+	s->hs_tx = GUE_OUTER_LEN + credit;
+	session_insert(s);
+	halfopen_add(s);
+	a->s = s;
+	return s;
+}
+
+/* A record for an unknown session ID.  A ClientHello without a valid
+ * cookie is answered by the stateless listener and leaves nothing behind. */
+void
+handshake_listen(struct toud *t, uint64_t id, const uint8_t *rec, size_t len,
+    const union sockaddr_union *from, const struct ipaddr *local, uint64_t now)
+{
+	struct admit_ctx a = { .t = t, .id = id, .local = local, .rec_len = len, .now = now };
+	struct dtls_sess *ds = NULL;
+	enum dtls_listen_result r;
+
+	if (rec[0] != DTLS_CT_HANDSHAKE) {
+		t->drops[DROP_UNKNOWN_SESSION]++;
+		return;
+	}
+	t->listen_id = id;
+	r = dtls_listen_admit(t->dtls, rec, len, from, id, tx_session_output, listen_admit, &a,
+	    &ds);
+	switch (r) {
+	case DTLS_LISTEN_ACCEPTED:
+		break;
+	case DTLS_LISTEN_REPLIED:
+		count_event(t, NULL, EVENT_COOKIE_REQUESTED);
+		t->drops[DROP_HS_COOKIE]++;
+		return;
+	case DTLS_LISTEN_REFUSED:
+		return;                 /* counted by listen_admit */
+	case DTLS_LISTEN_FAILED:
+		handshake_failed(a.s, "refused");
+		return;
+	case DTLS_LISTEN_DROP:
+	default:
+		t->drops[DROP_UNKNOWN_SESSION]++;
+		return;
+	}
+	a.s->dtls = ds;
+	count_event(t, NULL, EVENT_HANDSHAKE_ACCEPTED);
+	if (dtls_sess_handshake(ds) == DTLS_ERR_HANDSHAKE) {
+		handshake_failed(a.s, "refused");
+		return;
+	}
+	handshake_progress(a.s, now);
+}
+
+/* --- amplification budget -------------------------------------------- */
+
+void
+handshake_received(struct session *s, size_t len)
+{
+	if (!s->initiator && !s->established)
+		s->hs_rx += len;
+}
+
+bool
+handshake_may_send(struct session *s, size_t len)
+{
+	uint64_t n = GUE_OUTER_LEN + len;
+
+	if (s->initiator || s->established)
+		return true;
+	if (s->hs_tx + n > HS_AMPLIFICATION * s->hs_rx) {
+		s->t->drops[DROP_HS_AMPLIFICATION]++;
+		return false;
+	}
+	s->hs_tx += n;
+	return true;
+}
+
+/* --- established: tie-break and retire ------------------------------- */
+
+/* A session replaces one that has been up for a while (rekey, or the peer
+ * restarted); two that came up together (both sides initiated at once) are
+ * decided by fingerprint: the session started by the node with the lower
+ * fingerprint wins, which both nodes compute alike. */
+bool
+handshake_newer_wins(const struct session *new, const struct session *old,
+    const uint8_t *my_fp, const uint8_t *their_fp)
+{
+	bool i_am_lower;
+
+	if (new->established_ms - old->established_ms >= HANDSHAKE_TOGETHER_MS)
+		return true;
+	if (new->initiator == old->initiator)
+		return true;
+	i_am_lower = memcmp(my_fp, their_fp, DTLS_FP_LEN) < 0;
+	return new->initiator == i_am_lower;
+}
+
+static void
+retire(struct session *s)
+{
+	struct peer *p = s->peer;
+
+	if (p->prev)
+		session_free(p->prev);
+	p->prev = s;
+	if (p->cur == s)
+		p->cur = NULL;
+	session_drain(s);
+}
+
+enum handshake_done
+handshake_established(struct session *s, uint64_t now)
+{
+	struct toud *t = s->t;
+	struct peer *p = handshake_authorize(t, s);
+	const uint8_t *fp = dtls_sess_peer_fp(s->dtls);
+	char buf[UTIL_ADDRSTRLEN], id[17];
+
+	/* The client asked for one peer; the server takes whichever the key
+	 * names now.  Either way the configuration must still accept it. */
+	if (!p || !fp || (s->peer && s->peer != p))
+		return HANDSHAKE_REFUSED;
+	s->peer = p;
+	halfopen_done(s);
+	s->established = true;
+	s->established_ms = now;
+	s->last_rx_ms = now;
+	evtimer_del(s->ev_timer);
+	/* Kept for the tie-break (a CA peer has no configured fingerprint). */
+	memcpy(p->key_fp, fp, DTLS_FP_LEN);
+	if (p->next == s)
+		p->next = NULL;
+	if (p->cur && !handshake_newer_wins(s, p->cur, dtls_ctx_fingerprint(t->dtls), p->key_fp)) {
+		retire(s);
+		return HANDSHAKE_KEPT_OLD;
+	}
+	if (p->cur)
+		retire(p->cur);
+	p->cur = s;
+	p->endpoint = s->addr;
+	p->has_endpoint = true;
+	p->last_handshake = util_wall_s();
+	p->last_rx_ms = now;
+	snprintf(id, sizeof(id), "%016llx", (unsigned long long)s->id);
+	log_info("peer \"%s\" (%s): session %s established (%s, %s)", p->name,
+	    sess_addr(s, buf, sizeof(buf)), id, s->initiator ? "initiator" : "responder",
+	    dtls_sess_cipher(s->dtls));
+	count_event(t, p, EVENT_HANDSHAKE_COMPLETED);
+	return HANDSHAKE_UP;
+}
+
+/* --- failed ---------------------------------------------------------- */
+
+struct peer *
+handshake_failed(struct session *s, const char *why)
+{
+	struct peer *p = s->peer;
+	char buf[UTIL_ADDRSTRLEN];
+
+	count_event(s->t, p, EVENT_HANDSHAKE_FAILED);
+	if (p) {
+		p->drops[DROP_HANDSHAKE]++;
+		log_info("peer \"%s\" (%s): handshake failed: %s", p->name,
+		    sess_addr(s, buf, sizeof(buf)), why);
+		snprintf(p->last_error, sizeof(p->last_error), "handshake failed: %s", why);
+		session_free(s);
+		return p;
+	}
+	s->t->drops[DROP_HANDSHAKE]++;
+	log_debug_rl("handshake from %s failed: %s", sess_addr(s, buf, sizeof(buf)), why);
+	session_free(s);
+	return NULL;
+}
+
+/* --- reload: sessions whose key the configuration no longer accepts -- */
+
+size_t
+handshake_reauthorize(struct toud *t)
+{
+	size_t i, ended = 0;
+
+	for (i = 0; i < t->n_peers; i++) {
+		struct peer *p = t->peers[i];
+		struct session *ss[3];
+		unsigned k;
+
+		if (!p)
+			continue;
+		ss[0] = p->cur;
+		ss[1] = p->next;
+		ss[2] = p->prev;
+		for (k = 0; k < 3; k++) {
+			struct session *s = ss[k];
+
+			/* A running client handshake is checked at completion. */
+			if (!s || !s->established || handshake_authorize(t, s) == p)
+				continue;
+			log_warnx("peer \"%s\": session %016llx ended: its key is no longer "
+			    "accepted for this peer", p->name, (unsigned long long)s->id);
+			snprintf(p->last_error, sizeof(p->last_error),
+			    "session ended: key no longer accepted");
+			dtls_sess_close(s->dtls);
+			session_free(s);
+			ended++;
+		}
+		if (ended && !p->cur && !p->next)
+			peer_timers_reset(p);
+	}
+	return ended;
+}
+
+/* --- rekey ----------------------------------------------------------- */
+
+uint64_t
+handshake_max_age_ms(const struct toud *t)
+{
+	const struct conf_iface *ifc = &t->conf->iface;
+
+	return 1000ULL * (ifc->session_max_age ? ifc->session_max_age : 2ULL * ifc->rekey_seconds);
+}
+
+bool
+handshake_needs_rekey(const struct peer *p, uint64_t now)
+{
+	const struct session *s = p->cur;
+	const struct conf_iface *ifc = &p->toud->conf->iface;
+
+	if (!s || p->next)
+		return false;
+	if (s->bytes >= ifc->rekey_bytes || dtls_sess_records(s->dtls) >= ifc->rekey_records)
+		return true;
+	/* Both roles replace a session at its maximum age, so no key once
+	 * accepted keeps access for longer whoever initiated. */
+	if (now - s->established_ms >= handshake_max_age_ms(p->toud))
+		return true;
+	/* By time, only the initiator rekeys, so both sides do not race. */
+	return s->initiator && now - s->established_ms >= 1000ULL * ifc->rekey_seconds;
+}

@@ -1,0 +1,77 @@
+/* handshake.h - starting, answering and finishing DTLS handshakes.
+ *
+ * The handshake code returns what happened; rx.c, tx.c and peer_timers.c
+ * act on it (the same split as WireGuard's noise.c and cookie.c).  The one
+ * exception is the retransmission timer, which reports a handshake that
+ * timed out to peer_timers_handshake_failed(). */
+#ifndef TOUD_HANDSHAKE_H
+#define TOUD_HANDSHAKE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util.h"
+
+struct toud;
+struct peer;
+struct session;
+
+#define HANDSHAKE_HALF_OPEN_MAX 64      /* server handshakes in progress, in all */
+
+/* The DTLS context, the cookie secret and its rotation timer. */
+int handshake_init(struct toud *t);
+void handshake_free(struct toud *t);
+
+/* Start a client handshake to p's endpoint: 0 (also when one is running,
+ * or the retry back-off holds), or -errno; a handshake refused at once is
+ * reported to peer_timers_handshake_failed() and returns -EPROTO. */
+int handshake_initiate(struct peer *p, uint64_t now);
+/* A record for a session ID we do not know: only a ClientHello may start
+ * a session (cookie, per-source limit, half-open table).  Drops are counted
+ * on t. */
+void handshake_listen(struct toud *t, uint64_t id, const uint8_t *rec, size_t len,
+    const union sockaddr_union *from, const struct ipaddr *local, uint64_t now);
+/* The amplification budget of a server handshake that has not completed
+ * (RFC 9000 8.1): a received datagram of len bytes adds to what the source
+ * sent; handshake_may_send() says whether a record of len bytes may go out
+ * (and counts it), false once it would exceed 3 times that. */
+void handshake_received(struct session *s, size_t len);
+bool handshake_may_send(struct session *s, size_t len);
+/* A handshake record advanced the handshake: re-arm its timer. */
+void handshake_progress(struct session *s, uint64_t now);
+
+enum handshake_done {
+	HANDSHAKE_UP,           /* s is now the peer's session (cur) */
+	HANDSHAKE_KEPT_OLD,     /* the tie-break kept the peer's session; s drains */
+	HANDSHAKE_REFUSED,      /* no configured peer for the key now: the caller fails s */
+};
+/* The handshake of s completed: decide its peer from the current
+ * configuration by the key it authenticated with (authorize), then which
+ * session the peer keeps (tie-break, retire). */
+enum handshake_done handshake_established(struct session *s, uint64_t now);
+/* The handshake of s failed: count, log, free s.  Returns the peer it was
+ * for (NULL for an unauthenticated one); the caller tells peer_timers when
+ * that peer has no session left. */
+struct peer *handshake_failed(struct session *s, const char *why);
+
+/* The peer whose pinned fingerprint, or CA and name, the key and chain
+ * that session s authenticated with satisfy; NULL for none, or for a key
+ * that two peers accept. */
+struct peer *handshake_authorize(struct toud *t, const struct session *s);
+/* Which of two established sessions of one peer survives (tie-break). */
+bool handshake_newer_wins(const struct session *new, const struct session *old,
+    const uint8_t *my_fp, const uint8_t *their_fp);
+/* Reload: end every established session whose key the configuration in
+ * force no longer accepts for its peer (a fingerprint, CA or name that
+ * changed, a key now accepted by two peers).  Returns how many ended. */
+size_t handshake_reauthorize(struct toud *t);
+/* session-max-age in milliseconds (default twice rekey-time): a session of
+ * either role is replaced by a new handshake at that age, and ended if no
+ * replacement completed within SESSION_HANDSHAKE_MS more. */
+uint64_t handshake_max_age_ms(const struct toud *t);
+/* Whether p's session should be replaced now (rekey by bytes or time, or
+ * its maximum age). */
+bool handshake_needs_rekey(const struct peer *p, uint64_t now);
+
+#endif

@@ -1,0 +1,830 @@
+/* check_peer.c - the stateful core (handshake.c, session.c, peer.c,
+ * peer_timers.c, rx.c, tx.c) as two in-process nodes wired back to back:
+ * each node's output queue goes to a sink that the test hands to the other
+ * node's receive path, time is a fake clock, and each node's TUN is one
+ * end of a datagram socket pair.  No kernel device, socket or route.
+ *
+ * Cases: handshake with packets held meanwhile, the simultaneous-initiation
+ * tie-break, rekey, reconnect after the peer closed, the dead-peer rule,
+ * the pending-queue bound, the roaming rule, a reload that changes a key,
+ * a reload that removes a peer in the middle of its handshake, the rekey
+ * timer when a handshake runs at its deadline, and send-error recovery of
+ * our source address. */
+#include <check.h>
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "bytes.h"
+#include "conf.h"
+#include "dtls.h"
+#include "handshake.h"
+#include "keys.h"
+#include "peer.h"
+#include "pkt.h"
+#include "prefix.h"
+#include "rx.h"
+#include "session.h"
+#include "toud.h"
+#include "tun.h"
+#include "tx.h"
+#include "udp.h"
+
+#include "testutil.h"
+
+#define OUT_MAX 512
+
+struct outrec {
+	uint8_t buf[2048];
+	size_t len;
+	union sockaddr_union to;
+	struct ipaddr local;
+};
+
+struct node {
+	struct toud t;
+	char dir[1024];
+	uint8_t fp[KEYS_FP_LEN];
+	struct tun tun;
+	struct udp udp;
+	int tunpair[2];                 /* [0] is toud's TUN, [1] the test's end */
+	union sockaddr_union addr;      /* this node's underlay address */
+	struct outrec *out;
+	unsigned n_out;
+	int send_err;                   /* what the sink reports for every datagram */
+};
+
+static char tmpdir[512];
+static uint64_t fake_now;
+static struct node A, B;
+
+static uint64_t
+fake_clock(const struct toud *t)
+{
+	(void)t;
+	return fake_now;
+}
+
+static void
+sink(struct toud *t, struct udp_msg *msgs, unsigned n)
+{
+	struct node *nd = t->sink_arg;
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		ck_assert_uint_lt(nd->n_out, OUT_MAX);
+		ck_assert_uint_le(msgs[i].len, sizeof(nd->out[0].buf));
+		memcpy(nd->out[nd->n_out].buf, msgs[i].buf, msgs[i].len);
+		nd->out[nd->n_out].len = msgs[i].len;
+		nd->out[nd->n_out].to = msgs[i].peer;
+		nd->out[nd->n_out].local = msgs[i].local;
+		nd->n_out++;
+		msgs[i].err = nd->send_err;
+	}
+}
+
+static void
+sa_set(union sockaddr_union *sa, const char *addr, uint16_t port)
+{
+	struct ipaddr a;
+
+	ck_assert_int_eq(util_addr_parse(addr, &a), 0);
+	util_sa_from_addr(sa, &a, port);
+}
+
+static void
+fp_hex(const uint8_t *fp, char *out)
+{
+	keys_fp_format(fp, out);
+}
+
+/* The configuration text of node `self` (tunnel address .1 or .2) with its
+ * one peer `other`; fp is the fingerprint it pins for the peer. */
+static struct conf *
+node_conf(const struct node *self, const char *self_addr, const char *peer_name,
+    const uint8_t *fp, const char *peer_ep, const char *peer_addr)
+{
+	char text[8192], f[80], err_buf[300];
+	struct conf *c = NULL;
+	struct conf_error err;
+
+	fp_hex(fp, f);
+	snprintf(text, sizeof(text),
+	    "[interface]\nname = tou0\naddress = %s/24\n"
+	    "private-key = %s/key.pem\ncertificate = %s/cert.pem\n"
+	    "[peer %s]\nfingerprint = %s\nendpoint = %s:6080\naddress = %s\n",
+	    self_addr, self->dir, self->dir, peer_name, f, peer_ep, peer_addr);
+	ck_assert_msg(conf_parse("test.conf", text, strlen(text), &c, &err) == 0, "%s",
+	    conf_error_fmt(&err, err_buf, sizeof(err_buf)));
+	return c;
+}
+
+static void
+node_keys(struct node *n, const char *name)
+{
+	char err[256] = "";
+
+	memset(n, 0, sizeof(*n));
+	snprintf(n->dir, sizeof(n->dir), "%s/%s", tmpdir, name);
+	ck_assert_int_eq(mkdir(n->dir, 0700), 0);
+	ck_assert_msg(keys_genkey(n->dir, n->fp, err, sizeof(err)) == 0, "genkey: %s", err);
+}
+
+static void
+node_start(struct node *n, struct conf *c, const char *underlay)
+{
+	struct toud *t = &n->t;
+	size_t i;
+
+	t->conf = c;
+	t->clock = fake_clock;
+	t->sink = sink;
+	t->sink_arg = n;
+	n->out = calloc(OUT_MAX, sizeof(*n->out));
+	ck_assert_ptr_nonnull(n->out);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0, n->tunpair), 0);
+	n->tun.fd = n->tunpair[0];
+	snprintf(n->tun.name, sizeof(n->tun.name), "tou0");
+	n->udp.fd4 = n->udp.fd6 = -1;
+	t->tun = &n->tun;
+	t->udp = &n->udp;
+	sa_set(&n->addr, underlay, 6080);
+	t->tun_mtu = conf_tun_mtu(c);
+	t->local4 = c->iface.address[0].p.addr;
+	ck_assert_ptr_nonnull(t->base = event_base_new());
+	ck_assert_ptr_nonnull(t->routes = prefix_table_new());
+	ck_assert_ptr_nonnull(t->tx = tx_new(t));
+	ck_assert_ptr_nonnull(t->rx = rx_new(t));
+	ck_assert_int_eq(handshake_init(t), 0);
+	t->peers = calloc(c->n_peers, sizeof(*t->peers));
+	ck_assert_ptr_nonnull(t->peers);
+	for (i = 0; i < c->n_peers; i++) {
+		ck_assert_ptr_nonnull(t->peers[i] = peer_new(t, &c->peers[i]));
+		ck_assert_int_eq(peer_install(t->peers[i]), 0);
+		t->n_peers++;
+	}
+}
+
+static void
+node_stop(struct node *n)
+{
+	struct toud *t = &n->t;
+	size_t i;
+
+	for (i = 0; i < t->n_peers; i++)
+		peer_free(t->peers[i]);
+	free(t->peers);
+	handshake_free(t);
+	rx_free(t->rx);
+	tx_free(t->tx);
+	prefix_table_free(t->routes);
+	event_base_free(t->base);
+	conf_free(t->conf);
+	close(n->tunpair[0]);
+	close(n->tunpair[1]);
+	free(n->out);
+}
+
+static int
+rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static void
+setup(void)
+{
+	const char *base = getenv("TMPDIR");
+
+	snprintf(tmpdir, sizeof(tmpdir), "%s/check_peer.XXXXXX", base && *base ? base : "/tmp");
+	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+	fake_now = 1000000;
+	node_keys(&A, "a");
+	node_keys(&B, "b");
+	node_start(&A, node_conf(&A, "10.77.0.1", "b", B.fp, "192.0.2.2", "10.77.0.2"),
+	    "192.0.2.1");
+	node_start(&B, node_conf(&B, "10.77.0.2", "a", A.fp, "192.0.2.1", "10.77.0.1"),
+	    "192.0.2.2");
+}
+
+static void
+teardown(void)
+{
+	node_stop(&A);
+	node_stop(&B);
+	nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static struct peer *
+peer_of(struct node *n)
+{
+	ck_assert_uint_eq(n->t.n_peers, 1);
+	return n->t.peers[0];
+}
+
+/* Run a node's loop once: TUN reads and the deferred flush. */
+static void
+spin(struct node *n)
+{
+	event_base_loop(n->t.base, EVLOOP_NONBLOCK);
+	tx_flush_records(&n->t);
+}
+
+/* Hand `from`'s output records [first, last) to `to`, as sent from
+ * `src` (from's own address unless given). */
+static void
+deliver_range(struct node *from, struct node *to, unsigned first, unsigned last,
+    const union sockaddr_union *src)
+{
+	struct udp_msg m;
+	unsigned i;
+
+	for (i = first; i < last; i++) {
+		memset(&m, 0, sizeof(m));
+		m.buf = from->out[i].buf;
+		m.len = from->out[i].len;
+		m.peer = src ? *src : from->addr;
+		rx_input(&to->t, &m, 1);
+	}
+}
+
+/* Move everything `from` sent to `to`; the count moved. */
+static unsigned
+deliver(struct node *from, struct node *to)
+{
+	unsigned n = from->n_out;
+
+	from->n_out = 0;
+	deliver_range(from, to, 0, n, NULL);
+	return n;
+}
+
+/* Exchange until both nodes are quiet. */
+static void
+pump(void)
+{
+	int round;
+
+	for (round = 0; round < 50; round++) {
+		unsigned moved = 0;
+
+		spin(&A);
+		spin(&B);
+		moved += deliver(&A, &B);
+		spin(&B);
+		moved += deliver(&B, &A);
+		if (!moved)
+			return;
+	}
+	ck_abort_msg("the nodes did not settle");
+}
+
+/* An IPv4 UDP packet from .1 to .2 (or back) carrying seq. */
+static size_t
+udp_packet(uint8_t *p, bool from_a, uint32_t seq)
+{
+	struct ipaddr s, d;
+	const size_t plen = 32;
+	size_t len = 20 + 8 + plen;
+	uint16_t ck;
+
+	ck_assert_int_eq(util_addr_parse(from_a ? "10.77.0.1" : "10.77.0.2", &s), 0);
+	ck_assert_int_eq(util_addr_parse(from_a ? "10.77.0.2" : "10.77.0.1", &d), 0);
+	memset(p, 0, len);
+	p[0] = 0x45;
+	bytes_put16(p + 2, (uint16_t)len);
+	p[6] = 0x40;
+	p[8] = 64;
+	p[9] = IPPROTO_UDP;
+	memcpy(p + 12, s.b, 4);
+	memcpy(p + 16, d.b, 4);
+	bytes_put16(p + 10, ntohs(pkt_csum(p, 20)));
+	bytes_put16(p + 20, 4000);
+	bytes_put16(p + 22, 5000);
+	bytes_put16(p + 24, (uint16_t)(8 + plen));
+	bytes_put32(p + 28, seq);
+	ck = pkt_l4_csum(AF_INET, &s, &d, IPPROTO_UDP, p + 20, 8 + plen);
+	bytes_put16(p + 26, ntohs(ck) ? ntohs(ck) : 0xffff);
+	return len;
+}
+
+static void
+tun_send(struct node *n, bool from_a, uint32_t seq)
+{
+	uint8_t p[128];
+	size_t len = udp_packet(p, from_a, seq);
+
+	ck_assert_int_eq(send(n->tunpair[1], p, len, 0), (ssize_t)len);
+}
+
+/* The next packet the node wrote to its TUN: its UDP seq, or -1. */
+static long
+tun_recv(struct node *n)
+{
+	uint8_t p[2048];
+	ssize_t len = recv(n->tunpair[1], p, sizeof(p), 0);
+
+	if (len < 0)
+		return -1;
+	ck_assert_int_ge(len, 20 + 8 + 4);
+	ck_assert_uint_eq(p[9], IPPROTO_UDP);
+	return (long)bytes_get32(p + 28);
+}
+
+static const char *
+state(struct node *n)
+{
+	return peer_state_name(peer_of(n)->state);
+}
+
+static void
+bring_up(void)
+{
+	tun_send(&A, true, 1);
+	pump();
+	ck_assert_str_eq(state(&A), "up");
+	ck_assert_str_eq(state(&B), "up");
+	ck_assert_ptr_nonnull(peer_of(&A)->cur);
+	ck_assert_ptr_nonnull(peer_of(&B)->cur);
+	ck_assert_uint_eq(peer_of(&A)->cur->id, peer_of(&B)->cur->id);
+	ck_assert_int_eq(tun_recv(&B), 1);
+}
+
+START_TEST(handshake_with_held_packets)
+{
+	struct peer *pa = peer_of(&A), *pb = peer_of(&B);
+
+	ck_assert_str_eq(state(&A), "idle");
+	tun_send(&A, true, 7);
+	tun_send(&A, true, 8);
+	spin(&A);
+	/* The packets wait for the handshake the first one started. */
+	ck_assert_str_eq(state(&A), "handshaking");
+	ck_assert_uint_eq(pa->pending_n, 2);
+	ck_assert_ptr_nonnull(pa->next);
+	pump();
+	ck_assert_str_eq(state(&A), "up");
+	ck_assert_str_eq(state(&B), "up");
+	ck_assert_uint_eq(pa->cur->id, pb->cur->id);
+	ck_assert(pa->cur->initiator);
+	ck_assert(!pb->cur->initiator);
+	ck_assert_uint_eq(pa->pending_n, 0);
+	ck_assert_int_eq(tun_recv(&B), 7);
+	ck_assert_int_eq(tun_recv(&B), 8);
+	ck_assert_int_eq(tun_recv(&B), -1);
+	ck_assert_uint_eq(pa->events[EVENT_HANDSHAKE_STARTED], 1);
+	ck_assert_uint_eq(pa->events[EVENT_HANDSHAKE_COMPLETED], 1);
+	ck_assert_uint_eq(pb->events[EVENT_HANDSHAKE_COMPLETED], 1);
+	ck_assert_uint_eq(B.t.n_half_open, 0);
+	/* And back. */
+	tun_send(&B, false, 9);
+	pump();
+	ck_assert_int_eq(tun_recv(&A), 9);
+}
+END_TEST
+
+START_TEST(tie_break)
+{
+	struct peer *pa = peer_of(&A), *pb = peer_of(&B);
+	uint64_t id_a, id_b, want;
+
+	/* Both start at once, before either hears of the other. */
+	ck_assert_int_eq(handshake_initiate(pa, fake_now), 0);
+	ck_assert_int_eq(handshake_initiate(pb, fake_now), 0);
+	id_a = pa->next->id;
+	id_b = pb->next->id;
+	pump();
+	/* The session started by the node with the lower fingerprint wins,
+	 * on both nodes. */
+	want = memcmp(A.fp, B.fp, KEYS_FP_LEN) < 0 ? id_a : id_b;
+	ck_assert_ptr_nonnull(pa->cur);
+	ck_assert_ptr_nonnull(pb->cur);
+	ck_assert_uint_eq(pa->cur->id, want);
+	ck_assert_uint_eq(pb->cur->id, want);
+	ck_assert_ptr_nonnull(pa->prev);
+	ck_assert_uint_eq(pa->prev->id, want == id_a ? id_b : id_a);
+	ck_assert_str_eq(state(&A), "up");
+	ck_assert_str_eq(state(&B), "up");
+	tun_send(&A, true, 3);
+	pump();
+	ck_assert_int_eq(tun_recv(&B), 3);
+}
+END_TEST
+
+START_TEST(rekey)
+{
+	struct peer *pa = peer_of(&A), *pb = peer_of(&B);
+	uint64_t old;
+
+	bring_up();
+	old = pa->cur->id;
+	ck_assert(!handshake_needs_rekey(pa, fake_now + 1000));
+	fake_now += 1000ULL * A.t.conf->iface.rekey_seconds;
+	ck_assert(handshake_needs_rekey(pa, fake_now));
+	ck_assert(!handshake_needs_rekey(pb, fake_now));      /* only the initiator, by time */
+	tun_send(&A, true, 2);          /* the send path starts the rekey */
+	spin(&A);
+	ck_assert_ptr_nonnull(pa->next);
+	ck_assert_str_eq(state(&A), "up");
+	pump();
+	ck_assert_uint_ne(pa->cur->id, old);
+	ck_assert_uint_eq(pa->cur->id, pb->cur->id);
+	ck_assert_ptr_nonnull(pa->prev);
+	ck_assert_uint_eq(pa->prev->id, old);
+	ck_assert_int_eq(tun_recv(&B), 2);
+	tun_send(&A, true, 4);
+	pump();
+	ck_assert_int_eq(tun_recv(&B), 4);
+	ck_assert_str_eq(state(&B), "up");
+}
+END_TEST
+
+/* session-max-age: at that age (default twice rekey-time) the responder
+ * too wants a new session, so an initiator that never rekeys (an attacker
+ * holding a once-accepted key) cannot keep one; its new handshake replaces
+ * the old session. */
+START_TEST(max_age_both_roles)
+{
+	struct peer *pa = peer_of(&A), *pb = peer_of(&B);
+	uint64_t old, age;
+
+	bring_up();
+	old = pb->cur->id;
+	age = handshake_max_age_ms(&B.t);
+	ck_assert_uint_eq(age, 2000ULL * B.t.conf->iface.rekey_seconds);
+	ck_assert(!pb->cur->initiator);
+	ck_assert(!handshake_needs_rekey(pb, fake_now + age - 1));
+	fake_now += age;
+	ck_assert(handshake_needs_rekey(pb, fake_now));
+	tun_send(&B, false, 7);         /* the responder's send path starts it */
+	spin(&B);
+	ck_assert_ptr_nonnull(pb->next);
+	ck_assert(pb->next->initiator);
+	pump();
+	ck_assert_uint_ne(pb->cur->id, old);
+	ck_assert_uint_eq(pa->cur->id, pb->cur->id);
+	ck_assert(!handshake_needs_rekey(pb, fake_now));
+	ck_assert_int_eq(tun_recv(&A), 7);
+	/* An explicit session-max-age wins over the default. */
+	B.t.conf->iface.session_max_age = 300;
+	ck_assert_uint_eq(handshake_max_age_ms(&B.t), 300000);
+	ck_assert(handshake_needs_rekey(pb, fake_now + 300000));
+	B.t.conf->iface.session_max_age = 0;
+}
+END_TEST
+
+/* The rekey timer fires at the deadline while another handshake runs:
+ * the remaining delay used to underflow to about 2^64 ms, losing it. */
+START_TEST(rekey_delay_underflow)
+{
+	const uint64_t est = 5000, rk = 3600000;
+
+	ck_assert_uint_eq(peer_timers_rekey_delay(est, rk, est), rk);
+	ck_assert_uint_eq(peer_timers_rekey_delay(est, rk, est + rk - 10), 10);
+	ck_assert_uint_le(peer_timers_rekey_delay(est, rk, est + rk), 1000);
+	ck_assert_uint_le(peer_timers_rekey_delay(est, rk, est + rk + 1), 1000);
+	ck_assert_uint_gt(peer_timers_rekey_delay(est, rk, est + rk + 1), 0);
+
+	/* In the daemon: a handshake runs at the deadline, so no rekey now,
+	 * and the timer looks again soon. */
+	bring_up();
+	fake_now += 1000ULL * A.t.conf->iface.rekey_seconds + 5;
+	ck_assert_int_eq(session_new_id(&A.t) != 0, 1);
+	ck_assert_int_eq(handshake_initiate(peer_of(&A), fake_now), 0);
+	ck_assert(!handshake_needs_rekey(peer_of(&A), fake_now));
+	ck_assert_uint_le(peer_timers_rekey_delay(peer_of(&A)->cur->established_ms,
+	    1000ULL * A.t.conf->iface.rekey_seconds, fake_now), 1000);
+}
+END_TEST
+
+START_TEST(reconnect_after_close)
+{
+	struct peer *pa = peer_of(&A), *pb = peer_of(&B);
+
+	bring_up();
+	/* A restarts: it says goodbye and forgets its sessions. */
+	dtls_sess_close(pa->cur->dtls);
+	spin(&A);
+	while (pa->cur || pa->prev)
+		session_free(pa->cur ? pa->cur : pa->prev);
+	deliver(&A, &B);
+	ck_assert_ptr_null(pb->cur);
+	ck_assert_str_eq(state(&B), "idle");
+	ck_assert_uint_eq(pb->events[EVENT_SESSION_CLOSED], 0);
+	ck_assert_uint_eq(B.t.events[EVENT_SESSION_CLOSED], 1);
+	/* B knows A's address: it reconnects 1 s later. */
+	ck_assert(pb->reconnect);
+	ck_assert_uint_eq(pb->next_attempt_ms, fake_now + 1000);
+	fake_now += 1000;
+	ck_assert_int_eq(handshake_initiate(pb, fake_now), 0);
+	ck_assert_str_eq(state(&B), "handshaking");
+	pump();
+	ck_assert_str_eq(state(&B), "up");
+	ck_assert_ptr_nonnull(pa->cur);
+	ck_assert_uint_eq(pa->cur->id, pb->cur->id);
+	ck_assert(!pb->reconnect);
+	ck_assert_uint_eq(pb->next_attempt_ms, 0);
+}
+END_TEST
+
+START_TEST(dead_peer)
+{
+	struct peer *pa = peer_of(&A);
+	uint64_t sent;
+
+	bring_up();
+	/* Keepalive is off.  B is gone: what A sends is never answered. */
+	fake_now += 60000;
+	sent = fake_now;
+	tun_send(&A, true, 5);
+	spin(&A);
+	A.n_out = 0;
+	ck_assert_uint_eq(pa->unanswered_ms, sent);
+	ck_assert_uint_eq(peer_timers_dead_ms(pa), 15000);
+	fake_now = sent + 14999;
+	ck_assert(!peer_timers_check_dead(pa, fake_now));
+	ck_assert_str_eq(state(&A), "up");
+	fake_now = sent + 15000;
+	ck_assert(peer_timers_check_dead(pa, fake_now));
+	ck_assert_str_eq(state(&A), "dead");
+
+	/* An answer makes it up again. */
+	tun_send(&B, false, 6);
+	pump();
+	ck_assert_int_eq(tun_recv(&A), 6);
+	ck_assert_str_eq(state(&A), "up");
+	ck_assert_uint_eq(pa->unanswered_ms, 0);
+}
+END_TEST
+
+/* A one-way stream: the receiver answers by itself, so the sender does not
+ * call it dead. */
+START_TEST(one_way_not_dead)
+{
+	struct peer *pa = peer_of(&A);
+	int i;
+
+	bring_up();
+	for (i = 0; i < 20; i++) {
+		fake_now += 1000;
+		tun_send(&A, true, (uint32_t)(100 + i));
+		pump();
+		ck_assert_int_eq(tun_recv(&B), 100 + i);
+		ck_assert(!peer_timers_check_dead(pa, fake_now));
+	}
+	ck_assert_str_eq(state(&A), "up");
+}
+END_TEST
+
+/* The last data of an exchange (say the final ACK) reaches a peer that had
+ * just sent: it has no reason to send again, so it answers with a passive
+ * keepalive, and the sender does not call it dead. */
+START_TEST(last_data_answered)
+{
+	struct peer *pa = peer_of(&A), *pb = peer_of(&B);
+	uint64_t t0;
+
+	bring_up();
+	fake_now += 60000;
+	t0 = fake_now;
+	tun_send(&A, true, 10);
+	pump();
+	ck_assert_int_eq(tun_recv(&B), 10);
+	fake_now = t0 + 1000;
+	tun_send(&B, false, 11);
+	spin(&B);
+	ck_assert_uint_eq(pb->unanswered_ms, t0 + 1000);
+	deliver(&B, &A);
+	ck_assert_int_eq(tun_recv(&A), 11);
+	/* A sent 1 s ago: no answer at once. */
+	spin(&A);
+	ck_assert_uint_eq(A.n_out, 0);
+	fake_now = t0 + 6000;
+	ck_assert(peer_timers_passive_keepalive(pa));
+	spin(&A);
+	ck_assert_uint_gt(deliver(&A, &B), 0);
+	ck_assert_uint_eq(pb->unanswered_ms, 0);
+	/* Answered: the timer has nothing more to say. */
+	ck_assert(!peer_timers_passive_keepalive(pa));
+	fake_now = t0 + 20000;
+	ck_assert(!peer_timers_check_dead(pb, fake_now));
+	ck_assert_str_eq(state(&B), "up");
+}
+END_TEST
+
+START_TEST(pending_queue_bound)
+{
+	struct peer *pa = peer_of(&A);
+	uint32_t i;
+	long want;
+
+	for (i = 0; i < PEER_PENDING_MAX + 8; i++)
+		tun_send(&A, true, i);
+	spin(&A);
+	ck_assert_uint_eq(pa->pending_n, PEER_PENDING_MAX);
+	ck_assert_uint_eq(pa->drops[DROP_QUEUE], 8);
+	pump();
+	ck_assert_str_eq(state(&A), "up");
+	/* The oldest went; the newest PEER_PENDING_MAX arrive, in order. */
+	for (want = 8; want < PEER_PENDING_MAX + 8; want++)
+		ck_assert_int_eq(tun_recv(&B), want);
+	ck_assert_int_eq(tun_recv(&B), -1);
+}
+END_TEST
+
+START_TEST(roaming_rule)
+{
+	struct peer *pb = peer_of(&B);
+	union sockaddr_union x, y;
+	unsigned n;
+
+	bring_up();
+	sa_set(&x, "198.51.100.7", 7000);
+	sa_set(&y, "203.0.113.9", 9000);
+	tun_send(&A, true, 11);
+	tun_send(&A, true, 12);
+	spin(&A);
+	n = A.n_out;
+	ck_assert_uint_eq(n, 2);
+	/* The newer record from a new address: B roams to it. */
+	deliver_range(&A, &B, 1, 2, &x);
+	ck_assert_int_eq(tun_recv(&B), 12);
+	ck_assert(util_sa_equal(&pb->endpoint, &x));
+	ck_assert(util_sa_equal(&pb->cur->addr, &x));
+	/* The older one, late, from elsewhere: it authenticates and is
+	 * delivered, but moves nothing. */
+	deliver_range(&A, &B, 0, 1, &y);
+	ck_assert_int_eq(tun_recv(&B), 11);
+	ck_assert(util_sa_equal(&pb->endpoint, &x));
+	/* A replay from elsewhere: refused, counted, moves nothing. */
+	deliver_range(&A, &B, 1, 2, &y);
+	ck_assert_int_eq(tun_recv(&B), -1);
+	ck_assert_uint_eq(pb->drops[DROP_REPLAY], 1);
+	ck_assert(util_sa_equal(&pb->endpoint, &x));
+	A.n_out = 0;
+}
+END_TEST
+
+/* A reload gives B a new fingerprint for A: B's sessions with A end, and
+ * A's old key no longer gets one. */
+START_TEST(reload_changes_key)
+{
+	struct peer *pa = peer_of(&A), *pb = peer_of(&B);
+	uint8_t other[KEYS_FP_LEN];
+	struct conf *nc;
+
+	bring_up();
+	memset(other, 0x5a, sizeof(other));
+	nc = node_conf(&B, "10.77.0.2", "a", other, "192.0.2.1", "10.77.0.1");
+	ck_assert_int_eq(peer_reconfigure(pb, &nc->peers[0]), 0);
+	conf_free(B.t.conf);
+	B.t.conf = nc;
+	ck_assert_ptr_null(pb->cur);
+	ck_assert_ptr_null(pb->next);
+	ck_assert_str_eq(state(&B), "idle");
+	/* B said goodbye: A's session ends too. */
+	pump();
+	ck_assert_ptr_null(pa->cur);
+	/* A tries again with its (now unknown) key: refused. */
+	ck_assert_int_eq(handshake_initiate(pa, fake_now), 0);
+	pump();
+	ck_assert_ptr_null(pb->cur);
+	ck_assert_ptr_null(pa->cur);
+	ck_assert_uint_ge(B.t.drops[DROP_HANDSHAKE] + pb->drops[DROP_HANDSHAKE], 1);
+	ck_assert_str_ne(state(&B), "up");
+}
+END_TEST
+
+/* B's peer A is removed while A's handshake with B is half done (its
+ * certificate accepted, its Finished not yet received): the handshake
+ * fails cleanly instead of completing for a freed peer. */
+START_TEST(reload_removes_peer_mid_handshake)
+{
+	struct peer *pa = peer_of(&A);
+	unsigned n, handshake_failed;
+
+	ck_assert_int_eq(handshake_initiate(pa, fake_now), 0);
+	spin(&A);
+	deliver(&A, &B);                /* ClientHello */
+	spin(&B);
+	deliver(&B, &A);                /* HelloVerifyRequest */
+	spin(&A);
+	deliver(&A, &B);                /* ClientHello with the cookie */
+	spin(&B);
+	deliver(&B, &A);                /* ServerHello ... ServerHelloDone */
+	spin(&A);
+	n = A.n_out;                    /* Certificate ... Finished */
+	ck_assert_uint_ge(n, 3);
+	deliver_range(&A, &B, 0, n - 1, NULL);
+	ck_assert_uint_eq(B.t.n_half_open, 1);
+	/* The reload removes A from B. */
+	peer_free(B.t.peers[0]);
+	B.t.n_peers = 0;
+	handshake_failed = (unsigned)B.t.drops[DROP_HANDSHAKE];
+	deliver_range(&A, &B, n - 1, n, NULL);
+	A.n_out = 0;
+	ck_assert_uint_eq(B.t.drops[DROP_HANDSHAKE], handshake_failed + 1);
+	ck_assert_uint_eq(B.t.n_half_open, 0);
+	/* B's last flight, written before it refused, does not leave: A's
+	 * handshake does not complete either. */
+	spin(&B);
+	ck_assert_uint_eq(B.n_out, 0);
+	ck_assert_ptr_null(pa->cur);
+	/* teardown frees what is left; give B an empty list to free. */
+}
+END_TEST
+
+/* Our source address went away: the send fails, and the next records
+ * leave without one (the kernel chooses).  With DTLS the address is the
+ * session's; clearing another copy did nothing. */
+START_TEST(send_error_forgets_local)
+{
+	struct peer *pb = peer_of(&B);
+	struct ipaddr mine;
+
+	bring_up();
+	ck_assert_int_eq(util_addr_parse("192.0.2.2", &mine), 0);
+	pb->cur->local = mine;
+	tun_send(&B, false, 21);
+	spin(&B);
+	ck_assert_uint_eq(B.n_out, 1);
+	ck_assert(util_addr_equal(&B.out[0].local, &mine));
+	B.n_out = 0;
+	B.send_err = -EADDRNOTAVAIL;
+	tun_send(&B, false, 22);
+	spin(&B);
+	B.n_out = 0;
+	ck_assert_uint_eq(pb->drops[DROP_SEND], 1);
+	ck_assert_int_eq(pb->cur->local.family, 0);
+	B.send_err = 0;
+	tun_send(&B, false, 23);
+	spin(&B);
+	ck_assert_uint_eq(B.n_out, 1);
+	ck_assert_int_eq(B.out[0].local.family, 0);
+	deliver(&B, &A);
+	ck_assert_int_eq(tun_recv(&A), 23);
+}
+END_TEST
+
+START_TEST(state_names)
+{
+	/* The JSON `state` values: a stable interface. */
+	ck_assert_str_eq(peer_state_name(PEER_IDLE), "idle");
+	ck_assert_str_eq(peer_state_name(PEER_HANDSHAKING), "handshaking");
+	ck_assert_str_eq(peer_state_name(PEER_UP), "up");
+	ck_assert_str_eq(peer_state_name(PEER_DEAD), "dead");
+	ck_assert_str_eq(peer_state_name(PEER_STATE__MAX), "unknown");
+	/* A few rows of the table. */
+	ck_assert_int_eq(peer_fsm_next(PEER_UP, PEER_EV_HANDSHAKE_FAILED), PEER_UP);
+	ck_assert_int_eq(peer_fsm_next(PEER_HANDSHAKING, PEER_EV_HANDSHAKE_FAILED), PEER_DEAD);
+	ck_assert_int_eq(peer_fsm_next(PEER_DEAD, PEER_EV_HANDSHAKE_STARTED), PEER_HANDSHAKING);
+	ck_assert_int_eq(peer_fsm_next(PEER_UP, PEER_EV_DEAD), PEER_DEAD);
+	ck_assert_int_eq(peer_fsm_next(PEER_DEAD, PEER_EV_UP), PEER_UP);
+	ck_assert_int_eq(peer_fsm_next(PEER_UP, PEER_EV_CLOSED), PEER_IDLE);
+	ck_assert_int_eq(peer_fsm_next(PEER_DEAD, PEER_EV_RESET), PEER_IDLE);
+}
+END_TEST
+
+static Suite *
+peer_suite(void)
+{
+	Suite *s = suite_create("peer");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, handshake_with_held_packets);
+	tcase_add_test(tc, tie_break);
+	tcase_add_test(tc, rekey);
+	tcase_add_test(tc, rekey_delay_underflow);
+	tcase_add_test(tc, reconnect_after_close);
+	tcase_add_test(tc, dead_peer);
+	tcase_add_test(tc, one_way_not_dead);
+	tcase_add_test(tc, last_data_answered);
+	tcase_add_test(tc, pending_queue_bound);
+	tcase_add_test(tc, roaming_rule);
+	tcase_add_test(tc, reload_changes_key);
+	tcase_add_test(tc, reload_removes_peer_mid_handshake);
+	tcase_add_test(tc, send_error_forgets_local);
+	tcase_add_test(tc, state_names);
+	tcase_add_test(tc, max_age_both_roles);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	return check_run(peer_suite());
+}
