@@ -4,7 +4,10 @@
 #   c (client) ul0 --- rc0 r (router) rs0 --- ul0 s (server)
 #   10.201.0.2/24  10.201.0.1   10.201.1.1  10.201.1.2/24
 #
-# r forwards; c and s route everything via r.  Optionally x (a third host,
+# r forwards; c and s route everything via r.  Every link carries datagrams
+# as a NIC without UDP segmentation offload would (link_segments in lib.sh):
+# the router's faults, counters and captures see each datagram, as on a
+# real path, not the 64 KB GSO buffers a veth passes on whole.  Optionally x (a third host,
 # 10.201.2.2/24 on ul0, r's rx0 is 10.201.2.1) hangs off the router.  Both
 # touds use DTLS; the client's peer "s" has endpoint 10.201.1.2:6080, the
 # server's peer "c" has none: it learns the client's address (road warrior).
@@ -37,6 +40,9 @@ rt_topo() {
 	netns_add c r s
 	veth c ul0 r rc0 "$RT_C_UL/24" "10.201.0.1/24"
 	veth s ul0 r rs0 "$RT_S_UL/24" "10.201.1.1/24"
+	link_segments c ul0
+	link_segments s ul0
+	link_segments r rc0 rs0
 	rt_sysctl r net.ipv4.ip_forward=1
 	for n in c r s; do
 		rt_sysctl "$n" net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0
@@ -48,6 +54,8 @@ rt_topo() {
 rt_topo_x() {
 	netns_add x
 	veth x ul0 r rx0 "10.201.2.2/24" "10.201.2.1/24"
+	link_segments x ul0
+	link_segments r rx0
 	rt_sysctl x net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0
 	ip -n "$(ns x)" route add default via 10.201.2.1 || bail_out "default route in x"
 }
@@ -202,14 +210,11 @@ rt_rate_off() {
 # rt_nfq_start DELAY_MS EVERY EXTRA_MS: the router holds each datagram of the
 # tunnel DELAY_MS, every EVERY-th one EXTRA_MS more.  NFQ_PID, NFQ_LOG.
 rt_nfq_start() {
-	local bin=$E2E_DIR/nfq-delay out
-	need_cmd cc iptables
-	if [ ! -x "$bin" ]; then
-		[ -f /usr/include/libnetfilter_queue/libnetfilter_queue.h ] ||
-		    bail_out "libnetfilter_queue.h missing (install libnetfilter-queue-dev: scripts/deps.sh)"
-		out=$(cc -O2 -Wall -o "$bin" "$RT_SRC/nfq-delay.c" -lnetfilter_queue 2>&1) ||
-		    bail_out "cannot build nfq-delay: $out"
-	fi
+	# Built by make check (check_PROGRAMS) with the configured compiler.
+	local bin=${TOUD_NFQ_DELAY:-} out
+	need_cmd iptables
+	[ -n "$bin" ] && [ -x "$bin" ] ||
+	    bail_out "nfq-delay not built${bin:+ at $bin}: run the test through make check, with libnetfilter-queue-dev installed when configuring (scripts/deps.sh)"
 	NFQ_LOG=$E2E_DIR/nfq-delay.log
 	bg_start r "$NFQ_LOG" "$bin" -q 0 -d "$1" -n "$2" -x "$3"
 	NFQ_PID=$BG_PID

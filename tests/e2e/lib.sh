@@ -15,7 +15,10 @@
 #
 # Environment:
 #   TOUD, TOUCTL            the binaries (default: _build/src/toud, touctl)
+#   TOUD_E2E_HELPERS        where the helper programs make check builds are
+#                           (default: tests/e2e next to toud's src/)
 #   TOUD_E2E_ENCRYPTION     none (default) or dtls
+#   TOUD_E2E_OFFLOAD        toud's offload key: auto (default) or off
 #   TOUD_E2E_LOG_LEVEL      toud's log level (default debug)
 #   TOUD_SKIP_E2E=1         skip every test
 #   TOUD_E2E_SKIP_STATUS    exit status of a skipped test (default 77; automake's
@@ -44,7 +47,11 @@ export PYTHONPATH="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)${PYTHONPATH:+:$
 export PYTHONDONTWRITEBYTECODE=1
 TOUD=${TOUD:-$E2E_TOP/_build/src/toud}
 TOUCTL=${TOUCTL:-$E2E_TOP/_build/src/touctl}
+# Helper programs `make check` builds (check_PROGRAMS) live in the build
+# tree next to toud's: ../tests/e2e from src/.
+E2E_HELPERS=${TOUD_E2E_HELPERS:-$(dirname "$TOUD")/../tests/e2e}
 E2E_ENCRYPTION=${TOUD_E2E_ENCRYPTION:-none}
+E2E_OFFLOAD=${TOUD_E2E_OFFLOAD:-auto}
 E2E_LOG_LEVEL=${TOUD_E2E_LOG_LEVEL:-debug}
 E2E_PREFIX="te$$-"
 E2E_DIR=
@@ -133,6 +140,12 @@ need_root() {
 	[ -c /dev/net/tun ] || skip_all "needs /dev/net/tun"
 	ip netns list >/dev/null 2>&1 || skip_all "needs network namespaces (ip netns)"
 	e2e_init
+}
+
+# need_helper NAME: the path of a helper program in $E2E_HELPERS; a missing
+# one is an error (make check builds them).
+need_helper() {
+	[ -x "$E2E_HELPERS/$1" ] || bail_out "$E2E_HELPERS/$1 not built (make check builds it)"
 }
 
 # need_cmd CMD...: a missing tool is an error, not a skip: CI must run all.
@@ -316,6 +329,18 @@ nsx() {
 	ip netns exec "$E2E_PREFIX$n" "$@"
 }
 
+# tcp_small_buffers NODE...: cap TCP's socket buffers in these namespaces
+# (the sysctls are per namespace), so that a rate-limited download runs at
+# the rate it asks for instead of landing in the buffers of a fast tunnel at
+# once: tests that act "while a download runs" depend on it.
+tcp_small_buffers() {
+	local n
+	for n in "$@"; do
+		nsx "$n" sysctl -qw net.ipv4.tcp_rmem="4096 16384 131072" \
+		    net.ipv4.tcp_wmem="4096 16384 131072" >/dev/null || bail_out "sysctl tcp buffers in $n"
+	done
+}
+
 # netns_add NODE...: namespaces with lo up, no IPv6 DAD (addresses are
 # usable at once and `ip addr` does not change under a test's feet).
 netns_add() {
@@ -352,6 +377,20 @@ addr_add() {
 	*:*) ip -n "$E2E_PREFIX$1" -6 addr add "$3" dev "$2" nodad || bail_out "addr $3 on $1:$2";;
 	*) ip -n "$E2E_PREFIX$1" addr add "$3" dev "$2" || bail_out "addr $3 on $1:$2";;
 	esac
+}
+
+# link_segments NODE DEV...: the kernel cuts UDP GSO datagrams before they
+# leave DEV, as on a NIC without UDP segmentation offload.  A veth passes
+# them on whole, so a capture there would show 64 KB "datagrams" no real
+# link carries; wire checks call this on the devices they capture.
+link_segments() {
+	local n=$1 d
+	shift
+	need_cmd ethtool
+	for d in "$@"; do
+		nsx "$n" ethtool -K "$d" tx-udp-segmentation off >/dev/null ||
+		    bail_out "ethtool -K $d tx-udp-segmentation off in $n"
+	done
 }
 
 # topo_ab: the usual two hosts on one veth (device ul0 on both sides).
@@ -391,6 +430,7 @@ conf_interface() {
 		done
 		echo "listen = $listen"
 		echo "encryption = $E2E_ENCRYPTION"
+		echo "offload = $E2E_OFFLOAD"
 		echo "control = $(sock_of "$node")"
 		echo "log-level = $E2E_LOG_LEVEL"
 	} >"$f"
@@ -642,4 +682,39 @@ ping_check() {
 	diag "$1's tou0 and routes:"
 	diag "$(nsx "$1" ip -o addr show dev tou0 2>&1; nsx "$1" ip route; nsx "$1" ip -6 route)"
 	return 1
+}
+
+# show_settled NODE [SECONDS]: NODE's touctl show --json once its counters
+# (packets, bytes, drops, events) have stopped moving: two reads 0.3 s apart
+# agree.  A test that compares counters with a capture reads them at such a
+# quiescent point, after its own traffic has stopped, so both cover the same
+# packets.  Fails after SECONDS (default 10) without a quiet moment.
+show_settled() {
+	local deadline prev='' cur j
+	deadline=$(e2e_deadline "${2:-10}")
+	while :; do
+		j=$(show_json "$1") || return 1
+		cur=$(python3 -c '
+import json, sys
+def walk(path, v, out):
+    if isinstance(v, dict):
+        for k, x in v.items():
+            walk(path + "." + k, x, out)
+    elif isinstance(v, list):
+        for i, x in enumerate(v):
+            walk(path + "." + str(x.get("name", i) if isinstance(x, dict) else i), x, out)
+    elif isinstance(v, int) and not isinstance(v, bool) and any(
+            w in path for w in ("drops", "events", "_packets", "_bytes")):
+        out.append("%s=%d" % (path, v))
+out = []
+walk("", json.loads(sys.argv[1]), out)
+print(" ".join(sorted(out)))' "$j") || return 1
+		if [ -n "$prev" ] && [ "$cur" = "$prev" ]; then
+			printf '%s\n' "$j"
+			return 0
+		fi
+		e2e_before "$deadline" || return 1
+		prev=$cur
+		sleep 0.3
+	done
 }

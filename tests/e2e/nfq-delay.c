@@ -14,7 +14,8 @@
  *   nfq-delay: packets P late L dropped D
  * It prints "nfq-delay: ready" once the queue is bound.
  *
- * Build: cc -O2 -o nfq-delay nfq-delay.c -lnetfilter_queue */
+ * Built by make check (check_PROGRAMS; needs libnetfilter-queue-dev at
+ * configure time); the tests find it through TOUD_NFQ_DELAY. */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>

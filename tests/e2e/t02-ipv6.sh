@@ -46,10 +46,14 @@ for p in "$pa6" "$pb6" "$pa4" "$pb4"; do
 	proc_stop "$p"
 done
 
+# 16 MB each way is over 10000 datagrams; with UDP GRO the kernel counts
+# one per receive, and a receive takes up to 64 of them.
+min=10000
+[ "$E2E_OFFLOAD" = off ] || min=$((10000 / 64))
 d=$(($(udp_in a 6) - a6))
-cmp_ok "$d" -gt 10000 "a received the traffic as IPv6 UDP ($d datagrams)"
+cmp_ok "$d" -gt "$min" "a received the traffic as IPv6 UDP ($d receives)"
 d=$(($(udp_in b 6) - b6))
-cmp_ok "$d" -gt 10000 "b received the traffic as IPv6 UDP ($d datagrams)"
+cmp_ok "$d" -gt "$min" "b received the traffic as IPv6 UDP ($d receives)"
 is "$(($(udp_in a 4) - a4))" 0 "a received no IPv4 UDP"
 is "$(($(udp_in b 4) - b4))" 0 "b received no IPv4 UDP"
 

@@ -11,6 +11,9 @@ need_root
 need_cmd curl tcpdump
 
 topo_ab
+# See the datagrams as a link without UDP segmentation offload carries them.
+link_segments a ul0
+link_segments b ul0
 conf_ab 4
 toud_start a || bail_out "toud on a did not start"
 toud_start b || bail_out "toud on b did not start"

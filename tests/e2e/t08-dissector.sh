@@ -56,6 +56,8 @@ make_file "$E2E_DIR/www/f" 128
 # shellcheck disable=SC2034
 E2E_ENCRYPTION=none
 topo_ab
+link_segments a ul0
+link_segments b ul0
 conf_ab 4
 toud_start a || bail_out "toud on a did not start"
 toud_start b || bail_out "toud on b did not start"

@@ -77,6 +77,7 @@ routes_now_match() {
 }
 
 netns_add a b c
+tcp_small_buffers a b c
 veth a ul0 b ul0 "10.200.0.1/24" "10.200.0.2/24"
 veth a ul1 c ul0 "10.200.1.1/24" "10.200.1.3/24"
 write_conf_a b d
