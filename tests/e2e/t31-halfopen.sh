@@ -1,6 +1,6 @@
 #!/bin/bash
 # t31-halfopen: a keyless attacker cannot lock a configured peer out by
-# filling the half-open table (issue: half-open exhaustion).
+# filling the half-open table.
 #   (1) x replays one cookie-carrying ClientHello under fresh session IDs,
 #       400 a second for 14 s, b starting 8 s in: the cookie is bound to its session ID, so every
 #       replay only earns a HelloVerifyRequest and a keeps no state.

@@ -1,6 +1,7 @@
 #!/bin/bash
-# t32-spoof-hs: blind spoofing cannot keep two peers apart (issue: blind
-# spoofing).  x knows only a's and b's addresses and forges 29-byte
+# t32-spoof-hs: blind spoofing cannot keep two peers apart
+# (forged datagrams from their addresses).  x knows only a's and b's
+# addresses and forges 29-byte
 # datagrams (a GUE header and an empty handshake record header) from each
 # towards the other, 100 a second each way.  The handshake limiter is
 # charged only for cookie-verified ClientHellos, so the forgeries drain

@@ -1,7 +1,7 @@
 #!/bin/bash
 # t33-amplification: an address that has not completed a handshake gets at
-# most 3 times the bytes it sent (issue: amplification after the cookie;
-# RFC 9000 8.1), retransmissions included.  x, whose key nobody knows,
+# most 3 times the bytes it sent (the rule of RFC 9000 8.1),
+# retransmissions included.  x, whose key nobody knows,
 # (1) replays one cookie-carrying ClientHello under fresh session IDs, and
 # (2) runs real cookie exchanges and never continues, each 8 a second (within
 # the rate limit, so every one is admitted) for 8 s.  A capture on x's link
