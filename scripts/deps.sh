@@ -12,7 +12,7 @@ apt-get install -y -qq --no-install-recommends \
 	build-essential autoconf automake libtool pkg-config \
 	libevent-dev libssl-dev libcap-ng-dev libsystemd-dev systemd check \
 	clang libclang-rt-14-dev valgrind \
-	iproute2 nftables conntrack iptables libnetfilter-queue-dev \
+	iproute2 ethtool nftables conntrack iptables libnetfilter-queue-dev \
 	tcpdump tshark socat iperf3 curl python3 openssl procps psmisc iputils-ping \
 	mandoc groff-base debootstrap systemd-container zstd \
 	>/dev/null

@@ -1,35 +1,46 @@
 #!/bin/bash
-# nspawn.sh - toud under a real systemd: two systemd-nspawn containers, each
-# living in its own network namespace (joined by a veth), boot Debian 12 with
-# the built toud, touctl, toud.service and toud.sysusers installed, and then
-#   - systemd-sysusers creates the user; a key readable by root only and a
-#     0600 /dev/net/tun (a container has no udev) make the start fail with
-#     the reason in the journal; then `systemctl start toud` works in both
-#     (Type=notify, the hardened unit: User=toud with CAP_NET_ADMIN only, a
-#     private /dev with net/tun alone, the control socket in /run/toud),
+# nspawn.sh - toud under a real systemd, installed as the README says: two
+# systemd-nspawn containers, each living in its own network namespace
+# (joined by a veth), boot a fresh Debian 12 root, and then
+#   - the README's "Installing" block is done word for word: the commands
+#     are taken from README itself, so this test breaks when the README
+#     drifts.  The build lines (up to `make`) run on the host, in a copy of
+#     the source tree, because the containers have no compiler; the rest
+#     (`make install` onwards) runs inside each container, in that same
+#     tree.  The host's /usr/include and /usr/lib/gcc are bound read-only
+#     into the containers: the build's dependency files name those
+#     headers, and make must find the tree up to date as on the machine
+#     that built it.  `editor` is the test's: it sets the node's addresses
+#     and adds the other node as a peer,
+#   - on the way, the start fails with the fix in the journal: before
+#     genkey (no key pair), before the chown (key unreadable by toud), and
+#     with a 0600 /dev/net/tun (a container has no udev),
+#   - the README's last line, `systemctl enable --now toud`, leaves the
+#     unit active and the peer up (Type=notify, the hardened unit:
+#     User=toud with CAP_NET_ADMIN only, a private /dev with net/tun alone,
+#     the control socket in /run/toud),
 #   - the host's own curl fetches a file from a python http.server through
 #     the tunnel (sha256 compared),
 #   - `systemctl reload toud` during a transfer applies a changed
 #     configuration without disturbing the transfer or restarting toud,
+#     and fails, with the reason, when the new file is refused,
+#   - a second tunnel runs as toud@second (/etc/toud/second.conf) beside
+#     the first, touctl -i second reaches it, and stopping it leaves the
+#     first one's socket alone,
 #   - a killed toud is restarted (Restart=on-failure),
 #   - journalctl -u toud has the daemon's "up" line,
 #   - `systemctl stop toud` leaves no address or route behind.
 # The containers share the test's network namespaces, so host tools reach
 # the daemons' TUN devices with `ip netns exec`.
 #
-# Not part of `make check` (about a minute cold, for debootstrap; 20-30 s
-# with the cached root file system; see rootfs.sh).  TAP on stdout.
+# Not part of `make check` (about two minutes cold, for debootstrap and the
+# build; about a minute with the cached root file system; see rootfs.sh).
+# TAP on stdout.
 #
 # Environment:
-#   TOUD, TOUCTL        the built binaries (default _build/src/toud, touctl)
-#   TOUD_SRCDIR         the source tree (default: this script's ../..)
-#   TOUD_BUILDDIR       optional: a build tree configured with --prefix=/usr
-#                       --sysconfdir=/etc; then `make install DESTDIR=...` of
-#                       it provides every installed file (this tests the
-#                       install rules too) instead of TOUD/TOUCTL and a
-#                       sed of systemd/toud.service.in
-#   TOUD_NSPAWN_ENCRYPTION  dtls (default: keys from `touctl genkey` in each
-#                       container, fingerprints exchanged) or none
+#   TOUD_SRCDIR         the source tree (default: this script's ../..); a git
+#                       checkout is copied by `git ls-files` (uncommitted
+#                       changes included), another tree whole
 #   TOUD_CI_CACHE       root file system cache (rootfs.sh)
 #   TOUD_TEST_KEEP=1    keep the work directory (logs)
 #   CI=true             a missing tool or root is a failure, not a skip
@@ -42,9 +53,6 @@ set -o pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 srcdir=${TOUD_SRCDIR:-$(cd "$here/../.." && pwd)}
-TOUD=${TOUD:-$srcdir/_build/src/toud}
-TOUCTL=${TOUCTL:-$srcdir/_build/src/touctl}
-ENC=${TOUD_NSPAWN_ENCRYPTION:-dtls}
 PREFIX="ts$$-"
 T0=${EPOCHREALTIME/./}
 WORK=
@@ -136,48 +144,68 @@ cleanup() {
 # --- prerequisites ----------------------------------------------------------------
 
 [ "$(id -u)" -eq 0 ] || skip_or_fail "needs root"
-for c in systemd-nspawn nsenter ip python3 curl sha256sum findmnt zstd; do
+for c in systemd-nspawn nsenter ip python3 curl sha256sum findmnt zstd make autoreconf cc pkg-config; do
 	command -v "$c" >/dev/null 2>&1 ||
-	    skip_or_fail "missing command: $c (apt-get install systemd-container util-linux iproute2 curl zstd)"
+	    skip_or_fail "missing command: $c (scripts/deps.sh)"
 done
 [ -c /dev/net/tun ] || skip_or_fail "needs /dev/net/tun"
-case $ENC in none|dtls) ;; *) bail_out "TOUD_NSPAWN_ENCRYPTION must be none or dtls";; esac
+[ -f "$srcdir/README" ] || bail_out "no README in $srcdir"
 
 WORK=$(mktemp -d /var/tmp/toud-nspawn.XXXXXX) || bail_out "mktemp"
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM HUP
-diag "namespaces and machines: ${PREFIX}*, encryption: $ENC, files: $WORK"
+diag "namespaces and machines: ${PREFIX}*, files: $WORK"
 
-# --- what gets installed ------------------------------------------------------------
+# --- the README's installation, and the build on the host --------------------
 
-stage=$WORK/stage
-if [ -n "${TOUD_BUILDDIR:-}" ]; then
-	grep -qx 'prefix = /usr' "$TOUD_BUILDDIR/Makefile" &&
-	    grep -qx 'sysconfdir = /etc' "$TOUD_BUILDDIR/Makefile" ||
-	    bail_out "$TOUD_BUILDDIR is not configured with --prefix=/usr --sysconfdir=/etc"
-	make -C "$TOUD_BUILDDIR" -s install DESTDIR="$stage" >"$WORK/install.log" 2>&1 ||
-	    bail_out "make install failed: $(tail -n 5 "$WORK/install.log")"
-	INST_TOUD=$stage/usr/sbin/toud
-	INST_TOUCTL=$stage/usr/bin/touctl
-	INST_UNIT=$(find "$stage" -path '*/systemd/system/toud.service' | head -n 1)
-	INST_SYSUSERS=$(find "$stage" -path '*/sysusers.d/toud.conf' | head -n 1)
-	for f in "$INST_TOUD" "$INST_TOUCTL" "$INST_UNIT" "$INST_SYSUSERS"; do
-		[ -n "$f" ] && [ -f "$f" ] || bail_out "make install did not install toud, touctl, toud.service and sysusers.d/toud.conf: $(cd "$stage" && find . -type f)"
-	done
-	ok "make install DESTDIR installs toud, touctl, toud.service and sysusers.d/toud.conf"
+# The first indented block of README's "Installing" section, one command a
+# line (trailing '#' comments dropped).
+readme_install() {
+	awk '
+		/^Installing$/ { sect = 1; next }
+		sect && /^    [^ ]/ { inblock = 1; sub(/^    /, ""); sub(/[ \t]+#.*$/, ""); print; next }
+		inblock { exit }
+	' "$srcdir/README"
+}
+mapfile -t STEPS < <(readme_install)
+[ ${#STEPS[@]} -ge 5 ] || bail_out "no install block in README's Installing section"
+# Split at `make install`: before it the build, from it on the installation.
+BUILD=()
+INSTALL=()
+for l in "${STEPS[@]}"; do
+	if [ ${#INSTALL[@]} -gt 0 ] || [[ $l == "make install"* ]]; then INSTALL+=("$l"); else BUILD+=("$l"); fi
+done
+[ ${#INSTALL[@]} -gt 0 ] || bail_out "README's install block has no 'make install'"
+diag "README build steps:   $(printf '%s; ' "${BUILD[@]}")"
+diag "README install steps: $(printf '%s; ' "${INSTALL[@]}")"
+want_step() {
+	printf '%s\n' "${INSTALL[@]}" | grep -qx -- "$1" && ok "README's installation has '$1'" ||
+	    not_ok "README's installation has '$1'" "$(printf '%s\n' "${INSTALL[@]}")"
+}
+want_step "systemd-sysusers"
+want_step "touctl genkey /etc/tou"
+want_step "editor /etc/tou.conf"
+is "${INSTALL[-1]}" "systemctl enable --now toud" "README's installation ends with 'systemctl enable --now toud'"
+
+SRC=$WORK/src
+mkdir -p "$SRC"
+stamp "copying the source tree"
+if git -C "$srcdir" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+	(cd "$srcdir" && git ls-files -z --cached --others --exclude-standard |
+	    xargs -0 sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done; exit 0' sh |
+	    tar --null -T - -cf -) | tar -C "$SRC" -xf - || bail_out "cannot copy the source tree"
 else
-	for f in "$TOUD" "$TOUCTL"; do
-		[ -x "$f" ] || bail_out "$f not found (build first, or set TOUD / TOUCTL)"
-	done
-	mkdir -p "$stage"
-	INST_TOUD=$TOUD
-	INST_TOUCTL=$TOUCTL
-	INST_UNIT=$stage/toud.service
-	INST_SYSUSERS=$srcdir/systemd/toud.sysusers
-	sed -e 's|@sbindir@|/usr/sbin|g' -e 's|@sysconfdir@|/etc|g' \
-	    "$srcdir/systemd/toud.service.in" >"$INST_UNIT" || bail_out "no toud.service.in"
+	tar -C "$srcdir" --exclude='./_build*' -cf - . | tar -C "$SRC" -xf - ||
+	    bail_out "cannot copy the source tree"
 fi
+stamp "README build steps on the host"
+for l in "${BUILD[@]}"; do
+	if ! (cd "$SRC" && MAKEFLAGS=-j2 sh -ec "$l") >>"$WORK/build.log" 2>&1; then
+		bail_out "README build step '$l' failed: $(tail -n 15 "$WORK/build.log")"
+	fi
+done
+ok "README's build steps ($(printf '%s; ' "${BUILD[@]}")) pass on the host, $(elapsed) s"
 
 # --- root file system, network, containers ------------------------------------------
 
@@ -207,9 +235,8 @@ boot() {
 	    systemd-nspawn --quiet --boot --directory="$WORK/rootfs" --machine="$PREFIX$n" \
 	    --keep-unit --register=no --notify-ready=yes --volatile=overlay \
 	    --network-namespace-path="/run/netns/$PREFIX$n" --capability=CAP_NET_ADMIN \
-	    --bind-ro="$INST_TOUD:/usr/sbin/toud" --bind-ro="$INST_TOUCTL:/usr/bin/touctl" \
-	    --bind-ro="$INST_UNIT:/usr/lib/systemd/system/toud.service" \
-	    --bind-ro="$INST_SYSUSERS:/usr/lib/sysusers.d/toud.conf" \
+	    --bind="$SRC:$SRC" --bind-ro="$WORK/edit-$n:/opt/toud-test" \
+	    --bind-ro=/usr/include --bind-ro=/usr/lib/gcc \
 	    --console=pipe 2>&1) || { not_ok "container $n boots" "$out"; return 1; }
 	read -r NSPAWN_PID[$n] LEADER[$n] secs <<<"$out"
 	ok "container $n boots to READY=1 in $secs s (systemd pid ${LEADER[$n]} on the host)"
@@ -224,79 +251,23 @@ cx() {
 
 stamp "booting"
 for n in "${NODES[@]}"; do
-	boot "$n" || bail_out "container $n did not boot"
-done
-
-for n in "${NODES[@]}"; do
-	out=$(cx "$n" ldd /usr/sbin/toud /usr/bin/touctl 2>&1)
-	if grep -q 'not found' <<<"$out"; then
-		not_ok "$n: toud's and touctl's libraries resolve in the container" "$(grep 'not found' <<<"$out")"
-	else
-		ok "$n: toud's and touctl's libraries resolve in the container"
-	fi
-done
-
-# What a package's postinst does (dh_installsysusers).
-for n in "${NODES[@]}"; do
-	pre=$(cx "$n" getent passwd toud)
-	[ -n "$pre" ] && diag "$n: user toud existed after boot already (systemd-sysusers.service)"
-	check "$n: systemd-sysusers toud.conf creates the user toud" \
-	    cx "$n" sh -c 'systemd-sysusers toud.conf && getent passwd toud && getent group toud'
-done
-
-# --- configuration -----------------------------------------------------------------
-
-if [ "$ENC" = dtls ]; then
-	for n in "${NODES[@]}"; do
-		# The key is read by the daemon, which runs as toud.
-		# As an administrator would: genkey writes the key 0600 root.
-		if FPR[$n]=$(cx "$n" sh -c 'mkdir -p /etc/tou && touctl genkey /etc/tou' \
-		    2>"$WORK/genkey-$n.log") &&
-		    [[ ${FPR[$n]} =~ ^sha256:[0-9a-f]{64}$ ]]; then
-			ok "$n: touctl genkey (${FPR[$n]:0:23}...)"
-		else
-			not_ok "$n: touctl genkey" "${FPR[$n]} $(cat "$WORK/genkey-$n.log")"
-			bail_out "no key for $n"
-		fi
-	done
-fi
-
-# write_conf NODE [EXTRA-ALLOWED-IPS]: /etc/tou.conf inside NODE's container.
-write_conf() {
-	local n=$1 p extra=${2:-}
-	[ "$n" = a ] && p=b || p=a
+	# The test's `editor`: set this node's addresses in [interface] and
+	# add the peer section the host writes to peer.conf.
+	mkdir -p "$WORK/edit-$n"
 	{
-		echo "# /etc/tou.conf of container $n (toud nspawn test)"
-		echo "[interface]"
-		echo "name = tou0"
-		echo "address = ${TUN4[$n]}/24"
-		echo "address = ${TUN6[$n]}/64"
-		echo "listen = 6080"
-		echo "user = toud"
-		echo "encryption = $ENC"
-		if [ "$ENC" = dtls ]; then
-			echo "private-key = /etc/tou/key.pem"
-			echo "certificate = /etc/tou/cert.pem"
-		fi
-		echo
-		echo "[peer $p]"
-		echo "endpoint = ${UL[$p]}:6080"
-		echo "address = ${TUN4[$p]}, ${TUN6[$p]}"
-		if [ -n "$extra" ]; then echo "allowed-ips = $extra"; fi
-		if [ "$ENC" = dtls ]; then echo "fingerprint = ${FPR[$p]}"; fi
-	} | cx "$n" sh -c 'umask 022 && cat >/etc/tou.conf.new && mv /etc/tou.conf.new /etc/tou.conf'
-}
-
-for n in "${NODES[@]}"; do
-	write_conf "$n" || bail_out "cannot write /etc/tou.conf in $n"
+		echo '#!/bin/sh'
+		echo 'set -e'
+		echo "sed -i -e 's|^address *=.*|address     = ${TUN4[$n]}/24\\naddress     = ${TUN6[$n]}/64|' \"\$1\""
+		echo 'cat /opt/toud-test/peer.conf >>"$1"'
+	} >"$WORK/edit-$n/editor"
+	chmod 0755 "$WORK/edit-$n/editor"
+	boot "$n" || bail_out "container $n did not boot"
+	cx "$n" ln -s /opt/toud-test/editor /usr/local/bin/editor || bail_out "no editor in $n"
 done
-
-# --- start ----------------------------------------------------------------------------
 
 journal() { cx "$1" journalctl -u toud.service -o cat --no-pager "${@:2}" 2>&1; }
 prop() { cx "$1" systemctl show -P "$2" toud.service 2>&1; }
 
-stamp "systemctl start"
 # start_fails NODE WHAT PATTERN: the start must fail, the journal must say
 # PATTERN; then the unit is stopped and its failure forgotten.
 start_fails() {
@@ -314,45 +285,173 @@ start_fails() {
 	cx "$n" systemctl stop toud.service >/dev/null 2>&1
 	cx "$n" systemctl reset-failed toud.service >/dev/null 2>&1
 }
-if [ "$ENC" = dtls ]; then
-	# The daemon runs as toud: a key readable by root only is refused
-	# already by ExecStartPre= (toud -t), naming the file.
-	start_fails a "a key file readable by root only" "key\.pem"
-	for n in "${NODES[@]}"; do
-		cx "$n" sh -c 'chgrp toud /etc/tou/key.pem && chmod 0640 /etc/tou/key.pem' ||
-		    bail_out "chgrp of the key in $n"
-	done
-fi
-# The unit runs toud as the user toud, which needs /dev/net/tun to be
-# world-writable, as systemd-udevd's 50-udev-default.rules makes it on every
-# host (KERNEL=="tun", MODE="0666").  A container has no udev: nspawn's own
-# node copies the host's mode, which is 0600 on a host without udev rules
-# applied (set it so in the container, whatever the host has).  First, that
-# the failure is then loud and clear:
-cx a chmod 0600 /dev/net/tun || bail_out "chmod /dev/net/tun in a"
-start_fails a "a 0600 /dev/net/tun (no udev)" 'tun device "tou0": Permission denied'
-# Then do what udev does.  The node is the container's own (a tmpfs /dev),
-# the host's stays as it is.
+
+# before_step NODE STEP: what the test checks before the README's STEP.
+before_step() {
+	local n=$1 step=$2
+	case $step in
+	"touctl genkey "*)
+		[ "$n" = a ] || return 0
+		is "$(cx a stat -c '%U %a' /etc/tou.conf 2>&1)" "root 644" "a: make install wrote /etc/tou.conf, root, 0644"
+		check "a: the full example is under the documentation's examples" \
+		    cx a test -f /usr/share/doc/toud/examples/tou.conf.example
+		check "a: bash completion for touctl and toud installed" \
+		    cx a test -f /usr/share/bash-completion/completions/touctl -a \
+		    -f /usr/share/bash-completion/completions/toud
+		check "a: toud.service and toud@.service installed" \
+		    cx a systemctl cat toud.service toud@x.service
+		check "a: systemd-sysusers made the user toud" cx a getent passwd toud
+		start_fails a "no key pair yet" "touctl genkey /etc/tou"
+		# What journalctl -p err shows (start-up failures at err).
+		j=$(cx a journalctl -u toud.service -p err -o cat --no-pager 2>&1)
+		grep -q "touctl genkey /etc/tou" <<<"$j" &&
+		    ok "a: journalctl -p err shows the failed start's reason" ||
+		    not_ok "a: journalctl -p err shows the failed start's reason" "$j"
+		;;
+	"chown "*)
+		[ "$n" = a ] || return 0
+		# genkey's directory is 0700 root: toud cannot read its key yet.
+		start_fails a "a key pair readable by root only" "chown -R toud: /etc/tou"
+		;;
+	"systemctl enable"*)
+		# The unit runs toud as the user toud, which needs /dev/net/tun to
+		# be world-writable, as systemd-udevd's 50-udev-default.rules makes
+		# it on every host (KERNEL=="tun", MODE="0666").  A container has
+		# no udev: nspawn's own node copies the host's mode, which is 0600
+		# on a host without udev rules applied (set it so in the
+		# container, whatever the host has).  First, that the failure is
+		# then loud and clear, then do what udev does.  The node is the
+		# container's own (a tmpfs /dev), the host's stays as it is.
+		if [ "$n" = a ]; then
+			cx a chmod 0600 /dev/net/tun || bail_out "chmod /dev/net/tun in a"
+			start_fails a "a 0600 /dev/net/tun (no udev)" 'tun device "tou0": Permission denied'
+		fi
+		cx "$n" chmod 0666 /dev/net/tun || bail_out "chmod /dev/net/tun in $n"
+		;;
+	esac
+}
+
+# run_step NODE STEP: one README line inside NODE, in the source tree.
+run_step() {
+	local n=$1 step=$2 out
+	before_step "$n" "$step"
+	if out=$(cx "$n" sh -ec "cd '$SRC' && $step" 2>&1); then
+		ok "$n: README step '$step'"
+		[[ $step == "touctl genkey "* ]] && FPR[$n]=$(tail -n 1 <<<"$out")
+		return 0
+	fi
+	not_ok "$n: README step '$step'" "$out
+$(journal "$n" -n 20)"
+	return 1
+}
+
+stamp "README install steps in the containers"
+# Up to the editor on both nodes (the editor needs the other's fingerprint).
+EDIT=-1
+for i in "${!INSTALL[@]}"; do
+	[[ ${INSTALL[i]} == "editor "* ]] && { EDIT=$i; break; }
+done
+[ "$EDIT" -ge 0 ] || bail_out "README's installation has no editor step"
 host_tun=$(stat -c %a /dev/net/tun)
 for n in "${NODES[@]}"; do
-	cx "$n" chmod 0666 /dev/net/tun || bail_out "chmod /dev/net/tun in $n"
+	for ((i = 0; i < EDIT; i++)); do
+		run_step "$n" "${INSTALL[i]}" || bail_out "$n: README step '${INSTALL[i]}' failed"
+	done
+	[[ ${FPR[$n]:-} =~ ^sha256:[0-9a-f]{64}$ ]] ||
+	    bail_out "$n: touctl genkey printed no fingerprint ('${FPR[$n]:-}')"
+	is "$(cx "$n" stat -c '%U %a' /etc/tou /etc/tou/key.pem 2>&1 | tr '\n' ' ')" "toud 700 toud 600 " \
+	    "$n: genkey's directory (0700) and key (0600) belong to toud"
 done
-is "$(stat -c %a /dev/net/tun)" "$host_tun" "the host's /dev/net/tun keeps its mode ($host_tun)"
+for n in "${NODES[@]}"; do
+	[ "$n" = a ] && p=b || p=a
+	printf '\n[peer %s]\nendpoint    = %s:6080\naddress     = %s, %s\nfingerprint = %s\n' \
+	    "$p" "${UL[$p]}" "${TUN4[$p]}" "${TUN6[$p]}" "${FPR[$p]}" >"$WORK/edit-$n/peer.conf"
+done
+stamp "systemctl enable --now"
 started=yes
 for n in "${NODES[@]}"; do
-	if out=$(cx "$n" systemctl start toud.service 2>&1); then
-		ok "$n: systemctl start toud"
-	else
-		not_ok "$n: systemctl start toud" "$out
-$(journal "$n" -n 20)"
-		started=no
-	fi
+	for ((i = EDIT; i < ${#INSTALL[@]}; i++)); do
+		run_step "$n" "${INSTALL[i]}" || { started=no; break; }
+	done
 done
 # Everything below needs the daemons.
-[ $started = yes ] || bail_out "toud.service did not start"
+[ $started = yes ] || bail_out "the README's installation did not end with toud running"
+is "$(stat -c %a /dev/net/tun)" "$host_tun" "the host's /dev/net/tun keeps its mode ($host_tun)"
+
+for n in "${NODES[@]}"; do
+	out=$(cx "$n" ldd /usr/sbin/toud /usr/bin/touctl 2>&1)
+	if grep -q 'not found' <<<"$out"; then
+		not_ok "$n: toud's and touctl's libraries resolve in the container" "$(grep 'not found' <<<"$out")"
+	else
+		ok "$n: toud's and touctl's libraries resolve in the container"
+	fi
+done
+
+# write_conf NODE [EXTRA-ALLOWED-IPS [EXTRA-INTERFACE-LINE]]: a whole
+# /etc/tou.conf inside NODE's container (the reloads below change it).
+write_conf() {
+	local n=$1 p extra=${2:-}
+	[ "$n" = a ] && p=b || p=a
+	{
+		echo "# /etc/tou.conf of container $n (toud nspawn test)"
+		echo "[interface]"
+		echo "name = tou0"
+		echo "address = ${TUN4[$n]}/24"
+		echo "address = ${TUN6[$n]}/64"
+		echo "listen = 6080"
+		echo "user = toud"
+		echo "private-key = /etc/tou/key.pem"
+		echo "certificate = /etc/tou/cert.pem"
+		[ -n "${3:-}" ] && echo "$3"
+		echo
+		echo "[peer $p]"
+		echo "endpoint = ${UL[$p]}:6080"
+		echo "address = ${TUN4[$p]}, ${TUN6[$p]}"
+		[ -n "$extra" ] && echo "allowed-ips = $extra"
+		echo "fingerprint = ${FPR[$p]}"
+	} | cx "$n" sh -c 'umask 022 && cat >/etc/tou.conf.new && mv /etc/tou.conf.new /etc/tou.conf'
+}
+
+# peer_state NODE PEER [TOUCTL-OPTION...]: the peer's state in touctl show --json.
+peer_state() {
+	local n=$1 peer=$2
+	shift 2
+	cx "$n" touctl "$@" show --json 2>/dev/null | python3 -c '
+import json, sys
+try:
+    d = json.load(sys.stdin)
+except ValueError:
+    print("no answer"); sys.exit(0)
+print(next((p["state"] for p in d["peers"] if p["name"] == sys.argv[1]), "absent"))' "$peer" 2>&1
+}
+
 for n in "${NODES[@]}"; do
 	is "$(cx "$n" systemctl is-active toud.service)" active "$n: toud.service is active"
-	is "$(prop "$n" StatusText)" "0 of 1 peer up" "$n: STATUS= reached systemd"
+	is "$(cx "$n" systemctl is-enabled toud.service)" enabled "$n: toud.service is enabled"
+done
+# Without keepalive a peer handshakes on demand: the first packet to it.
+for n in "${NODES[@]}"; do
+	is "$(peer_state "$n" "$([ "$n" = a ] && echo b || echo a)")" idle "$n: its peer is idle before any traffic"
+done
+for ((i = 0; i < 10; i++)); do
+	ip netns exec "${PREFIX}a" ping -n -q -c 1 -W 1 "${TUN4[b]}" >/dev/null 2>&1 && break
+done
+for n in "${NODES[@]}"; do
+	[ "$n" = a ] && p=b || p=a
+	st=
+	for ((i = 0; i < 20; i++)); do
+		st=$(peer_state "$n" "$p")
+		[ "$st" = up ] && break
+		sleep 0.2
+	done
+	is "$st" up "$n: after a ping, peer $p is up (touctl show --json)"
+	st=
+	for ((i = 0; i < 50; i++)); do
+		st=$(prop "$n" StatusText)
+		[ "$st" = "1 of 1 peer up" ] && break
+		sleep 0.1
+	done
+	is "$st" "1 of 1 peer up" "$n: STATUS= reached systemd"
 done
 
 # proc_field NODE PID FIELD: a line of /proc/PID/status inside the container.
@@ -456,6 +555,56 @@ else
 fi
 is "$(prop a MainPID)" "$mp0" "toud was not restarted by the reload (MainPID $mp0)"
 is "$(cx a systemctl is-active toud.service)" active "toud.service is still active after the reload"
+j=$(journal a --since=-60s)
+grep -q 'peer "b": changed' <<<"$j" && ok "the journal names the peer the reload changed" ||
+    not_ok "the journal names the peer the reload changed" "$(tail -n 8 <<<"$j")"
+
+# A refused file fails systemctl reload (ExecReload=touctl reload waits for
+# toud's answer), with the reason in the journal, and changes nothing.
+write_conf a 192.168.77.0/24 "mtu = 1300"
+if out=$(cx a systemctl reload toud.service 2>&1); then
+	not_ok "systemctl reload of a refused file fails" "it succeeded"
+else
+	ok "systemctl reload of a refused file fails"
+fi
+j=$(journal a --since=-30s)
+grep -q 'reload refused: /etc/tou.conf: changing \[interface\] mtu needs a restart' <<<"$j" &&
+    ok "the journal says why toud refused it" || not_ok "the journal says why toud refused it" "$(tail -n 8 <<<"$j")"
+is "$(prop a MainPID)/$(cx a systemctl is-active toud.service)" "$mp0/active" \
+    "after the refused reload toud runs on, not restarted"
+is "$(peer_state a b)" up "after the refused reload peer b is still up"
+write_conf a 192.168.77.0/24
+check "the good file reloads again" cx a systemctl reload toud.service
+
+# --- a second tunnel: toud@second ---------------------------------------------------------
+
+stamp "toud@second"
+{
+	echo "[interface]"
+	echo "name = tou1"
+	echo "address = 10.78.0.1/24"
+	echo "listen = 6090"
+	echo "user = toud"
+	echo "private-key = /etc/tou/key.pem"
+	echo "certificate = /etc/tou/cert.pem"
+	echo "[peer c]"
+	echo "address = 10.78.0.2"
+	echo "fingerprint = ${FPR[b]}"
+} | cx a sh -c 'umask 022 && mkdir -p /etc/toud && cat >/etc/toud/second.conf'
+if out=$(cx a systemctl start toud@second.service 2>&1); then
+	ok "a: systemctl start toud@second (/etc/toud/second.conf)"
+else
+	not_ok "a: systemctl start toud@second" "$out
+$(cx a journalctl -u toud@second.service -o cat --no-pager -n 15 2>&1)"
+fi
+is "$(cx a systemctl is-active toud@second.service toud.service | tr '\n' ' ')" "active active " \
+    "a: toud@second runs beside toud"
+is "$(peer_state a c -i second)" idle "a: touctl -i second show reaches the instance (peer c idle)"
+is "$(peer_state a b)" up "a: touctl show still reaches the first tunnel (peer b up)"
+check "a: systemctl reload toud@second" cx a systemctl reload toud@second.service
+check "a: systemctl stop toud@second" cx a systemctl stop toud@second.service
+check "a: the first tunnel's socket survives the instance's stop" cx a test -S /run/toud/toud.sock
+is "$(peer_state a b)" up "a: and touctl show still answers (peer b up)"
 
 for n in "${NODES[@]}"; do
 	up=$(journal "$n" | grep -E '^tou0 up: mtu [0-9]+, 1 peer, listening on port 6080')

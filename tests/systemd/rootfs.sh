@@ -16,14 +16,13 @@ dir=$1
 suite=bookworm
 mirror=${TOUD_ROOTFS_MIRROR:-http://deb.debian.org/debian}
 # systemd as init, dbus for systemctl, iproute2, what toud and touctl link
-# against (libsystemd0 comes with systemd), and procps for the unit's
-# ExecReload=/bin/kill (priority important, so on every real Debian host,
-# but not in a minbase tree).
-packages="systemd systemd-sysv dbus iproute2 procps libevent-2.1-7 libssl3 libcap-ng0 ${TOUD_ROOTFS_PACKAGES:-}"
+# against (libsystemd0 comes with systemd), and make for the README's
+# `make install` in the container (nspawn.sh).
+packages="systemd systemd-sysv dbus iproute2 make libevent-2.1-7 libssl3 libcap-ng0 ${TOUD_ROOTFS_PACKAGES:-}"
 packages=$(printf '%s\n' $packages | sort -u | tr '\n' ' ')
 cache=${TOUD_CI_CACHE:-/var/cache/toud-ci}
 # Bump the recipe number when what happens to the tree below changes.
-key=$(printf 'recipe 2\n%s\n%s\n%s\n' "$suite" "$mirror" "$packages" | sha256sum | cut -c1-16)
+key=$(printf 'recipe 3\n%s\n%s\n%s\n' "$suite" "$mirror" "$packages" | sha256sum | cut -c1-16)
 tarball=$cache/rootfs-$suite-$key.tar.zst
 
 log() { echo "rootfs: $*" >&2; }

@@ -44,31 +44,51 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/toud-unit.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
 echo "# $(systemd-analyze --version | head -n 1)"
 
-# The unit as `make install` writes it, but with the built binary.
+# The units as `make install` writes them (the same sed as Makefile.am's),
+# but with the built binaries.
+bindir=$(dirname "$TOUD")
+subst() {
+	sed -e "s|@sbindir@|$bindir|g" -e "s|@bindir@|$bindir|g" -e "s|@sysconfdir@|/etc|g" "$@" "$in"
+}
 unit=$work/toud.service
-sed -e "s|@sbindir@|$(dirname "$TOUD")|g" -e "s|@sysconfdir@|/etc|g" "$in" >"$unit"
-left=$(grep -n '@[A-Za-z_]*@' "$unit")
-[ -z "$left" ] && ok "toud.service.in has no placeholder but @sbindir@ and @sysconfdir@" ||
+tmpl=$work/toud@.service
+subst -e 's|@unit@|toud.service|g' -e 's|@what@||g' \
+    -e 's|@toud_args@|-c /etc/tou.conf|g' -e 's|@touctl_args@||g' >"$unit"
+subst -e 's|@unit@|toud@.service|g' -e 's|@what@| %i|g' \
+    -e 's|@toud_args@|-i %i|g' -e 's|@touctl_args@|-i %i |g' >"$tmpl"
+# systemd-analyze verify wants ExecReload='s touctl to exist too.
+[ -x "$bindir/touctl" ] || { echo "Bail out! touctl not found next to $TOUD"; exit 1; }
+left=$(grep -n '@[A-Za-z_]*@' "$unit" "$tmpl")
+[ -z "$left" ] && ok "toud.service.in has no placeholder the Makefile does not fill" ||
     nok "unsubstituted placeholders" "$left"
 
 out=$(systemd-analyze verify --man=no "$unit" 2>&1)
 rc=$?
 [ $rc -eq 0 ] && [ -z "$out" ] && ok "systemd-analyze verify: clean" ||
     nok "systemd-analyze verify (status $rc)" "$out"
+# A template is verified through an instance of it.
+cp "$tmpl" "$work/toud@test.service"
+out=$(systemd-analyze verify --man=no "$work/toud@test.service" 2>&1)
+rc=$?
+[ $rc -eq 0 ] && [ -z "$out" ] && ok "systemd-analyze verify of toud@test.service: clean" ||
+    nok "systemd-analyze verify of toud@test.service (status $rc)" "$out"
 
-out=$(systemd-analyze security --offline=true "$unit" 2>&1)
-score=$(printf '%s\n' "$out" | sed -n 's/^.*Overall exposure level for toud\.service: \([0-9][0-9.]*\) .*$/\1/p')
-if [ -z "$score" ]; then
-	nok "systemd-analyze security printed an exposure level" "$out"
-else
-	echo "# exposure level $score (limit $max); the open items:"
+for u in "$unit" "$work/toud@test.service"; do
+	name=${u##*/}
+	out=$(systemd-analyze security --offline=true "$u" 2>&1)
+	score=$(printf '%s\n' "$out" | sed -n 's/^.*Overall exposure level for [^ ]*: \([0-9][0-9.]*\) .*$/\1/p')
+	if [ -z "$score" ]; then
+		nok "systemd-analyze security printed an exposure level for $name" "$out"
+		continue
+	fi
+	echo "# $name: exposure level $score (limit $max); the open items:"
 	printf '%s\n' "$out" | grep '✗' | sed 's/  */ /g; s/^/#   /'
 	if awk -v s="$score" -v m="$max" 'BEGIN { exit !(s + 0 <= m + 0) }'; then
-		ok "systemd-analyze security: exposure $score <= $max"
+		ok "systemd-analyze security $name: exposure $score <= $max"
 	else
-		nok "systemd-analyze security: exposure $score > $max"
+		nok "systemd-analyze security $name: exposure $score > $max"
 	fi
-fi
+done
 # --threshold= takes the level times ten (0-100), and is what makes
 # systemd-analyze itself fail above it.
 thr=$(awk -v m="$max" 'BEGIN { printf "%d", m * 10 + 0.5 }')
@@ -78,18 +98,33 @@ out=$(systemd-analyze security --offline=true --threshold="$thr" "$unit" 2>&1) &
 
 # What the daemon relies on, so a "simplification" of the unit shows up here.
 want() {
-	grep -qx "$1" "$unit" && ok "unit has $1" || nok "unit lacks the line '$1'"
+	local f=${2:-$unit}
+	grep -qx "$1" "$f" && ok "${f##*/} has $1" || nok "${f##*/} lacks the line '$1'"
 }
 want "Type=notify"
 want "User=toud"
 want "Group=toud"
-want "ExecStartPre=$(dirname "$TOUD")/toud -t -c /etc/tou.conf"
-want "ExecStart=$(dirname "$TOUD")/toud -c /etc/tou.conf"
+want "ExecStartPre=$bindir/toud -t -c /etc/tou.conf"
+want "ExecStart=$bindir/toud -c /etc/tou.conf"
+# systemctl reload must fail when toud refuses the file: touctl waits for
+# the answer (kill -HUP could not).
+want "ExecReload=$bindir/touctl reload"
 want "WatchdogSec=30"
 want "RuntimeDirectory=toud"
+# The instances share /run/toud: stopping one must not remove the others'
+# sockets.
+want "RuntimeDirectoryPreserve=yes"
 want "AmbientCapabilities=CAP_NET_ADMIN"
 want "CapabilityBoundingSet=CAP_NET_ADMIN"
 want "DeviceAllow=/dev/net/tun rw"
+want "ExecStartPre=$bindir/toud -t -i %i" "$tmpl"
+want "ExecStart=$bindir/toud -i %i" "$tmpl"
+want "ExecReload=$bindir/touctl -i %i reload" "$tmpl"
+want "RuntimeDirectoryPreserve=yes" "$tmpl"
+# Apart from those lines (and the description), the template is the unit.
+d=$(diff "$unit" "$tmpl" | grep '^[<>]' | grep -v -E '^[<>] (# toud|Description=|ExecStartPre=|ExecStart=|ExecReload=)')
+[ -z "$d" ] && ok "toud@.service differs from toud.service only in what it runs" ||
+    nok "toud@.service differs from toud.service elsewhere" "$d"
 
 # The unit's user comes from the sysusers.d file.
 user=$(sed -n 's/^User=//p' "$unit")

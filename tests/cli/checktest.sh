@@ -1,0 +1,99 @@
+#!/bin/sh
+# toud -t beyond the file: the user exists, the key and certificate load
+# and belong together, a prefix covering a peer's endpoint is warned
+# about; toud -T prints the effective configuration (which parses back to
+# itself); -i rejects a bad instance name.  TAP output.
+set -u
+n=0
+fails=0
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+nok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $*"; }
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+umask 077
+"$TOUCTL" genkey "$work/a" >/dev/null 2>&1 && "$TOUCTL" genkey "$work/b" >/dev/null 2>&1 ||
+    { echo "Bail out! touctl genkey failed"; exit 1; }
+user=$(id -un)
+
+# conf FILE KEYDIR CERTDIR USER [ALLOWED-IPS]
+conf() {
+	{
+		echo "[interface]"
+		echo "address = 10.9.0.1/24"
+		echo "private-key = $2/key.pem"
+		echo "certificate = $3/cert.pem"
+		echo "user = $4"
+		echo
+		echo "[peer bob]"
+		echo "endpoint = 192.0.2.7:6080"
+		echo "address = 10.9.0.2"
+		[ -n "${5:-}" ] && echo "allowed-ips = $5"
+		echo "fingerprint = sha256:$(printf '%064d' 1)"
+	} >"$1"
+}
+
+conf "$work/good.conf" "$work/a" "$work/a" "$user"
+err=$("$TOUD" -t -c "$work/good.conf" 2>&1)
+[ $? -eq 0 ] && [ -z "$err" ] && ok "a matching key pair and an existing user pass silently" ||
+    nok "good config: '$err'"
+
+conf "$work/nouser.conf" "$work/a" "$work/a" toud-no-such-user
+err=$("$TOUD" -t -c "$work/nouser.conf" 2>&1)
+rc=$?
+case "$err" in *'user "toud-no-such-user": no such user'*) [ $rc -eq 1 ] && ok "a missing user fails (rc 1): $err" || nok "missing user rc $rc";;
+	*) nok "missing user: rc $rc, '$err'";; esac
+
+conf "$work/mismatch.conf" "$work/a" "$work/b" "$user"
+err=$("$TOUD" -t -c "$work/mismatch.conf" 2>&1)
+rc=$?
+case "$err" in *"does not match"*) [ $rc -eq 1 ] && ok "a key that does not match its certificate fails (rc 1): $err" || nok "mismatch rc $rc";;
+	*) nok "mismatch: rc $rc, '$err'";; esac
+
+echo "not a certificate" >"$work/garbage.pem"
+sed "s|^certificate = .*|certificate = $work/garbage.pem|" "$work/good.conf" >"$work/garbage.conf"
+err=$("$TOUD" -t -c "$work/garbage.conf" 2>&1)
+rc=$?
+[ $rc -eq 1 ] && case "$err" in *garbage.pem*) true;; *) false;; esac &&
+    ok "an unparseable certificate fails (rc 1), naming it: $err" || nok "garbage cert: rc $rc, '$err'"
+
+conf "$work/loop.conf" "$work/a" "$work/a" "$user" 192.0.2.0/24
+err=$("$TOUD" -t -c "$work/loop.conf" 2>&1)
+rc=$?
+case "$err" in *"loop.conf:10: peer 'bob': 192.0.2.0/24 covers the endpoint 192.0.2.7 of peer 'bob'"*)
+	[ $rc -eq 0 ] && ok "allowed-ips covering the peer's endpoint: a warning naming the line (rc 0)" || nok "loop rc $rc";;
+	*) nok "loop: rc $rc, '$err'";; esac
+
+# -T: the effective configuration, canonical; it parses back to itself.
+if out=$("$TOUD" -T -c "$work/good.conf" 2>"$work/err"); then
+	case "$out" in *"[interface]"*"private-key"*"[peer bob]"*"endpoint"*)
+		ok "toud -T prints the effective configuration";;
+		*) nok "toud -T printed '$out'";; esac
+	case "$out" in *"control"*"/run/toud/toud.sock"*) ok "... with the defaults filled in (control)";;
+		*) nok "toud -T without the default control socket: '$out'";; esac
+	printf '%s\n' "$out" >"$work/printed.conf"
+	out2=$("$TOUD" -T -c "$work/printed.conf" 2>&1)
+	[ "$out2" = "$out" ] && ok "toud -T output parses back to the same text" || nok "-T round trip: '$out2'"
+else
+	nok "toud -T failed: $(cat "$work/err")"; nok "-T defaults"; nok "-T round trip"
+fi
+"$TOUD" -T -c "$work/nouser.conf" >"$work/out" 2>/dev/null
+[ $? -eq 1 ] && [ ! -s "$work/out" ] && ok "toud -T of a refused file prints nothing (rc 1)" || nok "-T of a bad file printed or passed"
+
+# Instances: -i NAME reads SYSCONFDIR/toud/NAME.conf; bad names are usage errors.
+"$TOUD" -t -i ../etc >/dev/null 2>&1
+[ $? -eq 2 ] && ok "toud -i with a '/' or a leading '.' is a usage error" || nok "toud -i ../etc accepted"
+err=$("$TOUD" -t -i toud-test-none 2>&1)
+case "$err" in */toud/toud-test-none.conf:*) ok "toud -i NAME reads DIR/toud/NAME.conf ($err)";;
+	*) nok "toud -i NAME: '$err'";; esac
+out=$("$TOUD" -T -i x -c "$work/good.conf" 2>&1)
+case "$out" in *"/run/toud/x.sock"*) ok "toud -i NAME: the instance's control socket /run/toud/NAME.sock";;
+	*) nok "toud -i x: '$out'";; esac
+echo "control = $work/own.sock" >>"$work/own.conf"
+sed "/^user/a control = $work/own.sock" "$work/good.conf" >"$work/own.conf"
+out=$("$TOUD" -T -i x -c "$work/own.conf" 2>&1)
+case "$out" in *"$work/own.sock"*) ok "... unless the file names its own";;
+	*) nok "toud -i x with control set: '$out'";; esac
+
+echo "1..$n"
+[ $fails -eq 0 ]
