@@ -8,7 +8,7 @@
 # the end.  Any failed check stops the demo with a non-zero status and says
 # which step failed.
 #
-#   sudo scripts/demo.sh
+#   scripts/demo.sh        (as root; a user with sudo is asked for it)
 #
 # DEMO_SKIP_DEPS=1 skips scripts/deps.sh, DEMO_SKIP_BUILD=1 the build;
 # ENCRYPTION=dtls (default) or none picks the mode (with none there are no
@@ -18,7 +18,11 @@ set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 if [ "$(id -u)" -ne 0 ]; then
-	echo "demo.sh: run as root: sudo scripts/demo.sh" >&2
+	# Namespaces need root: a user with sudo gets it asked for.
+	if command -v sudo >/dev/null 2>&1; then
+		exec sudo -E "$0" "$@"
+	fi
+	echo "demo.sh: run as root (no sudo here)" >&2
 	exit 1
 fi
 enc=${ENCRYPTION:-dtls}

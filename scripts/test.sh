@@ -4,6 +4,15 @@
 # which need root).  Prints each suite's result line and fails if anything
 # failed or was skipped.
 set -eu
+if [ "$(id -u)" -ne 0 ]; then
+	# deps.sh and the namespace tests need root: a user with sudo gets it
+	# asked for.
+	if command -v sudo >/dev/null 2>&1; then
+		exec sudo -E "$0" "$@"
+	fi
+	echo "test.sh: run as root (no sudo here)" >&2
+	exit 1
+fi
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 scripts/build.sh _build --enable-werror
