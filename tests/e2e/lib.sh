@@ -584,6 +584,20 @@ jdelta() {
 	echo $((a - b))
 }
 
+# jdelta_data BEFORE AFTER PEER rx|tx: the increase of a peer's rx_packets
+# (or tx_packets) less its keepalives received (sent), which a live peer
+# exchanges on its own schedule: the packets that carried data.
+jdelta_data() {
+	local p k ka
+	p=$(jdelta "$1" "$2" "$3.$4_packets") || { echo error; return 1; }
+	if [ "$4" = rx ]; then k=keepalive_received; else k=keepalive_sent; fi
+	# Zero counters are left out of the JSON: absent is 0.
+	local b a
+	b=$(json_get "$1" "$3.events.$k" 2>/dev/null) && [[ $b =~ ^[0-9]+$ ]] || b=0
+	a=$(json_get "$2" "$3.events.$k" 2>/dev/null) && [[ $a =~ ^[0-9]+$ ]] || a=0
+	echo $((p - (a - b)))
+}
+
 # drops_delta BEFORE AFTER PATH: {reason: increase} of the drops object at
 # PATH (e.g. "peers.b.drops"), nonzero entries only, as sorted JSON.
 drops_delta() {
