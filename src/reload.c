@@ -140,6 +140,10 @@ reload(struct toud *t, char *err, size_t errlen)
 	 * rest, so a prefix that moves between peers is free when added. */
 	for (i = 0; i < nc->n_peers; i++)
 		np[i] = take_peer(old, n_old, nc->peers[i].name);
+	/* Until t->peers is the new list, nothing may walk the old one (a
+	 * state change reports the peers up): it has holes, and the removed
+	 * peers are freed below. */
+	t->n_peers = 0;
 	for (i = 0; i < n_old; i++) {
 		if (!old[i])
 			continue;
@@ -150,6 +154,7 @@ reload(struct toud *t, char *err, size_t errlen)
 			dtls_sess_close(old[i]->cur->dtls);
 		peer_uninstall(old[i]);
 		peer_free(old[i]);
+		old[i] = NULL;
 		removed++;
 	}
 	for (i = 0; i < nc->n_peers; i++) {
@@ -166,7 +171,6 @@ reload(struct toud *t, char *err, size_t errlen)
 	t->conf = nc;
 	free(old);
 	t->peers = np;
-	t->n_peers = 0;
 	for (i = 0; i < nc->n_peers; i++) {
 		if (!np[i]) {
 			np[i] = peer_new(t, &nc->peers[i]);

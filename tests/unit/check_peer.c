@@ -748,6 +748,78 @@ END_TEST
 /* Our source address went away: the send fails, and the next records
  * leave without one (the kernel chooses).  With DTLS the address is the
  * session's; clearing another copy did nothing. */
+/* The reload itself (reload.c), not just peer_reconfigure: one reload
+ * removes peer c and changes the key of b, which is up.  b's state change
+ * reports the peers up while the list is being rebuilt; the removed peer
+ * must not be read then (under the sanitizers a use-after-free fails). */
+static void
+write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fputs(text, f) >= 0, 1);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+static void
+a_conf_text(char *text, size_t cap, const uint8_t *b_fp, bool with_c)
+{
+	char fb[80], fc[80];
+	uint8_t c_fp[KEYS_FP_LEN];
+	int n;
+
+	memset(c_fp, 0x3c, sizeof(c_fp));
+	fp_hex(b_fp, fb);
+	fp_hex(c_fp, fc);
+	n = snprintf(text, cap,
+	    "[interface]\nname = tou0\naddress = 10.77.0.1/24\n"
+	    "private-key = %s/key.pem\ncertificate = %s/cert.pem\n"
+	    "[peer b]\nfingerprint = %s\nendpoint = 192.0.2.2:6080\naddress = 10.77.0.2\n",
+	    A.dir, A.dir, fb);
+	ck_assert(n > 0 && (size_t)n < cap);
+	if (with_c)
+		snprintf(text + n, cap - (size_t)n,
+		    "[peer c]\nfingerprint = %s\nendpoint = 192.0.2.3:6080\naddress = 10.77.0.3\n", fc);
+}
+
+START_TEST(reload_removes_one_changes_another)
+{
+	char text[4096], path[600], err[600], ebuf[300];
+	uint8_t other[KEYS_FP_LEN];
+	struct conf *c = NULL;
+	struct conf_error ce;
+	struct peer *pb;
+
+	node_stop(&A);
+	memset(&A.t, 0, sizeof(A.t));
+	snprintf(path, sizeof(path), "%s/a.conf", tmpdir);
+	a_conf_text(text, sizeof(text), B.fp, true);
+	write_text(path, text);
+	ck_assert_msg(conf_parse(path, text, strlen(text), &c, &ce) == 0, "%s",
+	    conf_error_fmt(&ce, ebuf, sizeof(ebuf)));
+	node_start(&A, c, "192.0.2.1");
+	A.t.conf_file = path;
+	ck_assert_uint_eq(A.t.n_peers, 2);
+	pb = A.t.peers[0];
+	tun_send(&A, true, 1);
+	pump();
+	ck_assert_str_eq(peer_state_name(pb->state), "up");
+	ck_assert_int_eq(tun_recv(&B), 1);
+
+	memset(other, 0x5a, sizeof(other));
+	a_conf_text(text, sizeof(text), other, false);
+	write_text(path, text);
+	ck_assert_msg(toud_reload(&A.t, err, sizeof(err)) == 0, "reload: %s", err);
+	ck_assert_str_eq(err, "0 peers added, 1 removed, 1 changed");
+	ck_assert_uint_eq(A.t.n_peers, 1);
+	ck_assert_ptr_eq(A.t.peers[0], pb);
+	ck_assert_ptr_null(pb->cur);
+	ck_assert_str_eq(peer_state_name(pb->state), "idle");
+	ck_assert_ptr_null(peer_find_by_name(&A.t, "c"));
+}
+END_TEST
+
 START_TEST(send_error_forgets_local)
 {
 	struct peer *pb = peer_of(&B);
@@ -817,6 +889,7 @@ peer_suite(void)
 	tcase_add_test(tc, reload_changes_key);
 	tcase_add_test(tc, reload_removes_peer_mid_handshake);
 	tcase_add_test(tc, send_error_forgets_local);
+	tcase_add_test(tc, reload_removes_one_changes_another);
 	tcase_add_test(tc, state_names);
 	tcase_add_test(tc, max_age_both_roles);
 	suite_add_tcase(s, tc);
