@@ -477,15 +477,23 @@ control_open(struct toud *t, const char *path)
 		r = -errno;
 		goto fail;
 	}
-	/* No moment where the socket is reachable with wider permissions. */
+	/* The socket is created 0660 (the umask at bind): no moment where it
+	 * is reachable with wider permissions, and no chmod by path, which
+	 * would follow a symlink put in its place by whoever owns the
+	 * directory. */
 	omask = umask(0117);
 	r = bind(c->fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ? -errno : 0;
 	umask(omask);
 	if (r < 0)
 		goto fail;
-	if (chmod(path, 0660) < 0 || lstat(path, &st) < 0) {
+	if (lstat(path, &st) < 0) {
 		r = -errno;
 		unlink(path);
+		goto fail;
+	}
+	if (!S_ISSOCK(st.st_mode) || st.st_uid != geteuid()) {
+		/* Replaced between bind and here: not ours to use. */
+		r = -EEXIST;
 		goto fail;
 	}
 	c->dev = st.st_dev;

@@ -20,6 +20,23 @@ select_caps(uint16_t port)
 }
 
 int
+priv_give(const char *const *paths, uid_t uid, gid_t gid)
+{
+	int rc = 0;
+
+	/* lchown: the socket's directory may belong to the service user (it
+	 * is kept across restarts), who could put a symlink where the socket
+	 * was; then the link itself changes owner, never its target. */
+	for (; paths && *paths; paths++) {
+		if (lchown(*paths, uid, gid) < 0) {
+			log_warn("chown %s", *paths);
+			rc = -errno;
+		}
+	}
+	return rc;
+}
+
+int
 priv_drop(const char *user, uint16_t port, const char *const *chown_paths)
 {
 	struct passwd *pw = NULL;
@@ -41,9 +58,7 @@ priv_drop(const char *user, uint16_t port, const char *const *chown_paths)
 		if (capng_apply(CAPNG_SELECT_BOTH) < 0)
 			return -EPERM;
 	} else if (pw) {
-		for (; chown_paths && *chown_paths; chown_paths++)
-			if (chown(*chown_paths, pw->pw_uid, pw->pw_gid) < 0)
-				log_warn("chown %s", *chown_paths);
+		priv_give(chown_paths, pw->pw_uid, pw->pw_gid);
 		select_caps(port);
 		rc = capng_change_id((int)pw->pw_uid, (int)pw->pw_gid,
 		    CAPNG_DROP_SUPP_GRP | CAPNG_CLEAR_BOUNDING);

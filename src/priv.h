@@ -3,6 +3,7 @@
 #define TOUD_PRIV_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 /* Switch to `user` (NULL: stay the current user), keeping only
  * CAP_NET_ADMIN (and CAP_NET_BIND_SERVICE for a port below 1024), with an
@@ -13,5 +14,9 @@
  * the capability sets.  chown_paths are handed to the user first (the
  * control socket, so it can be removed at exit).  0 or -errno. */
 int priv_drop(const char *user, uint16_t port, const char *const *chown_paths);
+/* Hand each of paths (NULL-terminated) to uid:gid without following a
+ * symlink (a link itself changes owner, never its target).  0 or the last
+ * -errno (each failure is logged). */
+int priv_give(const char *const *paths, uid_t uid, gid_t gid);
 
 #endif

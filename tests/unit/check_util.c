@@ -1,11 +1,18 @@
-/* check_util.c - address, number and hex helpers. */
+/* check_util.c - address, number and hex helpers; handing files to the
+ * service user without following symlinks (priv_give). */
 #include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "log.h"
+#include "priv.h"
 #include "util.h"
 
 #include "testutil.h"
@@ -140,6 +147,43 @@ START_TEST(log_levels)
 }
 END_TEST
 
+/* A symlink planted where the control socket was: priv_give changes the
+ * link, never its target.  Even a chown to the same owner touches the
+ * target's ctime if it follows, so this holds without root too; as root
+ * the link really changes owner and the target keeps root's. */
+START_TEST(give_never_follows)
+{
+	char dir[] = "/tmp/check_util.XXXXXX", victim[64], link[64];
+	const char *paths[] = { link, NULL };
+	uid_t uid = geteuid() == 0 ? 65534 : geteuid();
+	gid_t gid = geteuid() == 0 ? 65534 : getegid();
+	struct timespec nap = { 0, 20 * 1000 * 1000 };
+	struct stat before, after, ls;
+	int fd;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(victim, sizeof(victim), "%s/victim", dir);
+	snprintf(link, sizeof(link), "%s/toud.sock", dir);
+	ck_assert_int_ge(fd = open(victim, O_WRONLY | O_CREAT | O_EXCL, 0600), 0);
+	close(fd);
+	ck_assert_int_eq(symlink(victim, link), 0);
+	ck_assert_int_eq(stat(victim, &before), 0);
+	nanosleep(&nap, NULL);
+	ck_assert_int_eq(priv_give(paths, uid, gid), 0);
+	ck_assert_int_eq(stat(victim, &after), 0);
+	ck_assert_int_eq(lstat(link, &ls), 0);
+	ck_assert_uint_eq(after.st_uid, before.st_uid);
+	ck_assert_uint_eq(after.st_gid, before.st_gid);
+	ck_assert_uint_eq(after.st_mode, before.st_mode);
+	ck_assert(after.st_ctim.tv_sec == before.st_ctim.tv_sec &&
+	    after.st_ctim.tv_nsec == before.st_ctim.tv_nsec);
+	ck_assert_uint_eq(ls.st_uid, uid);
+	ck_assert_int_eq(unlink(link), 0);
+	ck_assert_int_eq(unlink(victim), 0);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -152,6 +196,7 @@ main(void)
 	tcase_add_test(tc, numbers);
 	tcase_add_test(tc, strings_and_hex);
 	tcase_add_test(tc, log_levels);
+	tcase_add_test(tc, give_never_follows);
 	suite_add_tcase(s, tc);
 	return check_run(s);
 }
