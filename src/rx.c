@@ -1,6 +1,7 @@
 /* rx.c - the receiving direction: datagrams from the UDP sockets, validated,
  * matched to a peer, rebuilt into IP packets and written to the TUN.  The
- * only code that writes to the TUN on a peer's behalf.
+ * only code that writes to the TUN: what toud itself answers into it (ICMP
+ * too big for the sending direction) goes through rx_local() too.
  *
  * With DTLS this file owns the whole demux: outer GUE header, prefilter,
  * session lookup; an unknown ID goes to handshake_listen(), a known one to
@@ -402,6 +403,13 @@ rx_readable(evutil_socket_t fd, short what, void *arg)
 		if (n < UDP_BATCH)
 			break;
 	}
+}
+
+void
+rx_local(struct toud *t, const uint8_t *pkt, size_t len)
+{
+	if (tun_write(t->tun, pkt, len) < 0)
+		t->drops[DROP_TUN_WRITE]++;
 }
 
 void

@@ -15,5 +15,8 @@ void rx_free(struct rx *x);
  * node): copied into the receive buffers and handled as if read. */
 struct udp_msg;
 void rx_input(struct toud *t, const struct udp_msg *msgs, unsigned n);
+/* A packet toud itself answers into the TUN (an ICMP error from the
+ * sending direction); a failed write is counted as tun_write. */
+void rx_local(struct toud *t, const uint8_t *pkt, size_t len);
 
 #endif

@@ -41,6 +41,7 @@
 #include "pkt.h"
 #include "prefix.h"
 #include "ratelimit.h"
+#include "rx.h"
 #include "session.h"
 #include "toud.h"
 #include "tun.h"
@@ -101,7 +102,8 @@ count_drop(struct toud *t, struct peer *p, enum drop_reason r)
 		t->drops[r]++;
 }
 
-/* Answer an oversize packet with ICMP too big, written back into the TUN. */
+/* Answer an oversize packet with ICMP too big, into the TUN through
+ * rx_local() (the TUN's one writer). */
 static void
 too_big(struct toud *t, struct peer *p, const uint8_t *pkt, const struct pkt_info *pi,
     size_t mtu)
@@ -119,8 +121,8 @@ too_big(struct toud *t, struct peer *p, const uint8_t *pkt, const struct pkt_inf
 		return;
 	}
 	n = pkt_too_big(reply, sizeof(reply), pkt, pi, (uint32_t)mtu, from);
-	if (n && tun_write(t->tun, reply, n) < 0)
-		t->drops[DROP_TUN_WRITE]++;
+	if (n)
+		rx_local(t, reply, n);
 }
 
 /* Multicast and IPv6 link-local destinations: what the kernel itself sends
