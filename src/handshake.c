@@ -603,7 +603,7 @@ handshake_reauthorize(struct toud *t)
 	for (i = 0; i < t->n_peers; i++) {
 		struct peer *p = t->peers[i];
 		struct session *ss[3];
-		unsigned k;
+		unsigned k, here = 0;
 
 		if (!p)
 			continue;
@@ -622,10 +622,11 @@ handshake_reauthorize(struct toud *t)
 			    "session ended: key no longer accepted");
 			dtls_sess_close(s->dtls);
 			session_free(s);
-			ended++;
+			here++;
 		}
-		if (ended && !p->cur && !p->next)
-			peer_timers_reset(p);
+		if (here)
+			peer_timers_sessions_ended(p);
+		ended += here;
 	}
 	return ended;
 }

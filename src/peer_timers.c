@@ -314,10 +314,7 @@ rekey_cb(evutil_socket_t fd, short what, void *arg)
 		snprintf(p->last_error, sizeof(p->last_error), "session reached its maximum age");
 		dtls_sess_close(p->cur->dtls);
 		session_free(p->cur);
-		if (!p->next) {
-			peer_timers_reset(p);
-			peer_event(p, PEER_EV_RESET);
-		}
+		peer_timers_sessions_ended(p);
 		return;
 	}
 	if (handshake_needs_rekey(p, now))
@@ -339,6 +336,18 @@ peer_timers_handshake_done(struct peer *p)
 	arm(p->ev_liveness, liveness_ms(p));
 	arm(p->ev_rekey, rekey_next(p, toud_now(p->toud)));
 	evtimer_del(p->ev_retry);
+}
+
+void
+peer_timers_sessions_ended(struct peer *p)
+{
+	if (p->cur)
+		return;
+	if (!p->next)
+		peer_timers_reset(p);
+	peer_event(p, PEER_EV_RESET);
+	if (p->next)
+		peer_event(p, PEER_EV_HANDSHAKE_STARTED);
 }
 
 void

@@ -783,6 +783,31 @@ a_conf_text(char *text, size_t cap, const uint8_t *b_fp, bool with_c)
 		    "[peer c]\nfingerprint = %s\nendpoint = 192.0.2.3:6080\naddress = 10.77.0.3\n", fc);
 }
 
+/* What no comparison of the peer's own keys shows (a CA file replaced, a
+ * key another peer now claims): handshake_reauthorize() ends the session
+ * and the peer stops saying up. */
+START_TEST(reauthorize_ends_session)
+{
+	struct peer *pb = peer_of(&B);
+	uint8_t other[KEYS_FP_LEN];
+	struct conf *nc;
+
+	bring_up();
+	memset(other, 0x5a, sizeof(other));
+	nc = node_conf(&B, "10.77.0.2", "a", other, "192.0.2.1", "10.77.0.1");
+	pb->cf = &nc->peers[0];         /* behind peer_reconfigure's back */
+	conf_free(B.t.conf);
+	B.t.conf = nc;
+	ck_assert_ptr_nonnull(pb->cur);
+	ck_assert_uint_eq(handshake_reauthorize(&B.t), 1);
+	ck_assert_ptr_null(pb->cur);
+	ck_assert_str_eq(state(&B), "idle");
+	ck_assert_str_eq(pb->last_error, "session ended: key no longer accepted");
+	/* Nothing is left to end. */
+	ck_assert_uint_eq(handshake_reauthorize(&B.t), 0);
+}
+END_TEST
+
 START_TEST(reload_removes_one_changes_another)
 {
 	char text[4096], path[600], err[600], ebuf[300];
@@ -890,6 +915,7 @@ peer_suite(void)
 	tcase_add_test(tc, reload_removes_peer_mid_handshake);
 	tcase_add_test(tc, send_error_forgets_local);
 	tcase_add_test(tc, reload_removes_one_changes_another);
+	tcase_add_test(tc, reauthorize_ends_session);
 	tcase_add_test(tc, state_names);
 	tcase_add_test(tc, max_age_both_roles);
 	suite_add_tcase(s, tc);
