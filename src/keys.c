@@ -143,12 +143,15 @@ keys_verify_ca_store(struct x509_st *leaf, struct stack_st_X509 *untrusted,
 		return false;
 	/* Leave the handshake's own error queue as it was. */
 	ERR_set_mark();
+	/* The name first: it is cheap, and with many CA peers only the one
+	 * whose name the certificate carries pays for the chain. */
+	if (X509_check_host(leaf, name, strlen(name), X509_CHECK_FLAG_NO_WILDCARDS, NULL) != 1 &&
+	    !cn_equal(leaf, name))
+		goto out;
 	if ((vx = X509_STORE_CTX_new()) == NULL ||
 	    X509_STORE_CTX_init(vx, store, leaf, untrusted) != 1)
 		goto out;
-	if (X509_verify_cert(vx) != 1)
-		goto out;
-	ok = X509_check_host(leaf, name, strlen(name), X509_CHECK_FLAG_NO_WILDCARDS, NULL) == 1 || cn_equal(leaf, name);
+	ok = X509_verify_cert(vx) == 1;
 out:
 	X509_STORE_CTX_free(vx);
 	ERR_pop_to_mark();
