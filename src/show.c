@@ -14,6 +14,7 @@
 #include "control.h"
 #include "drop.h"
 #include "dtls.h"
+#include "keys.h"
 #include "offload.h"
 #include "peer.h"
 #include "session.h"
@@ -274,9 +275,64 @@ show_json_events(struct show_buf *b, const uint64_t *events)
 	show_putn(b, "}", 1);
 }
 
+/* A JSON string, or null for NULL. */
+static void
+show_json_str_or_null(struct show_buf *b, const char *str)
+{
+	if (str)
+		show_json_str(b, str);
+	else
+		show_puts(b, "null");
+}
+
+/* ["10.77.0.2/32", ...] */
+static void
+show_json_prefixes(struct show_buf *b, const struct conf_prefix *pf, size_t n)
+{
+	char buf[UTIL_ADDRSTRLEN + 8];
+	size_t i;
+
+	show_putn(b, "[", 1);
+	for (i = 0; i < n; i++) {
+		if (i)
+			show_puts(b, ", ");
+		show_json_str(b, util_prefix_fmt(&pf[i].p, buf, sizeof(buf)));
+	}
+	show_putn(b, "]", 1);
+}
+
+/* What a peer is configured to be (from its [peer] section) and, when it
+ * is not up, why: the pinned fingerprint or CA and name, addresses,
+ * keepalive; the cipher of the session in use; the last handshake error
+ * and the seconds until the next attempt (rounded up). */
+static const char *
+show_pinned_fp(const struct peer *p, char *buf)
+{
+	if (!p->cf->has_fingerprint)
+		return NULL;
+	keys_fp_format(p->cf->fingerprint, buf);
+	return buf;
+}
+
+static bool
+show_next_attempt(const struct peer *p, uint64_t now_ms, uint64_t *secs)
+{
+	if (!p->next_attempt_ms)
+		return false;
+	*secs = p->next_attempt_ms > now_ms ? (p->next_attempt_ms - now_ms + 999) / 1000 : 0;
+	return true;
+}
+
+static const char *
+show_cipher(const struct peer *p)
+{
+	return p->cur && p->cur->dtls ? dtls_sess_cipher(p->cur->dtls) : NULL;
+}
+
 static void
 show_json_peer(struct show_buf *b, const struct peer *p, uint64_t now_ms)
 {
+	char fp[7 + 2 * KEYS_FP_LEN + 1];
 	char buf[UTIL_ADDRSTRLEN];
 	const char *sid;
 	uint64_t v;
@@ -314,6 +370,26 @@ show_json_peer(struct show_buf *b, const struct peer *p, uint64_t now_ms)
 		show_printf(b, "%" PRIu64, v);
 	else
 		show_puts(b, "null");
+	show_puts(b, ",\n      \"fingerprint\": ");
+	show_json_str_or_null(b, show_pinned_fp(p, fp));
+	show_puts(b, ",\n      \"ca\": ");
+	show_json_str_or_null(b, p->cf->ca);
+	show_puts(b, ",\n      \"cert_name\": ");
+	show_json_str_or_null(b, p->cf->ca ? p->cf->cert_name : NULL);
+	show_puts(b, ",\n      \"addresses\": ");
+	show_json_prefixes(b, p->cf->address, p->cf->n_address);
+	show_puts(b, ",\n      \"allowed_ips\": ");
+	show_json_prefixes(b, p->cf->allowed_ips, p->cf->n_allowed_ips);
+	show_printf(b, ",\n      \"keepalive\": %u", p->cf->keepalive);
+	show_puts(b, ",\n      \"cipher\": ");
+	show_json_str_or_null(b, show_cipher(p));
+	show_puts(b, ",\n      \"last_error\": ");
+	show_json_str_or_null(b, p->last_error[0] ? p->last_error : NULL);
+	show_puts(b, ",\n      \"next_attempt\": ");
+	if (show_next_attempt(p, now_ms, &v))
+		show_printf(b, "%" PRIu64, v);
+	else
+		show_puts(b, "null");
 	show_puts(b, "\n    }");
 }
 
@@ -330,10 +406,21 @@ show_sessions(const struct toud *t)
 	return n;
 }
 
+/* This node's fingerprint, what its peers pin (DTLS only). */
+static const char *
+show_own_fp(const struct toud *t, char *buf)
+{
+	if (!t->dtls)
+		return NULL;
+	keys_fp_format(dtls_ctx_fingerprint(t->dtls), buf);
+	return buf;
+}
+
 static void
 show_json(struct show_buf *b, const struct toud *t, struct peer *const *peers,
     size_t n, uint64_t now_ms)
 {
+	char fp[7 + 2 * KEYS_FP_LEN + 1];
 	struct offload_status off;
 	size_t i;
 
@@ -352,6 +439,8 @@ show_json(struct show_buf *b, const struct toud *t, struct peer *const *peers,
 	show_json_events(b, t->events);
 	show_printf(b, ",\n    \"sessions\": %zu,\n    \"half_open\": %u",
 	    show_sessions(t), t->n_half_open);
+	show_puts(b, ",\n    \"fingerprint\": ");
+	show_json_str_or_null(b, show_own_fp(t, fp));
 	show_puts(b, "\n  },\n  \"peers\": [");
 	for (i = 0; i < n; i++) {
 		show_puts(b, i ? ",\n" : "\n");
@@ -425,9 +514,23 @@ show_text_ago(struct show_buf *b, uint64_t secs)
 }
 
 static void
+show_text_prefixes(struct show_buf *b, const char *what, const struct conf_prefix *pf, size_t n)
+{
+	char buf[UTIL_ADDRSTRLEN + 8];
+	size_t i;
+
+	if (!n)
+		return;
+	show_printf(b, "  %s: ", what);
+	for (i = 0; i < n; i++)
+		show_printf(b, "%s%s", i ? ", " : "", util_prefix_fmt(&pf[i].p, buf, sizeof(buf)));
+	show_putn(b, "\n", 1);
+}
+
+static void
 show_text_peer(struct show_buf *b, const struct peer *p, uint64_t now_ms)
 {
-	char buf[UTIL_ADDRSTRLEN];
+	char buf[UTIL_ADDRSTRLEN], fp[7 + 2 * KEYS_FP_LEN + 1];
 	uint64_t v;
 
 	show_puts(b, "\npeer: ");
@@ -438,6 +541,26 @@ show_text_peer(struct show_buf *b, const struct peer *p, uint64_t now_ms)
 	else
 		show_puts(b, "(none)");
 	show_printf(b, "\n  state: %s\n", peer_state_name(p->state));
+	if (show_pinned_fp(p, fp))
+		show_printf(b, "  fingerprint: %s\n", fp);
+	if (p->cf->ca) {
+		show_puts(b, "  ca: ");
+		show_text_str(b, p->cf->ca);
+		show_puts(b, ", name ");
+		show_text_str(b, p->cf->cert_name ? p->cf->cert_name : "");
+		show_putn(b, "\n", 1);
+	}
+	show_text_prefixes(b, "addresses", p->cf->address, p->cf->n_address);
+	show_text_prefixes(b, "allowed ips", p->cf->allowed_ips, p->cf->n_allowed_ips);
+	if (p->cf->keepalive)
+		show_printf(b, "  keepalive: every %u seconds\n", p->cf->keepalive);
+	if (p->last_error[0]) {
+		show_puts(b, "  last error: ");
+		show_text_str(b, p->last_error);
+		show_putn(b, "\n", 1);
+	}
+	if (show_next_attempt(p, now_ms, &v))
+		show_printf(b, "  next attempt: in %" PRIu64 " second%s\n", v, v == 1 ? "" : "s");
 	if (show_session_id(p, buf, sizeof(buf)))
 		show_printf(b, "  session: %s (%s)\n", buf, dtls_sess_cipher(p->cur->dtls));
 	if (show_last_handshake(p, &v)) {
@@ -465,6 +588,7 @@ static void
 show_text(struct show_buf *b, const struct toud *t, struct peer *const *peers,
     size_t n, uint64_t now_ms)
 {
+	char fp[7 + 2 * KEYS_FP_LEN + 1];
 	struct offload_status off;
 	size_t i;
 
@@ -477,6 +601,8 @@ show_text(struct show_buf *b, const struct toud *t, struct peer *const *peers,
 	show_offload_status(t, &off);
 	show_printf(b, "  offload: tun-tso %s, udp-gso %s, udp-gro %s\n",
 	    off.tun_tso ? "on" : "off", off.udp_gso ? "on" : "off", off.udp_gro ? "on" : "off");
+	if (show_own_fp(t, fp))
+		show_printf(b, "  fingerprint: %s\n", fp);
 	show_text_drops(b, t->drops);
 	for (i = 0; i < n; i++)
 		show_text_peer(b, peers[i], now_ms);

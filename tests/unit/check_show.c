@@ -259,9 +259,14 @@ static const char conf_text[] =
     "[peer bob]\n"
     "endpoint = 192.0.2.7:6080\n"
     "address = 10.77.0.2\n"
+    "allowed-ips = 192.168.50.0/24, fd50::/64\n"
+    "keepalive = 25\n"
+    "fingerprint = sha256:00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n"
     "\n"
     "[peer carol]\n"
     "address = 10.77.0.3\n"
+    "ca = /etc/tou/ca.pem\n"
+    "name = carol.example.net\n"
     "\n"
     "[peer dave]\n"
     "endpoint = [2001:db8::7]:6081\n"
@@ -337,11 +342,14 @@ fixture_init(struct fixture *f)
 	f->peer[2].rx_packets = 18446744073709551615ULL;
 	f->peer[2].tx_packets = 1;
 	f->peer[2].drops[DROP_TUN_WRITE] = 7;
+	snprintf(f->peer[2].last_error, sizeof(f->peer[2].last_error),
+	    "handshake failed: retransmissions exhausted");
 
 	/* Well inside the second, so the rendering sees the same count. */
 	now = util_now_ms();
 	f->peer[0].last_rx_ms = now - 12000 - 100;
 	f->peer[2].last_rx_ms = now - 3000 - 100;
+	f->peer[2].next_attempt_ms = now + 4500;
 }
 
 static void
@@ -350,10 +358,23 @@ fixture_free(struct fixture *f)
 	conf_free(f->t.conf);
 }
 
+/* CHECK_SHOW_WRITE=1 rewrites the golden files from what is rendered
+ * (review the diff before committing it). */
 static void
 check_golden(const char *got, const char *file)
 {
-	char *want = testdata_read(file);
+	char *want;
+
+	if (getenv("CHECK_SHOW_WRITE")) {
+		char path[4096];
+		FILE *f;
+
+		check_data_path(path, sizeof(path), "show/%s", file);
+		ck_assert_ptr_nonnull(f = fopen(path, "w"));
+		ck_assert_int_ge(fputs(got, f), 0);
+		ck_assert_int_eq(fclose(f), 0);
+	}
+	want = testdata_read(file);
 
 	ck_assert_msg(strcmp(got, want) == 0, "%s differs; got:\n%s", file, got);
 	free(want);
@@ -479,7 +500,8 @@ START_TEST(no_peers_no_drops)
 	    "    \"drops\": {},\n"
 	    "    \"events\": {},\n"
 	    "    \"sessions\": 0,\n"
-	    "    \"half_open\": 0\n"
+	    "    \"half_open\": 0,\n"
+	    "    \"fingerprint\": null\n"
 	    "  },\n"
 	    "  \"peers\": []\n"
 	    "}\n");
@@ -605,7 +627,7 @@ START_TEST(text_units)
 	ck_assert_ptr_nonnull(strstr(s, "  latest receive: now\n"));
 	free(s);
 	s = show_render(&f.t, "carol", true);
-	ck_assert_ptr_nonnull(strstr(s, "\"last_rx\": 0\n"));
+	ck_assert_ptr_nonnull(strstr(s, "\"last_rx\": 0,\n"));
 	free(s);
 	fixture_free(&f);
 }
