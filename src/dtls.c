@@ -100,6 +100,11 @@ struct dtls_sess {
 	unsigned early_dropped;                 /* see dtls_sess_take_early() */
 	bool has_peer_fp;
 	uint8_t peer_fp[DTLS_FP_LEN];           /* the key the peer presented */
+	/* Why a handshake failed, for the log: a key we refused, or the
+	 * fatal alert the peer sent (-1: none). */
+	bool has_refused_fp;
+	uint8_t refused_fp[DTLS_FP_LEN];
+	int alert_rcvd;
 	/* Once established, application data is toud's own (record.c):
 	 * OpenSSL keeps the handshake, its retransmissions and alerts. */
 	bool rec_on;
@@ -328,6 +333,16 @@ sess_timer_cb(SSL *ssl, unsigned int timer_us)
 	return timer_us * 2;
 }
 
+/* A fatal alert from the peer: kept to say why its handshake failed. */
+static void
+info_cb(const SSL *ssl, int where, int ret)
+{
+	struct dtls_sess *s = SSL_get_app_data(ssl);
+
+	if (s != NULL && (where & SSL_CB_READ_ALERT) && (ret >> 8) == SSL3_AL_FATAL)
+		s->alert_rcvd = ret & 0xff;
+}
+
 /* Replaces chain verification: the peer is who its key says, if the
  * caller knows that key. */
 static int
@@ -343,8 +358,11 @@ verify_cb(X509_STORE_CTX *xs, void *arg)
 	if (s == NULL || leaf == NULL || keys_cert_fp(leaf, fp) < 0)
 		goto refuse;
 	p = c->authorize(c->authorize_arg, fp, xs);
-	if (p == NULL || (s->client && p != s->expect))
+	if (p == NULL || (s->client && p != s->expect)) {
+		memcpy(s->refused_fp, fp, DTLS_FP_LEN);
+		s->has_refused_fp = true;
 		goto refuse;
+	}
 	s->peer_obj = p;
 	memcpy(s->peer_fp, fp, DTLS_FP_LEN);
 	s->has_peer_fp = true;
@@ -475,6 +493,8 @@ sess_new(struct dtls_ctx *c)
 	BIO_set_init(bio, 1);
 	SSL_set_bio(s->ssl, bio, bio);
 	SSL_set_app_data(s->ssl, s);
+	SSL_set_info_callback(s->ssl, info_cb);
+	s->alert_rcvd = -1;
 	if (!DTLS_set_link_mtu(s->ssl, c->link_mtu))
 		goto fail;
 	DTLS_set_timer_cb(s->ssl, sess_timer_cb);
@@ -819,6 +839,18 @@ dtls_sess_take_early(struct dtls_sess *s)
 
 	s->early_dropped = 0;
 	return n;
+}
+
+const uint8_t *
+dtls_sess_refused_fp(const struct dtls_sess *s)
+{
+	return s->has_refused_fp ? s->refused_fp : NULL;
+}
+
+const char *
+dtls_sess_alert(const struct dtls_sess *s)
+{
+	return s->alert_rcvd < 0 ? NULL : SSL_alert_desc_string_long(s->alert_rcvd);
 }
 
 const uint8_t *

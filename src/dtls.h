@@ -119,6 +119,10 @@ void *dtls_sess_peer(const struct dtls_sess *s);
  * CA check of the chain it presented: for deciding the peer again when the
  * handshake completes, from the configuration in force then. */
 const uint8_t *dtls_sess_peer_fp(const struct dtls_sess *s);
+/* Why a handshake failed: the key of a certificate we refused (NULL if
+ * none), and the fatal alert the peer sent us (NULL if none). */
+const uint8_t *dtls_sess_refused_fp(const struct dtls_sess *s);
+const char *dtls_sess_alert(const struct dtls_sess *s);
 bool dtls_sess_verify_ca(const struct dtls_sess *s, const char *ca_file, const char *name);
 struct x509_store_st;
 bool dtls_sess_verify_ca_store(const struct dtls_sess *s, struct x509_store_st *store,

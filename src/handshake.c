@@ -37,6 +37,9 @@
 /* Two sessions of one peer established within this interval came up
  * together (both sides initiated at once): the tie-break decides. */
 #define HANDSHAKE_TOGETHER_MS 10000
+/* A failed handshake from a configured peer's endpoint, but with a key no
+ * peer has, is logged at most this often per peer. */
+#define HANDSHAKE_LOG_MS 60000
 
 static void
 count_event(struct toud *t, struct peer *p, enum toud_event e)
@@ -572,23 +575,66 @@ handshake_established(struct session *s, uint64_t now)
 
 /* --- failed ---------------------------------------------------------- */
 
+/* The reason a handshake of s (for peer p, or NULL) failed, in the
+ * administrator's terms: which side rejected what.  The most common
+ * mistake, a wrong pinned fingerprint, names both keys. */
+static const char *
+failure_reason(const struct session *s, const struct peer *p, const char *why, char *out,
+    size_t len)
+{
+	const uint8_t *fp = s->dtls ? dtls_sess_refused_fp(s->dtls) : NULL;
+	const char *alert = s->dtls ? dtls_sess_alert(s->dtls) : NULL;
+	char got[7 + 2 * KEYS_FP_LEN + 1], want[sizeof(got)];
+
+	if (fp) {
+		keys_fp_format(fp, got);
+		if (p && p->cf->has_fingerprint) {
+			keys_fp_format(p->cf->fingerprint, want);
+			snprintf(out, len, "its key %s does not match the pinned %s", got, want);
+		} else if (p && p->cf->ca) {
+			snprintf(out, len, "its certificate (key %s) is not one %s issued for \"%s\"",
+			    got, p->cf->ca, p->cf->cert_name ? p->cf->cert_name : "");
+		} else {
+			snprintf(out, len, "its key %s is pinned by no peer", got);
+		}
+	} else if (alert) {
+		snprintf(out, len, "rejected by the other side (alert: %s)%s", alert,
+		    strcmp(alert, "bad certificate") == 0 || strcmp(alert, "handshake failure") == 0 ?
+		    "; does it pin this node's key (touctl show: fingerprint)?" : "");
+	} else {
+		snprintf(out, len, "%s", why);
+	}
+	return out;
+}
+
 struct peer *
 handshake_failed(struct session *s, const char *why)
 {
-	struct peer *p = s->peer;
-	char buf[UTIL_ADDRSTRLEN];
+	struct peer *p = s->peer, *at;
+	char buf[UTIL_ADDRSTRLEN], reason[230];
+	uint64_t now = toud_now(s->t);
 
 	count_event(s->t, p, EVENT_HANDSHAKE_FAILED);
+	failure_reason(s, p, why, reason, sizeof(reason));
 	if (p) {
 		p->drops[DROP_HANDSHAKE]++;
-		log_info("peer \"%s\" (%s): handshake failed: %s", p->name,
-		    sess_addr(s, buf, sizeof(buf)), why);
-		snprintf(p->last_error, sizeof(p->last_error), "handshake failed: %s", why);
+		log_warnx("peer \"%s\" (%s): handshake failed: %s", p->name,
+		    sess_addr(s, buf, sizeof(buf)), reason);
+		snprintf(p->last_error, sizeof(p->last_error), "handshake failed: %s", reason);
 		session_free(s);
 		return p;
 	}
 	s->t->drops[DROP_HANDSHAKE]++;
-	log_debug_rl("handshake from %s failed: %s", sess_addr(s, buf, sizeof(buf)), why);
+	/* From where a configured peer is: the administrator wants to know
+	 * (once a minute), whoever else tries is noise. */
+	at = peer_find_by_endpoint(s->t, &s->addr);
+	if (at && (!at->hs_log_ms || now - at->hs_log_ms >= HANDSHAKE_LOG_MS)) {
+		at->hs_log_ms = now;
+		log_warnx("handshake from %s, the endpoint of peer \"%s\", failed: %s",
+		    sess_addr(s, buf, sizeof(buf)), at->name, reason);
+	} else {
+		log_debug_rl("handshake from %s failed: %s", sess_addr(s, buf, sizeof(buf)), reason);
+	}
 	session_free(s);
 	return NULL;
 }

@@ -703,6 +703,10 @@ START_TEST(reload_changes_key)
 	ck_assert_ptr_null(pa->cur);
 	ck_assert_uint_ge(B.t.drops[DROP_HANDSHAKE] + pb->drops[DROP_HANDSHAKE], 1);
 	ck_assert_str_ne(state(&B), "up");
+	/* A hears why: B rejected its key. */
+	ck_assert_msg(strncmp(pa->last_error, "handshake failed: rejected by the other side (alert: ",
+	    strlen("handshake failed: rejected by the other side (alert: ")) == 0, "%s",
+	    pa->last_error);
 }
 END_TEST
 
@@ -805,6 +809,35 @@ START_TEST(reauthorize_ends_session)
 	ck_assert_str_eq(pb->last_error, "session ended: key no longer accepted");
 	/* Nothing is left to end. */
 	ck_assert_uint_eq(handshake_reauthorize(&B.t), 0);
+}
+END_TEST
+
+/* The most common mistake, a wrong pinned fingerprint, says which key
+ * was presented and which is pinned on the side that pinned it, and the
+ * other side hears that it was rejected. */
+START_TEST(wrong_pin_diagnosed)
+{
+	struct peer *pa = peer_of(&A), *pb = peer_of(&B);
+	uint8_t other[KEYS_FP_LEN];
+	char got[80], want[80], msg[300];
+	struct conf *nc;
+
+	memset(other, 0x5a, sizeof(other));
+	nc = node_conf(&A, "10.77.0.1", "b", other, "192.0.2.2", "10.77.0.2");
+	ck_assert_int_eq(peer_reconfigure(pa, &nc->peers[0]), 0);
+	conf_free(A.t.conf);
+	A.t.conf = nc;
+	tun_send(&A, true, 1);
+	pump();
+	ck_assert_ptr_null(pa->cur);
+	fp_hex(B.fp, got);
+	fp_hex(other, want);
+	snprintf(msg, sizeof(msg), "handshake failed: its key %s does not match the pinned %s",
+	    got, want);
+	ck_assert_str_eq(pa->last_error, msg);
+	/* B answered as responder and learnt of the rejection by an alert. */
+	ck_assert_ptr_null(pb->cur);
+	ck_assert_uint_ge(B.t.events[EVENT_HANDSHAKE_FAILED], 1);
 }
 END_TEST
 
@@ -916,6 +949,7 @@ peer_suite(void)
 	tcase_add_test(tc, send_error_forgets_local);
 	tcase_add_test(tc, reload_removes_one_changes_another);
 	tcase_add_test(tc, reauthorize_ends_session);
+	tcase_add_test(tc, wrong_pin_diagnosed);
 	tcase_add_test(tc, state_names);
 	tcase_add_test(tc, max_age_both_roles);
 	suite_add_tcase(s, tc);
