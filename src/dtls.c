@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,31 +115,6 @@ struct dtls_sess {
 	bool wr_nonce_seen;
 	uint64_t wr_nonce;
 };
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
-/* Reason of the newest OpenSSL error; the queue is cleared by the caller. */
-static const char *
-ssl_reason(void)
-{
-	unsigned long e = ERR_peek_last_error();
-	const char *r = e != 0 ? ERR_reason_error_string(e) : NULL;
-
-	return r != NULL ? r : "unknown error";
-}
 
 /* One whole record: header plus exactly the fragment its length announces. */
 static bool
@@ -460,17 +434,6 @@ cookie_verify_cb(SSL *ssl, const unsigned char *cookie, unsigned int cookie_len)
 	if (ok)
 		s->c->listen_credit = ch_len;
 	return ok;
-}
-
-/* Never prompt for a pass phrase: the daemon has no terminal. */
-static int
-no_passwd_cb(char *buf, int size, int rwflag, void *u)
-{
-	(void)buf;
-	(void)size;
-	(void)rwflag;
-	(void)u;
-	return 0;
 }
 
 /* --- sessions -------------------------------------------------------- */
@@ -1012,14 +975,14 @@ keylog_open(struct dtls_ctx *c, const char *cfg_file, char *err, size_t errlen)
 	fd = open(f, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		e = errno;
-		seterr(err, errlen, "key log %s: %s", f,
+		keys_seterr(err, errlen, "key log %s: %s", f,
 		    e == ELOOP ? "is a symbolic link" : strerror(e));
 		return -e;
 	}
 	if (fstat(fd, &st) < 0) {
 		e = errno;
 		close(fd);
-		seterr(err, errlen, "key log %s: %s", f, strerror(e));
+		keys_seterr(err, errlen, "key log %s: %s", f, strerror(e));
 		return -e;
 	}
 	if (!S_ISREG(st.st_mode))
@@ -1032,7 +995,7 @@ keylog_open(struct dtls_ctx *c, const char *cfg_file, char *err, size_t errlen)
 		why = "has other hard links";
 	if (why) {
 		close(fd);
-		seterr(err, errlen, "key log %s: refused: %s", f, why);
+		keys_seterr(err, errlen, "key log %s: refused: %s", f, why);
 		return -EPERM;
 	}
 	c->keylog_fd = fd;
@@ -1050,7 +1013,7 @@ ctx_setup(struct dtls_ctx *c, const struct dtls_ctx_config *cfg, char *err, size
 	    !SSL_CTX_set_max_proto_version(ctx, DTLS1_2_VERSION) ||
 	    !SSL_CTX_set_cipher_list(ctx, DTLS_CIPHERS) ||
 	    !SSL_CTX_set1_groups_list(ctx, DTLS_GROUPS)) {
-		seterr(err, errlen, "dtls setup: %s", ssl_reason());
+		keys_seterr(err, errlen, "dtls setup: %s", keys_ssl_reason());
 		return -EINVAL;
 	}
 	SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET | SSL_OP_NO_RENEGOTIATION |
@@ -1058,27 +1021,27 @@ ctx_setup(struct dtls_ctx *c, const struct dtls_ctx_config *cfg, char *err, size
 	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
 	SSL_CTX_set_read_ahead(ctx, 0);
 	SSL_CTX_set_app_data(ctx, c);
-	SSL_CTX_set_default_passwd_cb(ctx, no_passwd_cb);
+	SSL_CTX_set_default_passwd_cb(ctx, keys_no_passwd_cb);
 
 	/* Key first: a certificate that does not match then drops it, and
 	 * the check below names both files. */
 	if (SSL_CTX_use_PrivateKey_file(ctx, cfg->private_key, SSL_FILETYPE_PEM) != 1) {
-		seterr(err, errlen, "cannot load private key %s: %s", cfg->private_key,
-		    ssl_reason());
+		keys_seterr(err, errlen, "cannot load private key %s: %s", cfg->private_key,
+		    keys_ssl_reason());
 		return -EINVAL;
 	}
 	if (SSL_CTX_use_certificate_chain_file(ctx, cfg->certificate) != 1) {
-		seterr(err, errlen, "cannot load certificate %s: %s", cfg->certificate,
-		    ssl_reason());
+		keys_seterr(err, errlen, "cannot load certificate %s: %s", cfg->certificate,
+		    keys_ssl_reason());
 		return -EINVAL;
 	}
 	if (SSL_CTX_check_private_key(ctx) != 1) {
-		seterr(err, errlen, "private key %s does not match certificate %s",
+		keys_seterr(err, errlen, "private key %s does not match certificate %s",
 		    cfg->private_key, cfg->certificate);
 		return -EINVAL;
 	}
 	if ((cert = SSL_CTX_get0_certificate(ctx)) == NULL || keys_cert_fp(cert, c->fp) < 0) {
-		seterr(err, errlen, "certificate %s: no public key", cfg->certificate);
+		keys_seterr(err, errlen, "certificate %s: no public key", cfg->certificate);
 		return -EINVAL;
 	}
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
@@ -1094,19 +1057,19 @@ dtls_ctx_new(const struct dtls_ctx_config *cfg, char *err, size_t errlen)
 	struct dtls_ctx *c;
 
 	if (cfg->private_key == NULL || cfg->certificate == NULL || cfg->authorize == NULL) {
-		seterr(err, errlen, "dtls: private key, certificate and authorization required");
+		keys_seterr(err, errlen, "dtls: private key, certificate and authorization required");
 		return NULL;
 	}
 	if (cfg->link_mtu < DTLS_MIN_LINK_MTU || cfg->link_mtu > 65535) {
-		seterr(err, errlen, "dtls: link mtu %u out of range", cfg->link_mtu);
+		keys_seterr(err, errlen, "dtls: link mtu %u out of range", cfg->link_mtu);
 		return NULL;
 	}
 	if (dgram_method_get() == NULL) {
-		seterr(err, errlen, "dtls: cannot create the datagram bio");
+		keys_seterr(err, errlen, "dtls: cannot create the datagram bio");
 		return NULL;
 	}
 	if ((c = calloc(1, sizeof(*c))) == NULL) {
-		seterr(err, errlen, "dtls: %s", strerror(ENOMEM));
+		keys_seterr(err, errlen, "dtls: %s", strerror(ENOMEM));
 		return NULL;
 	}
 	c->keylog_fd = -1;
@@ -1117,12 +1080,12 @@ dtls_ctx_new(const struct dtls_ctx_config *cfg, char *err, size_t errlen)
 	c->link_mtu = cfg->link_mtu;
 	if (RAND_bytes(c->secret, sizeof(c->secret)) != 1 ||
 	    RAND_bytes(c->prev_secret, sizeof(c->prev_secret)) != 1) {
-		seterr(err, errlen, "dtls: no random bytes: %s", ssl_reason());
+		keys_seterr(err, errlen, "dtls: no random bytes: %s", keys_ssl_reason());
 		goto fail;
 	}
 	if ((c->listen_addr = BIO_ADDR_new()) == NULL ||
 	    (c->ssl_ctx = SSL_CTX_new(DTLS_method())) == NULL) {
-		seterr(err, errlen, "dtls: %s", ssl_reason());
+		keys_seterr(err, errlen, "dtls: %s", keys_ssl_reason());
 		goto fail;
 	}
 	if (ctx_setup(c, cfg, err, errlen) < 0)
@@ -1130,7 +1093,7 @@ dtls_ctx_new(const struct dtls_ctx_config *cfg, char *err, size_t errlen)
 	if (keylog_open(c, cfg->keylog_file, err, errlen) < 0)
 		goto fail;
 	if (listener_new(c) < 0) {
-		seterr(err, errlen, "dtls: cannot create the listener");
+		keys_seterr(err, errlen, "dtls: cannot create the listener");
 		goto fail;
 	}
 	ERR_clear_error();

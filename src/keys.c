@@ -26,11 +26,8 @@
 #include "keys.h"
 #include "util.h"
 
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-seterr(char *err, size_t errlen, const char *fmt, ...)
+void
+keys_seterr(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -41,9 +38,8 @@ seterr(char *err, size_t errlen, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Reason of the newest OpenSSL error; the queue is cleared by the caller. */
-static const char *
-ssl_reason(void)
+const char *
+keys_ssl_reason(void)
 {
 	unsigned long e = ERR_peek_last_error();
 	const char *r = e != 0 ? ERR_reason_error_string(e) : NULL;
@@ -51,9 +47,8 @@ ssl_reason(void)
 	return r != NULL ? r : "unknown error";
 }
 
-/* Never prompt for a pass phrase. */
-static int
-no_passwd_cb(char *buf, int size, int rwflag, void *u)
+int
+keys_no_passwd_cb(char *buf, int size, int rwflag, void *u)
 {
 	(void)buf;
 	(void)size;
@@ -267,12 +262,12 @@ keys_genkey(const char *dir, uint8_t fp[KEYS_FP_LEN], char *err, size_t errlen)
 	    (size_t)snprintf(cpath, sizeof(cpath), "%s/cert.pem", dir) >= sizeof(cpath) ||
 	    (size_t)snprintf(ktmp, sizeof(ktmp), "%s/.key.pem.new", dir) >= sizeof(ktmp) ||
 	    (size_t)snprintf(ctmp, sizeof(ctmp), "%s/.cert.pem.new", dir) >= sizeof(ctmp)) {
-		seterr(err, errlen, "%s: %s", dir, strerror(ENAMETOOLONG));
+		keys_seterr(err, errlen, "%s: %s", dir, strerror(ENAMETOOLONG));
 		return -ENAMETOOLONG;
 	}
 	if ((pkey = EVP_EC_gen("P-256")) == NULL || (x = cert_selfsign(pkey)) == NULL ||
 	    keys_cert_fp(x, fp) < 0) {
-		seterr(err, errlen, "cannot generate a key: %s", ssl_reason());
+		keys_seterr(err, errlen, "cannot generate a key: %s", keys_ssl_reason());
 		ret = -EIO;
 		goto out;
 	}
@@ -283,17 +278,17 @@ keys_genkey(const char *dir, uint8_t fp[KEYS_FP_LEN], char *err, size_t errlen)
 	fd = open(ktmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		ret = -errno;
-		seterr(err, errlen, "%s: %s", ktmp, strerror(errno));
+		keys_seterr(err, errlen, "%s: %s", ktmp, strerror(errno));
 		goto out;
 	}
 	if ((ret = pem_write_fd(fd, pkey, NULL)) < 0) {
-		seterr(err, errlen, "%s: %s", ktmp, strerror(-ret));
+		keys_seterr(err, errlen, "%s: %s", ktmp, strerror(-ret));
 		goto out;
 	}
 	fd = open(ctmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		ret = -errno;
-		seterr(err, errlen, "%s: %s", ctmp, strerror(errno));
+		keys_seterr(err, errlen, "%s: %s", ctmp, strerror(errno));
 		goto out;
 	}
 	/* Whatever the umask: the certificate is public. */
@@ -302,12 +297,12 @@ keys_genkey(const char *dir, uint8_t fp[KEYS_FP_LEN], char *err, size_t errlen)
 			ret = -errno;
 			close(fd);
 		}
-		seterr(err, errlen, "%s: %s", ctmp, strerror(-ret));
+		keys_seterr(err, errlen, "%s: %s", ctmp, strerror(-ret));
 		goto out;
 	}
 	if (rename(ktmp, kpath) < 0 || rename(ctmp, cpath) < 0) {
 		ret = -errno;
-		seterr(err, errlen, "%s: %s", dir, strerror(errno));
+		keys_seterr(err, errlen, "%s: %s", dir, strerror(errno));
 		goto out;
 	}
 	ret = 0;
@@ -332,16 +327,16 @@ keys_cert_fingerprint(const char *cert_file, uint8_t fp[KEYS_FP_LEN], char *err,
 
 	if (f == NULL) {
 		ret = -errno;
-		seterr(err, errlen, "%s: %s", cert_file, strerror(errno));
+		keys_seterr(err, errlen, "%s: %s", cert_file, strerror(errno));
 		return ret;
 	}
-	x = PEM_read_X509(f, NULL, no_passwd_cb, NULL);
+	x = PEM_read_X509(f, NULL, keys_no_passwd_cb, NULL);
 	fclose(f);
 	if (x == NULL) {
-		seterr(err, errlen, "%s: not a PEM certificate", cert_file);
+		keys_seterr(err, errlen, "%s: not a PEM certificate", cert_file);
 		ret = -EINVAL;
 	} else if ((ret = keys_cert_fp(x, fp)) < 0) {
-		seterr(err, errlen, "%s: no public key", cert_file);
+		keys_seterr(err, errlen, "%s: no public key", cert_file);
 	}
 	X509_free(x);
 	ERR_clear_error();

@@ -21,6 +21,13 @@ int keys_cert_fingerprint(const char *cert_file, uint8_t fp[KEYS_FP_LEN], char *
 /* The fingerprint of a certificate's public key. */
 int keys_cert_fp(struct x509_st *x, uint8_t fp[KEYS_FP_LEN]);
 /* "sha256:<64 hex>" */
+/* Shared with dtls.c: format an error into err (if any); the reason of
+ * the newest OpenSSL error (the caller clears the queue); a pass-phrase
+ * callback that never prompts. */
+void keys_seterr(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+const char *keys_ssl_reason(void);
+int keys_no_passwd_cb(char *buf, int size, int rwflag, void *u);
 void keys_fp_format(const uint8_t fp[KEYS_FP_LEN], char out[7 + 2 * KEYS_FP_LEN + 1]);
 /* Check a presented chain against the CA in ca_file and the expected
  * common name.  true if it verifies. */
