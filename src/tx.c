@@ -371,10 +371,12 @@ tx_seal(struct peer *p, const uint8_t *payload, size_t len, uint8_t tos, bool da
 	else
 		p->last_tx_ms = now;    /* counts at once, before the queue leaves */
 	/* Nothing authenticated from the peer for a while although we keep
-	 * sending: it may have lost the session.  Offer a new one. */
-	if (!s->unanswered_ms)
+	 * sending data: it may have lost the session.  Offer a new one.  Only
+	 * data counts (toud(8)): a keepalive may answer the peer's last packet
+	 * and need no answer itself; liveness watches keepalives. */
+	if (data && !s->unanswered_ms)
 		s->unanswered_ms = now;
-	else if (now - s->unanswered_ms >= TX_SESSION_STALE_MS &&
+	else if (data && now - s->unanswered_ms >= TX_SESSION_STALE_MS &&
 	    now - s->last_rx_ms >= TX_SESSION_STALE_MS && !p->next)
 		handshake_initiate(p, now);
 	if (handshake_needs_rekey(p, now))

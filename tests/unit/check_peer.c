@@ -26,6 +26,7 @@
 #include "bytes.h"
 #include "conf.h"
 #include "dtls.h"
+#include "gue.h"
 #include "handshake.h"
 #include "keys.h"
 #include "peer.h"
@@ -623,6 +624,33 @@ START_TEST(last_data_answered)
 }
 END_TEST
 
+/* Keepalives need no answer (one may answer the peer's last packet):
+ * only data left unanswered makes the sender offer a new session. */
+START_TEST(keepalives_start_no_handshake)
+{
+	struct peer *pa = peer_of(&A);
+	int i;
+
+	bring_up();
+	for (i = 0; i < 4; i++) {
+		fake_now += 6000;
+		ck_assert_int_eq(tx_control(&A.t, pa, GUE_CTYPE_KEEPALIVE, NULL, 0), 0);
+		spin(&A);
+		A.n_out = 0;            /* never answered */
+	}
+	ck_assert_ptr_null(pa->next);
+	ck_assert_ptr_nonnull(pa->cur);
+	ck_assert_uint_eq(pa->events[EVENT_KEEPALIVE_SENT], 4);
+	/* Data is another matter. */
+	tun_send(&A, true, 7);
+	spin(&A);
+	fake_now += 6000;
+	tun_send(&A, true, 8);
+	spin(&A);
+	ck_assert_ptr_nonnull(pa->next);
+}
+END_TEST
+
 START_TEST(pending_queue_bound)
 {
 	struct peer *pa = peer_of(&A);
@@ -942,6 +970,7 @@ peer_suite(void)
 	tcase_add_test(tc, dead_peer);
 	tcase_add_test(tc, one_way_not_dead);
 	tcase_add_test(tc, last_data_answered);
+	tcase_add_test(tc, keepalives_start_no_handshake);
 	tcase_add_test(tc, pending_queue_bound);
 	tcase_add_test(tc, roaming_rule);
 	tcase_add_test(tc, reload_changes_key);
