@@ -598,6 +598,13 @@ jdelta_data() {
 	echo $((p - (a - b)))
 }
 
+# no_chatter DROPS_JSON: the drops object less not_unicast, the kernel's own
+# IPv6 chatter on the TUN (multicast listener reports, router
+# solicitations at times of the kernel's choosing), which no test causes.
+no_chatter() {
+	python3 -c 'import json, sys; d = json.loads(sys.argv[1]); d.pop("not_unicast", None); print(json.dumps(d, sort_keys=True))' "$1"
+}
+
 # drops_delta BEFORE AFTER PATH: {reason: increase} of the drops object at
 # PATH (e.g. "peers.b.drops"), nonzero entries only, as sorted JSON.
 drops_delta() {

@@ -80,7 +80,8 @@ j1=$(show_json a) || bail_out "touctl show on a"
 check "toud on a still running" toud_alive a
 is "$(drops_delta "$j0" "$j1" peers.b.drops)" "{\"source_not_allowed\": $n}" \
     "a dropped all $n spoofed packets as peer b's source_not_allowed, and nothing else"
-is "$(drops_delta "$j0" "$j1" interface.drops)" "{}" "no interface-level drops"
+is "$(no_chatter "$(drops_delta "$j0" "$j1" interface.drops)")" "{}" \
+    "no interface-level drops (the kernel's own IPv6 chatter aside)"
 reply=$(json_get "$res" reply)
 if [ "$reply" = null ]; then
 	not_ok "a packet from b's own tunnel address was delivered and answered"

@@ -155,9 +155,7 @@ is "$total" "$(json_get "$res" peer_total)" "every datagram from b's endpoint wa
 is "$(jdelta_data "$j0" "$j1" peers.b rx)" 0 "nothing from the garbage was delivered (rx_packets, keepalives aside)"
 is "$(json_get "$res" peer_replies)" 0 "a sent nothing back to b's endpoint"
 st=$(json_get "$res" stranger_total)
-# not_unicast is the kernel's own IPv6 chatter on the TUN (multicast
-# listener reports at times of its choosing), not something received.
-d_if=$(python3 -c 'import json, sys; d = json.loads(sys.argv[1]); d.pop("not_unicast", None); print(json.dumps(d, sort_keys=True))' "$d_if")
+d_if=$(no_chatter "$d_if")
 is "$d_if" "{\"unknown_endpoint\": $st}" "all $st datagrams from unknown endpoints counted as interface unknown_endpoint"
 is "$(json_get "$res" stranger_replies)" 0 "a answered no unknown endpoint"
 
