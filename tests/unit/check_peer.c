@@ -828,6 +828,7 @@ START_TEST(reauthorize_ends_session)
 	memset(other, 0x5a, sizeof(other));
 	nc = node_conf(&B, "10.77.0.2", "a", other, "192.0.2.1", "10.77.0.1");
 	pb->cf = &nc->peers[0];         /* behind peer_reconfigure's back */
+	pb->name = pb->cf->name;
 	conf_free(B.t.conf);
 	B.t.conf = nc;
 	ck_assert_ptr_nonnull(pb->cur);
