@@ -1,8 +1,9 @@
 /* control.c - the control socket: one request line in, one reply out.
  *
- * Everything is non-blocking on the daemon's event loop: a client that
- * sends nothing, or does not read its reply, is dropped after a timeout and
- * never stalls the data path. */
+ * Connections are libevent bufferevents on the daemon's event loop, accepted
+ * by an evconnlistener.  Nothing blocks: a client that sends no complete
+ * line within the timeout, or stops reading its reply, is dropped and never
+ * stalls the data path. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,7 +16,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
+#include <event2/listener.h>
 
 #include "control.h"
 #include "log.h"
@@ -24,35 +28,27 @@
 
 #define CONTROL_LINE_MAX 512    /* a request line, newline included */
 #define CONTROL_MAX_CONNS 16
-#define CONTROL_TIMEOUT_S 5     /* to send the request; then per write progress */
-#define CONTROL_ACCEPT_BATCH 16
+#define CONTROL_TIMEOUT_S 5     /* for the request line; then per write progress */
 #define CONTROL_RUNDIR "/run/"
 
 struct control_conn {
 	LIST_ENTRY(control_conn) entry;
 	struct control *c;
-	int fd;
-	struct event *ev_read, *ev_write, *ev_timeout;
-	char in[CONTROL_LINE_MAX + 1];
-	size_t in_len;
-	char *out;
-	size_t out_len, out_off;
+	struct bufferevent *bev;
+	bool busy;                      /* over the limit: told so, nothing else */
 };
 
 struct control {
 	struct toud *t;
 	char *path;
-	int fd;
 	bool made_dir;                  /* we created the socket's directory */
 	dev_t dev;                      /* the socket file we created */
 	ino_t ino;
-	struct event *ev_accept;
+	struct evconnlistener *listener;
 	struct event *ev_retry;         /* accept again after running out of fds */
 	LIST_HEAD(, control_conn) conns;
 	size_t n_conns;
 };
-
-static void control_conn_free(struct control_conn *cc);
 
 /* Create the directories of path below /run (systemd's RuntimeDirectory=
  * normally does it; this covers running toud by hand).  Elsewhere the
@@ -112,25 +108,13 @@ control_clear_stale(const struct sockaddr_un *sun)
 	return r;
 }
 
-static void
-control_retry_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct control *c = arg;
-
-	(void)fd;
-	(void)what;
-	event_add(c->ev_accept, NULL);
-}
 
 static void
-control_timeout_cb(evutil_socket_t fd, short what, void *arg)
+control_free_reply(const void *data, size_t len, void *arg)
 {
-	struct control_conn *cc = arg;
-
-	(void)fd;
-	(void)what;
-	log_debug("control: client timed out");
-	control_conn_free(cc);
+	(void)len;
+	(void)arg;
+	free((void *)data);
 }
 
 static void
@@ -138,14 +122,7 @@ control_conn_free(struct control_conn *cc)
 {
 	LIST_REMOVE(cc, entry);
 	cc->c->n_conns--;
-	if (cc->ev_read)
-		event_free(cc->ev_read);
-	if (cc->ev_write)
-		event_free(cc->ev_write);
-	if (cc->ev_timeout)
-		event_free(cc->ev_timeout);
-	close(cc->fd);
-	free(cc->out);
+	bufferevent_free(cc->bev);      /* closes the socket */
 	free(cc);
 }
 
@@ -154,71 +131,42 @@ control_conn_free(struct control_conn *cc)
 static void
 control_conn_drain(struct control_conn *cc)
 {
+	evutil_socket_t fd = bufferevent_getfd(cc->bev);
 	char buf[1024];
 	int i;
 
 	for (i = 0; i < 64; i++)
-		if (recv(cc->fd, buf, sizeof(buf), MSG_DONTWAIT) <= 0)
+		if (recv(fd, buf, sizeof(buf), MSG_DONTWAIT) <= 0)
 			break;
 }
 
-/* Send what the socket takes now; the rest when it is writable again.  The
- * connection is freed when everything is sent or the client went away. */
+/* The reply has left: the connection is done. */
 static void
-control_conn_flush(struct control_conn *cc)
+control_sent_cb(struct bufferevent *bev, void *arg)
 {
-	struct timeval tv = { CONTROL_TIMEOUT_S, 0 };
-	bool progress = false;
-	ssize_t n;
-
-	while (cc->out_off < cc->out_len) {
-		n = send(cc->fd, cc->out + cc->out_off, cc->out_len - cc->out_off,
-		    MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			break;
-		if (n < 0) {
-			log_debug("control: send: %s", strerror(errno));
-			control_conn_free(cc);
-			return;
-		}
-		cc->out_off += (size_t)n;
-		progress = true;
-	}
-	if (cc->out_off == cc->out_len) {
-		control_conn_drain(cc);
-		control_conn_free(cc);
-		return;
-	}
-	/* A slow reader may take its time; one that stops reading may not. */
-	if (progress)
-		event_add(cc->ev_timeout, &tv);
-	event_add(cc->ev_write, NULL);
+	(void)bev;
+	control_conn_drain(arg);
+	control_conn_free(arg);
 }
 
 static void
-control_write_cb(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	control_conn_flush(arg);
-}
+control_event_cb(struct bufferevent *bev, short what, void *arg);
 
-/* Take ownership of the reply out and start sending it. */
+/* Take ownership of the reply out and start sending it; the connection
+ * is freed once it is sent, or when the client stops reading it. */
 static void
 control_conn_reply(struct control_conn *cc, char *out)
 {
-	event_del(cc->ev_read);
-	if (!out) {
+	bufferevent_disable(cc->bev, EV_READ);
+	if (!out || evbuffer_add_reference(bufferevent_get_output(cc->bev),
+	    out, strlen(out), control_free_reply, NULL) < 0) {
 		log_warnx("control: out of memory for a reply");
+		free(out);
 		control_conn_free(cc);
 		return;
 	}
-	cc->out = out;
-	cc->out_len = strlen(out);
-	cc->out_off = 0;
-	control_conn_flush(cc);
+	bufferevent_setcb(cc->bev, NULL, control_sent_cb, control_event_cb, cc);
+	bufferevent_enable(cc->bev, EV_WRITE);
 }
 
 static char *control_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -321,43 +269,68 @@ control_dispatch(struct control *c, char *line)
 	return control_error("unknown command '%s'", control_quote(argv[0], q, sizeof(q)));
 }
 
+
+/* Answer a request line of len bytes (no newline, NUL-terminated). */
 static void
-control_read_cb(evutil_socket_t fd, short what, void *arg)
+control_conn_request(struct control_conn *cc, const char *line, size_t len)
+{
+	char *copy;
+
+	if (len >= CONTROL_LINE_MAX)
+		control_conn_reply(cc, control_error("request too long"));
+	else if (strlen(line) != len)   /* a NUL would hide the rest */
+		control_conn_reply(cc, control_error("malformed request"));
+	else if (cc->busy)
+		control_conn_reply(cc, control_error("too many connections"));
+	else if (!(copy = strdup(line)))
+		control_conn_reply(cc, NULL);
+	else {
+		control_conn_reply(cc, control_dispatch(cc->c, copy));
+		free(copy);
+	}
+}
+
+/* Read the request line. */
+static void
+control_read_cb(struct bufferevent *bev, void *arg)
 {
 	struct control_conn *cc = arg;
-	char *nl;
-	ssize_t n;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	size_t len;
+	char *line;
 
-	(void)what;
-	n = recv(fd, cc->in + cc->in_len, CONTROL_LINE_MAX - cc->in_len, MSG_DONTWAIT);
-	if (n < 0) {
-		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
-			return;
-		log_debug("control: recv: %s", strerror(errno));
-		control_conn_free(cc);
-		return;
-	}
-	if (n == 0 && cc->in_len == 0) {
-		control_conn_free(cc);         /* connected and left */
-		return;
-	}
-	nl = memchr(cc->in + cc->in_len, '\n', (size_t)n);
-	cc->in_len += (size_t)n;
-	if (nl)
-		*nl = '\0';
-	else if (n == 0)
-		cc->in[cc->in_len] = '\0';     /* end of file ends the line too */
-	else if (cc->in_len == CONTROL_LINE_MAX) {
+	if ((line = evbuffer_readln(in, &len, EVBUFFER_EOL_LF))) {
+		control_conn_request(cc, line, len);
+		free(line);
+	} else if (evbuffer_get_length(in) >= CONTROL_LINE_MAX) {
 		control_conn_reply(cc, control_error("request too long"));
-		return;
-	} else
-		return;
-	/* A NUL inside the line would hide the rest of it. */
-	if (strlen(cc->in) != (nl ? (size_t)(nl - cc->in) : cc->in_len)) {
-		control_conn_reply(cc, control_error("malformed request"));
-		return;
 	}
-	control_conn_reply(cc, control_dispatch(cc->c, cc->in));
+}
+
+static void
+control_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct control_conn *cc = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	size_t len = evbuffer_get_length(in);
+	char line[CONTROL_LINE_MAX + 1];
+	int n;
+
+	if ((what & BEV_EVENT_EOF) && (what & BEV_EVENT_READING) && len > 0) {
+		/* End of file ends the line too (the read watermark keeps
+		 * what is pending below CONTROL_LINE_MAX). */
+		n = evbuffer_remove(in, line, len < CONTROL_LINE_MAX ? len : CONTROL_LINE_MAX);
+		if (n >= 0) {
+			line[n] = '\0';
+			control_conn_request(cc, line, (size_t)n);
+			return;
+		}
+	}
+	if (what & BEV_EVENT_TIMEOUT)
+		log_debug("control: client timed out");
+	else if (what & BEV_EVENT_ERROR)
+		log_debug("control: %s", strerror(EVUTIL_SOCKET_ERROR()));
+	control_conn_free(cc);          /* left, failed or timed out */
 }
 
 static bool
@@ -377,71 +350,82 @@ control_peer_allowed(int fd)
 	return false;
 }
 
+
 static void
-control_conn_new(struct control *c, int fd)
+control_conn_new(struct control *c, evutil_socket_t fd, bool busy)
 {
 	struct timeval tv = { CONTROL_TIMEOUT_S, 0 };
-	struct event_base *base = c->t->base;
 	struct control_conn *cc;
 
-	if (!(cc = calloc(1, sizeof(*cc)))) {
+	if (!(cc = calloc(1, sizeof(*cc))) ||
+	    !(cc->bev = bufferevent_socket_new(c->t->base, fd, BEV_OPT_CLOSE_ON_FREE))) {
+		log_warnx("control: cannot set up a connection");
+		free(cc);
 		close(fd);
 		return;
 	}
 	cc->c = c;
-	cc->fd = fd;
+	cc->busy = busy;
+	if (busy)
+		log_debug_rl("control: too many connections, one refused");
 	LIST_INSERT_HEAD(&c->conns, cc, entry);
 	c->n_conns++;
-	cc->ev_read = event_new(base, fd, EV_READ | EV_PERSIST, control_read_cb, cc);
-	cc->ev_write = event_new(base, fd, EV_WRITE | EV_PERSIST, control_write_cb, cc);
-	cc->ev_timeout = evtimer_new(base, control_timeout_cb, cc);
-	if (!cc->ev_read || !cc->ev_write || !cc->ev_timeout ||
-	    event_add(cc->ev_timeout, &tv) < 0) {
-		log_warnx("control: cannot set up a connection");
-		control_conn_free(cc);
-		return;
-	}
+	/* Both timeouts restart with each read or write that makes progress:
+	 * the request is at most a line long, a slow reader may take its
+	 * time, and a client that stops sending or reading is dropped. */
+	bufferevent_set_timeouts(cc->bev, &tv, &tv);
+	bufferevent_setwatermark(cc->bev, EV_READ, 0, CONTROL_LINE_MAX);
+	bufferevent_setcb(cc->bev, control_read_cb, NULL, control_event_cb, cc);
 	if (!control_peer_allowed(fd)) {
 		control_conn_reply(cc, control_error("permission denied"));
 		return;
 	}
-	event_add(cc->ev_read, NULL);
+	bufferevent_enable(cc->bev, EV_READ);
 }
 
 static void
-control_accept_cb(evutil_socket_t lfd, short what, void *arg)
+control_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
+    struct sockaddr *sa, int salen, void *arg)
 {
-	static const char busy[] = "error: too many connections\n";
+	struct control *c = arg;
+
+	(void)l;
+	(void)sa;
+	(void)salen;
+	/* Past the limit a client is still read, so that it gets its answer
+	 * rather than a reset; past twice the limit it is just closed. */
+	if (c->n_conns >= 2 * CONTROL_MAX_CONNS) {
+		close(fd);
+		log_debug_rl("control: too many connections, one closed");
+		return;
+	}
+	control_conn_new(c, fd, c->n_conns >= CONTROL_MAX_CONNS);
+}
+
+static void
+control_retry_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct control *c = arg;
+
+	(void)fd;
+	(void)what;
+	evconnlistener_enable(c->listener);
+}
+
+/* accept failed for a reason other than a retriable one.  Out of
+ * descriptors, the socket stays readable: stop listening for a moment
+ * rather than spin. */
+static void
+control_accept_error_cb(struct evconnlistener *l, void *arg)
+{
 	struct timeval retry = { 1, 0 };
 	struct control *c = arg;
-	int fd, i;
+	int err = EVUTIL_SOCKET_ERROR();
 
-	(void)what;
-	for (i = 0; i < CONTROL_ACCEPT_BATCH; i++) {
-		fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				return;
-			log_warn("control: accept");
-			/* Out of descriptors: the socket stays readable, so
-			 * stop listening for a moment rather than spin. */
-			if (errno == EMFILE || errno == ENFILE ||
-			    errno == ENOBUFS || errno == ENOMEM) {
-				event_del(c->ev_accept);
-				event_add(c->ev_retry, &retry);
-			}
-			return;
-		}
-		if (c->n_conns >= CONTROL_MAX_CONNS) {
-			/* A fresh socket's buffer takes this without blocking. */
-			(void)!send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-			close(fd);
-			log_debug_rl("control: too many connections, one refused");
-			continue;
-		}
-		control_conn_new(c, fd);
+	log_warnx("control: accept: %s", strerror(err));
+	if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+		evconnlistener_disable(l);
+		evtimer_add(c->ev_retry, &retry);
 	}
 }
 
@@ -452,7 +436,7 @@ control_open(struct toud *t, const char *path)
 	struct control *c;
 	struct stat st;
 	mode_t omask;
-	int r;
+	int fd = -1, r;
 
 	if (strlen(path) >= sizeof(sun.sun_path)) {
 		errno = ENAMETOOLONG;
@@ -464,7 +448,6 @@ control_open(struct toud *t, const char *path)
 		return NULL;
 	}
 	c->t = t;
-	c->fd = -1;
 	LIST_INIT(&c->conns);
 	if (!(c->path = strdup(path))) {
 		r = -ENOMEM;
@@ -472,8 +455,7 @@ control_open(struct toud *t, const char *path)
 	}
 	if ((r = control_mkdirs(path, &c->made_dir)) < 0 || (r = control_clear_stale(&sun)) < 0)
 		goto fail;
-	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (c->fd < 0) {
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) < 0) {
 		r = -errno;
 		goto fail;
 	}
@@ -482,7 +464,7 @@ control_open(struct toud *t, const char *path)
 	 * would follow a symlink put in its place by whoever owns the
 	 * directory. */
 	omask = umask(0117);
-	r = bind(c->fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ? -errno : 0;
+	r = bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ? -errno : 0;
 	umask(omask);
 	if (r < 0)
 		goto fail;
@@ -498,26 +480,25 @@ control_open(struct toud *t, const char *path)
 	}
 	c->dev = st.st_dev;
 	c->ino = st.st_ino;
-	if (listen(c->fd, CONTROL_MAX_CONNS) < 0) {
-		r = -errno;
-		unlink(path);
-		goto fail;
-	}
-	c->ev_accept = event_new(t->base, c->fd, EV_READ | EV_PERSIST, control_accept_cb, c);
+	c->listener = evconnlistener_new(t->base, control_accept_cb, c,
+	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 2 * CONTROL_MAX_CONNS, fd);
+	if (c->listener)
+		fd = -1;                /* the listener owns it now */
 	c->ev_retry = evtimer_new(t->base, control_retry_cb, c);
-	if (!c->ev_accept || !c->ev_retry || event_add(c->ev_accept, NULL) < 0) {
+	if (!c->listener || !c->ev_retry) {
 		r = -ENOMEM;
 		unlink(path);
 		goto fail;
 	}
+	evconnlistener_set_error_cb(c->listener, control_accept_error_cb);
 	return c;
 fail:
-	if (c->ev_accept)
-		event_free(c->ev_accept);
+	if (c->listener)
+		evconnlistener_free(c->listener);
 	if (c->ev_retry)
 		event_free(c->ev_retry);
-	if (c->fd >= 0)
-		close(c->fd);
+	if (fd >= 0)
+		close(fd);
 	free(c->path);
 	free(c);
 	errno = -r;
@@ -533,9 +514,8 @@ control_close(struct control *c)
 		return;
 	while (!LIST_EMPTY(&c->conns))
 		control_conn_free(LIST_FIRST(&c->conns));
-	event_free(c->ev_accept);
+	evconnlistener_free(c->listener);
 	event_free(c->ev_retry);
-	close(c->fd);
 	/* Only our own socket: a second daemon may have replaced it. */
 	if (lstat(c->path, &st) == 0 && st.st_dev == c->dev && st.st_ino == c->ino)
 		unlink(c->path);
