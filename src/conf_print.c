@@ -3,7 +3,6 @@
  * Canonical: [interface] first, then the peers in file order; keys in a fixed
  * order; every key that has a default is printed with its value; keys that
  * are unset and have no default are left out; one list value per line. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,64 +11,20 @@
 #include "log.h"
 #include "util.h"
 
-struct conf_buf {
-	char *s;
-	size_t len, cap;
-	bool failed;
-};
-
-static void conf_buf_add(struct conf_buf *, const char *, ...)
-    __attribute__((format(printf, 2, 3)));
-
 static void
-conf_buf_add(struct conf_buf *b, const char *fmt, ...)
+conf_kv(FILE *b, const char *key, const char *value)
 {
-	va_list ap;
-	size_t need;
-	char *ns;
-	int n;
-
-	if (b->failed)
-		return;
-	va_start(ap, fmt);
-	n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
-	va_end(ap);
-	if (n < 0) {
-		b->failed = true;
-		return;
-	}
-	need = b->len + (size_t)n + 1;
-	if (!b->s || need > b->cap) {
-		size_t cap = b->cap ? b->cap : 1024;
-		while (cap < need)
-			cap *= 2;
-		if (!(ns = realloc(b->s, cap))) {
-			b->failed = true;
-			return;
-		}
-		b->s = ns;
-		b->cap = cap;
-		va_start(ap, fmt);
-		vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
-		va_end(ap);
-	}
-	b->len += (size_t)n;
+	fprintf(b, "%-11s = %s\n", key, value);
 }
 
 static void
-conf_kv(struct conf_buf *b, const char *key, const char *value)
+conf_kv_uint(FILE *b, const char *key, unsigned long long v)
 {
-	conf_buf_add(b, "%-11s = %s\n", key, value);
+	fprintf(b, "%-11s = %llu\n", key, v);
 }
 
 static void
-conf_kv_uint(struct conf_buf *b, const char *key, unsigned long long v)
-{
-	conf_buf_add(b, "%-11s = %llu\n", key, v);
-}
-
-static void
-conf_kv_opt(struct conf_buf *b, const char *key, const char *value)
+conf_kv_opt(FILE *b, const char *key, const char *value)
 {
 	if (value)
 		conf_kv(b, key, value);
@@ -77,7 +32,7 @@ conf_kv_opt(struct conf_buf *b, const char *key, const char *value)
 
 /* Host prefixes print as a bare address: the peer "address" form. */
 static void
-conf_kv_prefixes(struct conf_buf *b, const char *key, const struct conf_prefix *p,
+conf_kv_prefixes(FILE *b, const char *key, const struct conf_prefix *p,
     size_t n, bool host)
 {
 	char a[UTIL_ADDRSTRLEN];
@@ -94,14 +49,14 @@ conf_kv_prefixes(struct conf_buf *b, const char *key, const struct conf_prefix *
 
 /* The largest of K, M, G that divides v exactly. */
 static void
-conf_kv_size(struct conf_buf *b, const char *key, uint64_t v)
+conf_kv_size(FILE *b, const char *key, uint64_t v)
 {
 	static const char suffix[] = "GMK";
 	unsigned shift;
 
 	for (shift = 30; shift >= 10; shift -= 10) {
 		if (v && (v & ((1ULL << shift) - 1)) == 0) {
-			conf_buf_add(b, "%-11s = %llu%c\n", key,
+			fprintf(b, "%-11s = %llu%c\n", key,
 			    (unsigned long long)(v >> shift), suffix[(30 - shift) / 10]);
 			return;
 		}
@@ -110,20 +65,20 @@ conf_kv_size(struct conf_buf *b, const char *key, uint64_t v)
 }
 
 static void
-conf_print_iface(struct conf_buf *b, const struct conf_iface *i)
+conf_print_iface(FILE *b, const struct conf_iface *i)
 {
 	char a[UTIL_ADDRSTRLEN];
 
-	conf_buf_add(b, "[interface]\n");
+	fprintf(b, "[interface]\n");
 	conf_kv(b, "name", i->name);
 	conf_kv_prefixes(b, "address", i->address, i->n_address, false);
 	if (!i->has_listen_addr)
 		conf_kv_uint(b, "listen", i->listen_port);
 	else if (i->listen_addr.family == AF_INET6)
-		conf_buf_add(b, "%-11s = [%s]:%u\n", "listen",
+		fprintf(b, "%-11s = [%s]:%u\n", "listen",
 		    util_addr_fmt(&i->listen_addr, a, sizeof(a)), i->listen_port);
 	else
-		conf_buf_add(b, "%-11s = %s:%u\n", "listen",
+		fprintf(b, "%-11s = %s:%u\n", "listen",
 		    util_addr_fmt(&i->listen_addr, a, sizeof(a)), i->listen_port);
 	conf_kv_opt(b, "private-key", i->private_key);
 	conf_kv_opt(b, "certificate", i->certificate);
@@ -146,19 +101,19 @@ conf_print_iface(struct conf_buf *b, const struct conf_iface *i)
 }
 
 static void
-conf_print_peer(struct conf_buf *b, const struct conf_peer *p)
+conf_print_peer(FILE *b, const struct conf_peer *p)
 {
 	char hex[2 * sizeof(p->fingerprint) + 1];
 
-	conf_buf_add(b, "\n[peer %s]\n", p->name);
+	fprintf(b, "\n[peer %s]\n", p->name);
 	if (p->has_fingerprint) {
 		util_hex(p->fingerprint, sizeof(p->fingerprint), hex);
-		conf_buf_add(b, "%-11s = sha256:%s\n", "fingerprint", hex);
+		fprintf(b, "%-11s = sha256:%s\n", "fingerprint", hex);
 	}
 	conf_kv_opt(b, "ca", p->ca);
 	conf_kv_opt(b, "name", p->cert_name);
 	if (p->endpoint_host)
-		conf_buf_add(b, strchr(p->endpoint_host, ':') ? "%-11s = [%s]:%u\n" :
+		fprintf(b, strchr(p->endpoint_host, ':') ? "%-11s = [%s]:%u\n" :
 		    "%-11s = %s:%u\n", "endpoint", p->endpoint_host, p->endpoint_port);
 	conf_kv_prefixes(b, "address", p->address, p->n_address, true);
 	conf_kv_prefixes(b, "allowed-ips", p->allowed_ips, p->n_allowed_ips, false);
@@ -168,17 +123,22 @@ conf_print_peer(struct conf_buf *b, const struct conf_peer *p)
 char *
 conf_print(const struct conf *c)
 {
-	struct conf_buf b = { NULL, 0, 0, false };
-	size_t x;
+	char *out = NULL;
+	size_t x, len;
+	FILE *f;
+	int bad;
 
-	conf_print_iface(&b, &c->iface);
+	if (!(f = open_memstream(&out, &len)))
+		return NULL;
+	conf_print_iface(f, &c->iface);
 	for (x = 0; x < c->n_peers; x++)
-		conf_print_peer(&b, &c->peers[x]);
-	if (b.failed) {
-		free(b.s);
+		conf_print_peer(f, &c->peers[x]);
+	bad = ferror(f);
+	if (fclose(f) != 0 || bad) {
+		free(out);
 		return NULL;
 	}
-	return b.s;
+	return out;
 }
 
 static bool

@@ -1,11 +1,10 @@
 /* show.c - `touctl show`: the daemon's state as JSON (the stable fields of
  * DESIGN 4.1) or as text in the manner of `wg show`.
  *
- * Called from the control socket, never from the packet path, so a plain
- * growable heap buffer is used. */
+ * Called from the control socket, never from the packet path: the text is
+ * written to an open_memstream(3) buffer. */
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,79 +21,6 @@
 #include "tun.h"
 #include "udp.h"
 #include "util.h"
-
-struct show_buf {
-	char *p;
-	size_t len, cap;
-	bool failed;            /* an allocation failed: the result is ENOMEM */
-};
-
-static bool
-show_reserve(struct show_buf *b, size_t n)
-{
-	size_t cap;
-	char *np;
-
-	if (b->failed)
-		return false;
-	if (b->len + n + 1 <= b->cap)
-		return true;
-	cap = b->cap ? b->cap : 1024;
-	while (cap < b->len + n + 1) {
-		if (cap > SIZE_MAX / 2) {
-			b->failed = true;
-			return false;
-		}
-		cap *= 2;
-	}
-	if (!(np = realloc(b->p, cap))) {
-		b->failed = true;
-		return false;
-	}
-	b->p = np;
-	b->cap = cap;
-	return true;
-}
-
-static void
-show_putn(struct show_buf *b, const char *s, size_t n)
-{
-	if (!show_reserve(b, n))
-		return;
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
-static void
-show_puts(struct show_buf *b, const char *s)
-{
-	show_putn(b, s, strlen(s));
-}
-
-static void show_printf(struct show_buf *, const char *, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void
-show_printf(struct show_buf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	if (n < 0) {
-		b->failed = true;
-		return;
-	}
-	if (!show_reserve(b, (size_t)n))
-		return;
-	va_start(ap, fmt);
-	vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
-	va_end(ap);
-	b->len += (size_t)n;
-}
 
 /* Length of the well-formed UTF-8 sequence at s (RFC 3629: no overlongs,
  * no surrogates, nothing above U+10FFFF), or 0 if there is none. */
@@ -124,64 +50,64 @@ show_utf8_len(const unsigned char *s)
 /* A JSON string.  Control characters are escaped, and bytes that are not
  * valid UTF-8 become U+FFFD so the output always parses. */
 static void
-show_json_str(struct show_buf *b, const char *str)
+show_json_str(FILE *b, const char *str)
 {
 	const unsigned char *s = (const unsigned char *)str;
 	size_t n;
 
-	show_putn(b, "\"", 1);
+	fwrite("\"", 1, 1, b);
 	while (*s) {
 		switch (*s) {
 		case '"':
-			show_puts(b, "\\\"");
+			fputs("\\\"", b);
 			break;
 		case '\\':
-			show_puts(b, "\\\\");
+			fputs("\\\\", b);
 			break;
 		case '\b':
-			show_puts(b, "\\b");
+			fputs("\\b", b);
 			break;
 		case '\f':
-			show_puts(b, "\\f");
+			fputs("\\f", b);
 			break;
 		case '\n':
-			show_puts(b, "\\n");
+			fputs("\\n", b);
 			break;
 		case '\r':
-			show_puts(b, "\\r");
+			fputs("\\r", b);
 			break;
 		case '\t':
-			show_puts(b, "\\t");
+			fputs("\\t", b);
 			break;
 		default:
 			if (*s < 0x20 || *s == 0x7f) {
-				show_printf(b, "\\u%04x", *s);
+				fprintf(b, "\\u%04x", *s);
 			} else if (*s < 0x80) {
-				show_putn(b, (const char *)s, 1);
+				fwrite((const char *)s, 1, 1, b);
 			} else if ((n = show_utf8_len(s)) > 0) {
-				show_putn(b, (const char *)s, n);
+				fwrite((const char *)s, 1, n, b);
 				s += n;
 				continue;
 			} else {
-				show_puts(b, "\\ufffd");
+				fputs("\\ufffd", b);
 			}
 		}
 		s++;
 	}
-	show_putn(b, "\"", 1);
+	fwrite("\"", 1, 1, b);
 }
 
 /* Text output goes to a terminal: control bytes are shown as \xNN. */
 static void
-show_text_str(struct show_buf *b, const char *str)
+show_text_str(FILE *b, const char *str)
 {
 	const unsigned char *s = (const unsigned char *)str;
 
 	for (; *s; s++) {
 		if (*s < 0x20 || *s == 0x7f || *s == '\\')
-			show_printf(b, "\\x%02x", *s);
+			fprintf(b, "\\x%02x", *s);
 		else
-			show_putn(b, (const char *)s, 1);
+			fwrite((const char *)s, 1, 1, b);
 	}
 }
 
@@ -237,68 +163,68 @@ show_offload_status(const struct toud *t, struct offload_status *st)
 }
 
 static void
-show_json_drops(struct show_buf *b, const uint64_t *drops)
+show_json_drops(FILE *b, const uint64_t *drops)
 {
 	bool first = true;
 	unsigned r;
 
-	show_putn(b, "{", 1);
+	fwrite("{", 1, 1, b);
 	for (r = 0; r < DROP__MAX; r++) {
 		if (!drops[r])
 			continue;
 		if (!first)
-			show_puts(b, ", ");
+			fputs(", ", b);
 		first = false;
 		show_json_str(b, drop_name((enum drop_reason)r));
-		show_printf(b, ": %" PRIu64, drops[r]);
+		fprintf(b, ": %" PRIu64, drops[r]);
 	}
-	show_putn(b, "}", 1);
+	fwrite("}", 1, 1, b);
 }
 
 /* Non-drop events (events.h), as an object next to "drops". */
 static void
-show_json_events(struct show_buf *b, const uint64_t *events)
+show_json_events(FILE *b, const uint64_t *events)
 {
 	bool first = true;
 	unsigned e;
 
-	show_putn(b, "{", 1);
+	fwrite("{", 1, 1, b);
 	for (e = 0; e < EVENT__MAX; e++) {
 		if (!events[e])
 			continue;
 		if (!first)
-			show_puts(b, ", ");
+			fputs(", ", b);
 		first = false;
 		show_json_str(b, event_name((enum toud_event)e));
-		show_printf(b, ": %" PRIu64, events[e]);
+		fprintf(b, ": %" PRIu64, events[e]);
 	}
-	show_putn(b, "}", 1);
+	fwrite("}", 1, 1, b);
 }
 
 /* A JSON string, or null for NULL. */
 static void
-show_json_str_or_null(struct show_buf *b, const char *str)
+show_json_str_or_null(FILE *b, const char *str)
 {
 	if (str)
 		show_json_str(b, str);
 	else
-		show_puts(b, "null");
+		fputs("null", b);
 }
 
 /* ["10.77.0.2/32", ...] */
 static void
-show_json_prefixes(struct show_buf *b, const struct conf_prefix *pf, size_t n)
+show_json_prefixes(FILE *b, const struct conf_prefix *pf, size_t n)
 {
 	char buf[UTIL_ADDRSTRLEN + 8];
 	size_t i;
 
-	show_putn(b, "[", 1);
+	fwrite("[", 1, 1, b);
 	for (i = 0; i < n; i++) {
 		if (i)
-			show_puts(b, ", ");
+			fputs(", ", b);
 		show_json_str(b, util_prefix_fmt(&pf[i].p, buf, sizeof(buf)));
 	}
-	show_putn(b, "]", 1);
+	fwrite("]", 1, 1, b);
 }
 
 /* What a peer is configured to be (from its [peer] section) and, when it
@@ -330,67 +256,67 @@ show_cipher(const struct peer *p)
 }
 
 static void
-show_json_peer(struct show_buf *b, const struct peer *p, uint64_t now_ms)
+show_json_peer(FILE *b, const struct peer *p, uint64_t now_ms)
 {
 	char fp[7 + 2 * KEYS_FP_LEN + 1];
 	char buf[UTIL_ADDRSTRLEN];
 	const char *sid;
 	uint64_t v;
 
-	show_puts(b, "    {\n      \"name\": ");
+	fputs("    {\n      \"name\": ", b);
 	show_json_str(b, p->name);
-	show_puts(b, ",\n      \"state\": ");
+	fputs(",\n      \"state\": ", b);
 	show_json_str(b, peer_state_name(p->state));
-	show_puts(b, ",\n      \"endpoint\": ");
+	fputs(",\n      \"endpoint\": ", b);
 	if (p->has_endpoint)
 		show_json_str(b, util_sa_fmt(&p->endpoint, buf, sizeof(buf)));
 	else
-		show_puts(b, "null");
-	show_puts(b, ",\n      \"session_id\": ");
+		fputs("null", b);
+	fputs(",\n      \"session_id\": ", b);
 	if ((sid = show_session_id(p, buf, sizeof(buf))))
 		show_json_str(b, sid);
 	else
-		show_puts(b, "null");
-	show_puts(b, ",\n      \"last_handshake\": ");
+		fputs("null", b);
+	fputs(",\n      \"last_handshake\": ", b);
 	if (show_last_handshake(p, &v))
-		show_printf(b, "%" PRIu64, v);
+		fprintf(b, "%" PRIu64, v);
 	else
-		show_puts(b, "null");
-	show_printf(b, ",\n      \"rx_bytes\": %" PRIu64
+		fputs("null", b);
+	fprintf(b, ",\n      \"rx_bytes\": %" PRIu64
 	    ",\n      \"tx_bytes\": %" PRIu64
 	    ",\n      \"rx_packets\": %" PRIu64
 	    ",\n      \"tx_packets\": %" PRIu64
 	    ",\n      \"drops\": ",
 	    p->rx_bytes, p->tx_bytes, p->rx_packets, p->tx_packets);
 	show_json_drops(b, p->drops);
-	show_puts(b, ",\n      \"events\": ");
+	fputs(",\n      \"events\": ", b);
 	show_json_events(b, p->events);
-	show_puts(b, ",\n      \"last_rx\": ");
+	fputs(",\n      \"last_rx\": ", b);
 	if (show_last_rx(p, now_ms, &v))
-		show_printf(b, "%" PRIu64, v);
+		fprintf(b, "%" PRIu64, v);
 	else
-		show_puts(b, "null");
-	show_puts(b, ",\n      \"fingerprint\": ");
+		fputs("null", b);
+	fputs(",\n      \"fingerprint\": ", b);
 	show_json_str_or_null(b, show_pinned_fp(p, fp));
-	show_puts(b, ",\n      \"ca\": ");
+	fputs(",\n      \"ca\": ", b);
 	show_json_str_or_null(b, p->cf->ca);
-	show_puts(b, ",\n      \"cert_name\": ");
+	fputs(",\n      \"cert_name\": ", b);
 	show_json_str_or_null(b, p->cf->ca ? p->cf->cert_name : NULL);
-	show_puts(b, ",\n      \"addresses\": ");
+	fputs(",\n      \"addresses\": ", b);
 	show_json_prefixes(b, p->cf->address, p->cf->n_address);
-	show_puts(b, ",\n      \"allowed_ips\": ");
+	fputs(",\n      \"allowed_ips\": ", b);
 	show_json_prefixes(b, p->cf->allowed_ips, p->cf->n_allowed_ips);
-	show_printf(b, ",\n      \"keepalive\": %u", p->cf->keepalive);
-	show_puts(b, ",\n      \"cipher\": ");
+	fprintf(b, ",\n      \"keepalive\": %u", p->cf->keepalive);
+	fputs(",\n      \"cipher\": ", b);
 	show_json_str_or_null(b, show_cipher(p));
-	show_puts(b, ",\n      \"last_error\": ");
+	fputs(",\n      \"last_error\": ", b);
 	show_json_str_or_null(b, p->last_error[0] ? p->last_error : NULL);
-	show_puts(b, ",\n      \"next_attempt\": ");
+	fputs(",\n      \"next_attempt\": ", b);
 	if (show_next_attempt(p, now_ms, &v))
-		show_printf(b, "%" PRIu64, v);
+		fprintf(b, "%" PRIu64, v);
 	else
-		show_puts(b, "null");
-	show_puts(b, "\n    }");
+		fputs("null", b);
+	fputs("\n    }", b);
 }
 
 /* DTLS sessions in the table (established, draining and handshaking). */
@@ -417,40 +343,40 @@ show_own_fp(const struct toud *t, char *buf)
 }
 
 static void
-show_json(struct show_buf *b, const struct toud *t, struct peer *const *peers,
+show_json(FILE *b, const struct toud *t, struct peer *const *peers,
     size_t n, uint64_t now_ms)
 {
 	char fp[7 + 2 * KEYS_FP_LEN + 1];
 	struct offload_status off;
 	size_t i;
 
-	show_puts(b, "{\n  \"interface\": {\n    \"name\": ");
+	fputs("{\n  \"interface\": {\n    \"name\": ", b);
 	show_json_str(b, t->conf->iface.name);
-	show_printf(b, ",\n    \"mtu\": %u,\n    \"listen_port\": %u,\n"
+	fprintf(b, ",\n    \"mtu\": %u,\n    \"listen_port\": %u,\n"
 	    "    \"encryption\": ", t->tun_mtu, t->conf->iface.listen_port);
 	show_json_str(b, show_encryption(t));
 	show_offload_status(t, &off);
-	show_printf(b, ",\n    \"offload\": {\"tun_tso\": %s, \"udp_gso\": %s, \"udp_gro\": %s}",
+	fprintf(b, ",\n    \"offload\": {\"tun_tso\": %s, \"udp_gso\": %s, \"udp_gro\": %s}",
 	    off.tun_tso ? "true" : "false", off.udp_gso ? "true" : "false",
 	    off.udp_gro ? "true" : "false");
-	show_puts(b, ",\n    \"drops\": ");
+	fputs(",\n    \"drops\": ", b);
 	show_json_drops(b, t->drops);
-	show_puts(b, ",\n    \"events\": ");
+	fputs(",\n    \"events\": ", b);
 	show_json_events(b, t->events);
-	show_printf(b, ",\n    \"sessions\": %zu,\n    \"half_open\": %u",
+	fprintf(b, ",\n    \"sessions\": %zu,\n    \"half_open\": %u",
 	    show_sessions(t), t->n_half_open);
-	show_puts(b, ",\n    \"fingerprint\": ");
+	fputs(",\n    \"fingerprint\": ", b);
 	show_json_str_or_null(b, show_own_fp(t, fp));
-	show_puts(b, "\n  },\n  \"peers\": [");
+	fputs("\n  },\n  \"peers\": [", b);
 	for (i = 0; i < n; i++) {
-		show_puts(b, i ? ",\n" : "\n");
+		fputs(i ? ",\n" : "\n", b);
 		show_json_peer(b, peers[i], now_ms);
 	}
-	show_puts(b, n ? "\n  ]\n}\n" : "]\n}\n");
+	fputs(n ? "\n  ]\n}\n" : "]\n}\n", b);
 }
 
 static void
-show_text_drops(struct show_buf *b, const uint64_t *drops)
+show_text_drops(FILE *b, const uint64_t *drops)
 {
 	bool first = true;
 	unsigned r;
@@ -458,24 +384,24 @@ show_text_drops(struct show_buf *b, const uint64_t *drops)
 	for (r = 0; r < DROP__MAX; r++) {
 		if (!drops[r])
 			continue;
-		show_puts(b, first ? "  drops: " : ", ");
+		fputs(first ? "  drops: " : ", ", b);
 		first = false;
-		show_printf(b, "%s %" PRIu64, drop_name((enum drop_reason)r), drops[r]);
+		fprintf(b, "%s %" PRIu64, drop_name((enum drop_reason)r), drops[r]);
 	}
 	if (!first)
-		show_putn(b, "\n", 1);
+		fwrite("\n", 1, 1, b);
 }
 
 /* "1.21 MiB" as wg(8) prints it. */
 static void
-show_text_bytes(struct show_buf *b, uint64_t v)
+show_text_bytes(FILE *b, uint64_t v)
 {
 	static const char *const unit[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
 	double d = (double)v;
 	unsigned u = 0;
 
 	if (v < 1024) {
-		show_printf(b, "%" PRIu64 " B", v);
+		fprintf(b, "%" PRIu64 " B", v);
 		return;
 	}
 	d /= 1024;
@@ -483,12 +409,12 @@ show_text_bytes(struct show_buf *b, uint64_t v)
 		d /= 1024;
 		u++;
 	}
-	show_printf(b, "%.2f %s", d, unit[u]);
+	fprintf(b, "%.2f %s", d, unit[u]);
 }
 
 /* "1 hour, 2 minutes, 3 seconds ago". */
 static void
-show_text_ago(struct show_buf *b, uint64_t secs)
+show_text_ago(FILE *b, uint64_t secs)
 {
 	static const struct { const char *name; uint64_t secs; } part[] = {
 		{ "day", 86400 }, { "hour", 3600 }, { "minute", 60 }, { "second", 1 },
@@ -497,7 +423,7 @@ show_text_ago(struct show_buf *b, uint64_t secs)
 	size_t i;
 
 	if (!secs) {
-		show_puts(b, "now");
+		fputs("now", b);
 		return;
 	}
 	for (i = 0; i < ARRAY_SIZE(part); i++) {
@@ -506,103 +432,103 @@ show_text_ago(struct show_buf *b, uint64_t secs)
 		if (!n)
 			continue;
 		secs %= part[i].secs;
-		show_printf(b, "%s%" PRIu64 " %s%s", first ? "" : ", ", n,
+		fprintf(b, "%s%" PRIu64 " %s%s", first ? "" : ", ", n,
 		    part[i].name, n == 1 ? "" : "s");
 		first = false;
 	}
-	show_puts(b, " ago");
+	fputs(" ago", b);
 }
 
 static void
-show_text_prefixes(struct show_buf *b, const char *what, const struct conf_prefix *pf, size_t n)
+show_text_prefixes(FILE *b, const char *what, const struct conf_prefix *pf, size_t n)
 {
 	char buf[UTIL_ADDRSTRLEN + 8];
 	size_t i;
 
 	if (!n)
 		return;
-	show_printf(b, "  %s: ", what);
+	fprintf(b, "  %s: ", what);
 	for (i = 0; i < n; i++)
-		show_printf(b, "%s%s", i ? ", " : "", util_prefix_fmt(&pf[i].p, buf, sizeof(buf)));
-	show_putn(b, "\n", 1);
+		fprintf(b, "%s%s", i ? ", " : "", util_prefix_fmt(&pf[i].p, buf, sizeof(buf)));
+	fwrite("\n", 1, 1, b);
 }
 
 static void
-show_text_peer(struct show_buf *b, const struct peer *p, uint64_t now_ms)
+show_text_peer(FILE *b, const struct peer *p, uint64_t now_ms)
 {
 	char buf[UTIL_ADDRSTRLEN], fp[7 + 2 * KEYS_FP_LEN + 1];
 	uint64_t v;
 
-	show_puts(b, "\npeer: ");
+	fputs("\npeer: ", b);
 	show_text_str(b, p->name);
-	show_puts(b, "\n  endpoint: ");
+	fputs("\n  endpoint: ", b);
 	if (p->has_endpoint)
 		show_text_str(b, util_sa_fmt(&p->endpoint, buf, sizeof(buf)));
 	else
-		show_puts(b, "(none)");
-	show_printf(b, "\n  state: %s\n", peer_state_name(p->state));
+		fputs("(none)", b);
+	fprintf(b, "\n  state: %s\n", peer_state_name(p->state));
 	if (show_pinned_fp(p, fp))
-		show_printf(b, "  fingerprint: %s\n", fp);
+		fprintf(b, "  fingerprint: %s\n", fp);
 	if (p->cf->ca) {
-		show_puts(b, "  ca: ");
+		fputs("  ca: ", b);
 		show_text_str(b, p->cf->ca);
-		show_puts(b, ", name ");
+		fputs(", name ", b);
 		show_text_str(b, p->cf->cert_name ? p->cf->cert_name : "");
-		show_putn(b, "\n", 1);
+		fwrite("\n", 1, 1, b);
 	}
 	show_text_prefixes(b, "addresses", p->cf->address, p->cf->n_address);
 	show_text_prefixes(b, "allowed ips", p->cf->allowed_ips, p->cf->n_allowed_ips);
 	if (p->cf->keepalive)
-		show_printf(b, "  keepalive: every %u seconds\n", p->cf->keepalive);
+		fprintf(b, "  keepalive: every %u seconds\n", p->cf->keepalive);
 	if (p->last_error[0]) {
-		show_puts(b, "  last error: ");
+		fputs("  last error: ", b);
 		show_text_str(b, p->last_error);
-		show_putn(b, "\n", 1);
+		fwrite("\n", 1, 1, b);
 	}
 	if (show_next_attempt(p, now_ms, &v))
-		show_printf(b, "  next attempt: in %" PRIu64 " second%s\n", v, v == 1 ? "" : "s");
+		fprintf(b, "  next attempt: in %" PRIu64 " second%s\n", v, v == 1 ? "" : "s");
 	if (show_session_id(p, buf, sizeof(buf)))
-		show_printf(b, "  session: %s (%s)\n", buf, dtls_sess_cipher(p->cur->dtls));
+		fprintf(b, "  session: %s (%s)\n", buf, dtls_sess_cipher(p->cur->dtls));
 	if (show_last_handshake(p, &v)) {
 		uint64_t wall = util_wall_s();
 
-		show_puts(b, "  latest handshake: ");
+		fputs("  latest handshake: ", b);
 		show_text_ago(b, wall > v ? wall - v : 0);
-		show_putn(b, "\n", 1);
+		fwrite("\n", 1, 1, b);
 	}
 	if (show_last_rx(p, now_ms, &v)) {
-		show_puts(b, "  latest receive: ");
+		fputs("  latest receive: ", b);
 		show_text_ago(b, v);
-		show_putn(b, "\n", 1);
+		fwrite("\n", 1, 1, b);
 	}
-	show_puts(b, "  transfer: ");
+	fputs("  transfer: ", b);
 	show_text_bytes(b, p->rx_bytes);
-	show_puts(b, " received, ");
+	fputs(" received, ", b);
 	show_text_bytes(b, p->tx_bytes);
-	show_printf(b, " sent\n  packets: %" PRIu64 " received, %" PRIu64 " sent\n",
+	fprintf(b, " sent\n  packets: %" PRIu64 " received, %" PRIu64 " sent\n",
 	    p->rx_packets, p->tx_packets);
 	show_text_drops(b, p->drops);
 }
 
 static void
-show_text(struct show_buf *b, const struct toud *t, struct peer *const *peers,
+show_text(FILE *b, const struct toud *t, struct peer *const *peers,
     size_t n, uint64_t now_ms)
 {
 	char fp[7 + 2 * KEYS_FP_LEN + 1];
 	struct offload_status off;
 	size_t i;
 
-	show_puts(b, "interface: ");
+	fputs("interface: ", b);
 	show_text_str(b, t->conf->iface.name);
-	show_printf(b, "\n  listen port: %u\n  mtu: %u\n  encryption: %s%s\n",
+	fprintf(b, "\n  listen port: %u\n  mtu: %u\n  encryption: %s%s\n",
 	    t->conf->iface.listen_port, t->tun_mtu, show_encryption(t),
 	    t->conf->iface.encryption == CONF_ENC_NONE ?
 	    " (traffic is NOT encrypted: for debugging only)" : "");
 	show_offload_status(t, &off);
-	show_printf(b, "  offload: tun-tso %s, udp-gso %s, udp-gro %s\n",
+	fprintf(b, "  offload: tun-tso %s, udp-gso %s, udp-gro %s\n",
 	    off.tun_tso ? "on" : "off", off.udp_gso ? "on" : "off", off.udp_gro ? "on" : "off");
 	if (show_own_fp(t, fp))
-		show_printf(b, "  fingerprint: %s\n", fp);
+		fprintf(b, "  fingerprint: %s\n", fp);
 	show_text_drops(b, t->drops);
 	for (i = 0; i < n; i++)
 		show_text_peer(b, peers[i], now_ms);
@@ -611,10 +537,12 @@ show_text(struct show_buf *b, const struct toud *t, struct peer *const *peers,
 char *
 show_render(struct toud *t, const char *peer, bool json)
 {
-	struct show_buf b = { 0 };
 	struct peer *one, *const *peers = t->peers;
-	size_t n = t->n_peers;
+	size_t n = t->n_peers, len;
 	uint64_t now_ms = util_now_ms();
+	char *out = NULL;
+	FILE *f;
+	int bad;
 
 	if (peer) {
 		if (!(one = peer_find_by_name(t, peer))) {
@@ -624,14 +552,17 @@ show_render(struct toud *t, const char *peer, bool json)
 		peers = &one;
 		n = 1;
 	}
+	if (!(f = open_memstream(&out, &len)))
+		return NULL;
 	if (json)
-		show_json(&b, t, peers, n, now_ms);
+		show_json(f, t, peers, n, now_ms);
 	else
-		show_text(&b, t, peers, n, now_ms);
-	if (b.failed) {
-		free(b.p);
+		show_text(f, t, peers, n, now_ms);
+	bad = ferror(f);
+	if (fclose(f) != 0 || bad) {
+		free(out);
 		errno = ENOMEM;
 		return NULL;
 	}
-	return b.p;
+	return out;
 }
