@@ -10,7 +10,7 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends \
 	build-essential autoconf automake libtool pkg-config \
-	libevent-dev libssl-dev libcap-ng-dev libsystemd-dev systemd check \
+	libevent-dev libssl-dev libcap-ng-dev libsystemd-dev systemd check libjansson-dev \
 	clang libclang-rt-14-dev valgrind \
 	iproute2 ethtool nftables conntrack iptables libnetfilter-queue-dev \
 	tcpdump tshark socat iperf3 curl python3 openssl procps psmisc iputils-ping \
