@@ -11,6 +11,12 @@ static const char *const event_names[EVENT__MAX] = {
 	[EVENT_SESSION_CLOSED] = "session_closed",
 	[EVENT_KEEPALIVE_SENT] = "keepalive_sent",
 	[EVENT_KEEPALIVE_RECEIVED] = "keepalive_received",
+	[EVENT_PATH_CHALLENGE_SENT] = "path_challenge_sent",
+	[EVENT_PATH_BUDGET_BLOCKED] = "path_budget_blocked",
+	[EVENT_PATH_VALIDATED] = "path_validated",
+	[EVENT_PATH_FAILED] = "path_failed",
+	[EVENT_PATH_RESPONSE_SENT] = "path_response_sent",
+	[EVENT_PATH_RESPONSE_STALE] = "path_response_stale",
 };
 
 const char *

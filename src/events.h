@@ -14,6 +14,12 @@ enum toud_event {
 	EVENT_SESSION_CLOSED,           /* the peer closed a session */
 	EVENT_KEEPALIVE_SENT,           /* a keepalive went out (timer, answer or echo) */
 	EVENT_KEEPALIVE_RECEIVED,       /* an authenticated keepalive arrived */
+	EVENT_PATH_CHALLENGE_SENT,      /* a new address of the peer was challenged (path.h) */
+	EVENT_PATH_BUDGET_BLOCKED,      /* a challenge held back: 3x what the address sent */
+	EVENT_PATH_VALIDATED,           /* a new address answered: it is the endpoint now */
+	EVENT_PATH_FAILED,              /* a new address never answered: the endpoint stayed */
+	EVENT_PATH_RESPONSE_SENT,       /* we answered the peer's challenge */
+	EVENT_PATH_RESPONSE_STALE,      /* a response that answers no running probe */
 	EVENT__MAX
 };
 

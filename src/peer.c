@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/rand.h>
+
 #include "conf.h"
 #include "dtls.h"
 #include "gue.h"
@@ -346,26 +348,61 @@ peer_local(const struct peer *p)
 
 void
 peer_authenticated_rx(struct peer *p, struct session *s, const union sockaddr_union *from,
-    const struct ipaddr *local, uint64_t seq, uint64_t now)
+    const struct ipaddr *local, uint64_t seq, size_t wire_len, uint64_t now)
 {
+	struct path_probe *pp = &p->probe;
+	uint8_t token[PATH_TOKEN_LEN];
 	char a[UTIL_ADDRSTRLEN], b[UTIL_ADDRSTRLEN];
 
 	if (seq <= s->max_seq && s->max_seq)
 		return;
 	s->max_seq = seq;
-	if (local && local->family)
-		s->local = *local;
-	if (util_sa_equal(&s->addr, from))
+	if (util_sa_equal(&s->addr, from)) {
+		if (local && local->family)
+			s->local = *local;
+		return;
+	}
+	/* Only the session we send on moves, and only to an address that
+	 * answers a challenge: a source rewritten on the way must not
+	 * point our traffic at someone else. */
+	if (s != p->cur)
+		return;
+	if (pp->state == PATH_PROBING && pp->session_id == s->id &&
+	    util_sa_equal(&pp->addr, from)) {
+		path_received(pp, wire_len);
+		return;
+	}
+	if (RAND_bytes(token, sizeof(token)) != 1)
 		return;
 	if (now - p->roam_log_ms >= ROAM_LOG_MS) {
-		log_info("peer \"%s\": endpoint %s -> %s", p->name, util_sa_fmt(&s->addr, a, sizeof(a)),
-		    util_sa_fmt(from, b, sizeof(b)));
+		log_info("peer \"%s\": records from %s (endpoint %s): validating the new address",
+		    p->name, util_sa_fmt(from, b, sizeof(b)), util_sa_fmt(&s->addr, a, sizeof(a)));
 		p->roam_log_ms = now;
 	}
-	s->addr = *from;
-	dtls_sess_set_peer_addr(s->dtls, from);
-	if (p->cur == s)
-		p->endpoint = *from;
+	path_start(pp, s->id, from, local, token, wire_len);
+	peer_timers_path_due(p, now);
+}
+
+void
+peer_path_response(struct peer *p, struct session *s, const uint8_t *token, uint64_t now)
+{
+	struct path_probe *pp = &p->probe;
+	char a[UTIL_ADDRSTRLEN], b[UTIL_ADDRSTRLEN];
+
+	(void)now;
+	if (s != p->cur || pp->session_id != s->id || !path_answered(pp, token)) {
+		p->events[EVENT_PATH_RESPONSE_STALE]++;
+		return;
+	}
+	p->events[EVENT_PATH_VALIDATED]++;
+	log_info("peer \"%s\": endpoint %s -> %s", p->name, util_sa_fmt(&s->addr, a, sizeof(a)),
+	    util_sa_fmt(&pp->addr, b, sizeof(b)));
+	s->addr = pp->addr;
+	s->local = pp->local;
+	dtls_sess_set_peer_addr(s->dtls, &pp->addr);
+	p->endpoint = pp->addr;
+	path_reset(pp);
+	peer_timers_path_due(p, now);   /* nothing due: disarms */
 }
 
 /* The host's addresses or default route changed: the path to every peer

@@ -11,6 +11,7 @@
 
 #include "drop.h"
 #include "events.h"
+#include "path.h"
 #include "peer_fsm.h"
 #include "util.h"
 
@@ -61,6 +62,9 @@ struct peer {
 	uint64_t hs_retry_ms;              /* no new handshake before this */
 	bool reconnect;                    /* retry handshakes even with nothing to send */
 	uint64_t roam_log_ms;              /* rate limit of the roaming log line */
+	/* A new address the current session's records came from, being
+	 * validated before it becomes the endpoint (path.h). */
+	struct path_probe probe;
 	uint64_t hs_log_ms;                /* ... of a failed handshake from its endpoint */
 	/* Why the peer is not up, for `touctl show`: the last handshake
 	 * failure ("" once a session is up), and when the next handshake
@@ -82,6 +86,7 @@ struct peer {
 	struct event *ev_rekey;
 	struct event *ev_dead;             /* sent, unanswered */
 	struct event *ev_passive;          /* received data, not yet answered */
+	struct event *ev_path;             /* the next path challenge or verdict */
 };
 
 /* Create a peer from its configuration: endpoint (a literal address, or a
@@ -126,11 +131,15 @@ void peer_event(struct peer *p, enum peer_event e);
 void peer_report_status(struct toud *t);
 /* The source address for what we send p (NULL: the kernel chooses). */
 const struct ipaddr *peer_local(const struct peer *p);
-/* The roaming rule (DESIGN 5): a record of session s from `from`, received
- * at our address `local`, authenticated with record number seq.  Adopt the
- * new address only if the record is newer than every one accepted before. */
+/* The roaming rule (DESIGN 5): a record of session s from `from`, wire_len
+ * bytes on the wire, received at our address `local`, authenticated with
+ * record number seq.  A record newer than every one accepted before that
+ * comes from another address starts validating that address (path.h); the
+ * endpoint moves when peer_path_response() sees the answer. */
 void peer_authenticated_rx(struct peer *p, struct session *s, const union sockaddr_union *from,
-    const struct ipaddr *local, uint64_t seq, uint64_t now);
+    const struct ipaddr *local, uint64_t seq, size_t wire_len, uint64_t now);
+/* A path response (token) arrived on session s. */
+void peer_path_response(struct peer *p, struct session *s, const uint8_t *token, uint64_t now);
 
 /* peer_timers.c: every per-peer timer, armed and disarmed from these
  * hooks named after what happened. */
@@ -168,6 +177,9 @@ void peer_timers_sessions_ended(struct peer *p);
 /* Pure parts of the timers, for tests: the delay until the rekey timer is
  * due again, given a handshake may be running at the deadline. */
 uint64_t peer_timers_rekey_delay(uint64_t established_ms, uint64_t rekey_ms, uint64_t now);
+/* A path probe started, or its timer fired: send the challenge that is
+ * due or give up (peer_timers.c; the timer calls it). */
+void peer_timers_path_due(struct peer *p, uint64_t now);
 /* The dead-peer interval: sent and unanswered this long means dead. */
 uint64_t peer_timers_dead_ms(const struct peer *p);
 

@@ -23,6 +23,9 @@
  *   (reconnect: 1 s after the close).
  * rekey: rekey-time after a session we initiated came up, a new handshake
  *   (rekey-bytes and rekey-records are checked on the send path).
+ * path: while a new address of the peer is validated (path.h), the next
+ *   path challenge after 250, 500, 1000 ms, then the verdict; a challenge
+ *   the amplification budget does not allow is skipped (counted).
  *
  * Session timers (handshake retransmission, drain) belong to handshake.c
  * and session.c.  None of these is touched per packet: each fires,
@@ -358,6 +361,54 @@ peer_timers_reset(struct peer *p)
 	p->unanswered_ms = 0;
 }
 
+static void
+path_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct peer *p = arg;
+
+	(void)fd;
+	(void)what;
+	peer_timers_path_due(p, toud_now(p->toud));
+}
+
+void
+peer_timers_path_due(struct peer *p, uint64_t now)
+{
+	struct path_probe *pp = &p->probe;
+	struct session *s = p->cur;
+	char a[UTIL_ADDRSTRLEN], b[UTIL_ADDRSTRLEN];
+
+	if (pp->state == PATH_PROBING && (!s || s->id != pp->session_id))
+		path_reset(pp);         /* the session it was for is gone */
+	switch (path_due(pp, now)) {
+	case PATH_DUE_NOTHING:
+		break;
+	case PATH_DUE_CHALLENGE:
+		if (!path_may_send(pp, TX_PATH_WIRE_MAX)) {
+			p->events[EVENT_PATH_BUDGET_BLOCKED]++;
+			path_sent(pp, 0, now);
+		} else if (tx_path_message(s, GUE_CTYPE_CHALLENGE, pp->token, &pp->addr,
+		    &pp->local) == 0) {
+			p->events[EVENT_PATH_CHALLENGE_SENT]++;
+			path_sent(pp, TX_PATH_WIRE_MAX, now);
+		} else {
+			path_sent(pp, 0, now);
+		}
+		break;
+	case PATH_DUE_FAILED:
+		p->events[EVENT_PATH_FAILED]++;
+		log_warnx("peer \"%s\": %s did not answer %u path challenges: the endpoint stays %s",
+		    p->name, util_sa_fmt(&pp->addr, a, sizeof(a)), pp->tries,
+		    util_sa_fmt(&s->addr, b, sizeof(b)));
+		path_reset(pp);
+		break;
+	}
+	if (pp->state == PATH_PROBING)
+		arm(p->ev_path, pp->next_ms > now ? pp->next_ms - now : 0);
+	else
+		evtimer_del(p->ev_path);
+}
+
 int
 peer_timers_init(struct peer *p)
 {
@@ -368,7 +419,10 @@ peer_timers_init(struct peer *p)
 	p->ev_rekey = evtimer_new(base, rekey_cb, p);
 	p->ev_dead = evtimer_new(base, dead_cb, p);
 	p->ev_passive = evtimer_new(base, passive_cb, p);
-	if (!p->ev_liveness || !p->ev_retry || !p->ev_rekey || !p->ev_dead || !p->ev_passive)
+	p->ev_path = evtimer_new(base, path_cb, p);
+	path_reset(&p->probe);
+	if (!p->ev_liveness || !p->ev_retry || !p->ev_rekey || !p->ev_dead || !p->ev_passive ||
+	    !p->ev_path)
 		return -ENOMEM;
 	if (p->cf->keepalive) {
 		p->ev_keepalive = evtimer_new(base, keepalive_cb, p);
@@ -411,6 +465,8 @@ peer_timers_free(struct peer *p)
 		event_free(p->ev_dead);
 	if (p->ev_passive)
 		event_free(p->ev_passive);
+	if (p->ev_path)
+		event_free(p->ev_path);
 	p->ev_keepalive = p->ev_liveness = p->ev_retry = p->ev_rekey = p->ev_dead = NULL;
-	p->ev_passive = NULL;
+	p->ev_passive = p->ev_path = NULL;
 }

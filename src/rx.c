@@ -158,13 +158,47 @@ compact_pick(struct toud *t, struct peer *p, uint8_t proto, const uint8_t *seg, 
 	}
 }
 
-/* An inner GUE payload from p (decrypted, or a plain datagram): control
- * message, compact segment (IP header rebuilt in the bytes before buf,
- * which must have room for it) or whole IP packet, to the TUN.  wire_len,
- * the UDP payload it came in, is what rx_bytes counts (as tx_bytes does). */
+/* A control message from p, in session s (NULL: encryption = none) of
+ * datagram m.  A path challenge is answered where it came from, to the
+ * address and from the local address of its datagram, whatever the
+ * session's own: that is what proves the path (path.h). */
 static void
-rx_inner(struct toud *t, struct peer *p, uint8_t *buf, size_t len, size_t wire_len, uint8_t tos,
-    uint64_t now)
+rx_control(struct toud *t, struct peer *p, struct session *s, const struct udp_msg *m,
+    const struct gue_inner *in, uint64_t now)
+{
+	switch (in->proto) {
+	case GUE_CTYPE_KEEPALIVE:
+		p->events[EVENT_KEEPALIVE_RECEIVED]++;
+		/* Answer a keepalive when we have been quiet, so the sender's
+		 * liveness check sees us (it would call a quiet peer dead);
+		 * the sender has just sent, so it does not answer back. */
+		if (now - p->last_tx_ms >= RX_KEEPALIVE_ECHO_MS)
+			tx_control(t, p, GUE_CTYPE_KEEPALIVE, NULL, 0);
+		return;
+	case GUE_CTYPE_CHALLENGE:
+		if ((s ? tx_path_message(s, GUE_CTYPE_RESPONSE, in->payload, &m->peer, &m->local) :
+		    tx_control(t, p, GUE_CTYPE_RESPONSE, in->payload, in->len)) == 0)
+			p->events[EVENT_PATH_RESPONSE_SENT]++;
+		return;
+	case GUE_CTYPE_RESPONSE:
+		if (s)
+			peer_path_response(p, s, in->payload, now);
+		else
+			p->events[EVENT_PATH_RESPONSE_STALE]++;
+		return;
+	default:
+		return;
+	}
+}
+
+/* An inner GUE payload from p (decrypted, or a plain datagram m; s is its
+ * session, NULL with encryption = none): control message, compact segment
+ * (IP header rebuilt in the bytes before buf, which must have room for it)
+ * or whole IP packet, to the TUN.  wire_len, the UDP payload it came in, is
+ * what rx_bytes counts (as tx_bytes does). */
+static void
+rx_inner(struct toud *t, struct peer *p, struct session *s, const struct udp_msg *m,
+    uint8_t *buf, size_t len, size_t wire_len, uint8_t tos, uint64_t now)
 {
 	struct gue_inner in;
 	enum gue_err gerr;
@@ -177,13 +211,7 @@ rx_inner(struct toud *t, struct peer *p, uint8_t *buf, size_t len, size_t wire_l
 	switch (in.kind) {
 	case GUE_KIND_CONTROL:
 		peer_rx(p, wire_len, now);
-		if (in.proto == GUE_CTYPE_KEEPALIVE)
-			p->events[EVENT_KEEPALIVE_RECEIVED]++;
-		/* Answer a keepalive when we have been quiet, so the sender's
-		 * liveness check sees us (it would call a quiet peer dead);
-		 * the sender has just sent, so it does not answer back. */
-		if (in.proto == GUE_CTYPE_KEEPALIVE && now - p->last_tx_ms >= RX_KEEPALIVE_ECHO_MS)
-			tx_control(t, p, GUE_CTYPE_KEEPALIVE, NULL, 0);
+		rx_control(t, p, s, m, &in, now);
 		return;
 	case GUE_KIND_IP:
 		peer_timers_data_received(p, now);
@@ -289,9 +317,9 @@ rx_dtls(struct rx *x, struct udp_msg *m, uint64_t now)
 			count_drop(t, NULL, DROP_NO_SESSION_PEER, 1);
 			return;
 		}
-		peer_authenticated_rx(p, s, &m->peer, &m->local, seq, now);
+		peer_authenticated_rx(p, s, &m->peer, &m->local, seq, m->len, now);
 		peer_timers_authenticated_rx(p, now);
-		rx_inner(t, p, out, outlen, m->len, m->tos, now);
+		rx_inner(t, p, s, m, out, outlen, m->len, m->tos, now);
 		return;
 	case SESSION_FAILED:
 		rx_handshake_failed(s, s->peer ? "refused" : "unknown key");
@@ -341,7 +369,7 @@ rx_datagram(struct rx *x, struct udp_msg *m, uint64_t now)
 	if (m->local.family)
 		p->local = m->local;
 	peer_timers_authenticated_rx(p, now);
-	rx_inner(t, p, m->buf, m->len, m->len, m->tos, now);
+	rx_inner(t, p, NULL, m, m->buf, m->len, m->len, m->tos, now);
 }
 
 /* A UDP_GRO buffer: its datagrams one by one, in place. */

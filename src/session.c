@@ -186,3 +186,17 @@ session_seal(struct session *s, const uint8_t *payload, size_t len, uint8_t tos)
 		s->bytes += len;
 	return rc;
 }
+
+int
+session_seal_to(struct session *s, const uint8_t *payload, size_t len,
+    const union sockaddr_union *to, const struct ipaddr *local)
+{
+	int rc;
+
+	s->tx_to = to;
+	s->tx_local = local;
+	rc = session_seal(s, payload, len, 0);
+	s->tx_to = NULL;
+	s->tx_local = NULL;
+	return rc;
+}

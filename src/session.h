@@ -48,6 +48,10 @@ struct session {
 	uint64_t unanswered_ms;         /* first send since the last authenticated record */
 	unsigned early_dropped;         /* data records dropped before established (rx.c counts) */
 	uint8_t tx_tos;                 /* ECN of the packet being sealed (read by the output callback) */
+	/* Where the record being sealed goes instead of addr, from which
+	 * local address (session_seal_to; read by the output callback). */
+	const union sockaddr_union *tx_to;
+	const struct ipaddr *tx_local;
 	uint64_t hs_rx, hs_tx;          /* server, until established: the amplification budget */
 	struct event *ev_timer;         /* handshake.c: retransmission and handshake deadline */
 	struct event *ev_drain;         /* drain deadline once replaced */
@@ -88,5 +92,9 @@ enum session_result session_open(struct session *s, const uint8_t *rec, size_t l
 /* Seal one inner payload; the record leaves through the session's output
  * callback before this returns.  0 or -errno. */
 int session_seal(struct session *s, const uint8_t *payload, size_t len, uint8_t tos);
+/* The same, to another address than the session's (a path challenge or
+ * response). */
+int session_seal_to(struct session *s, const uint8_t *payload, size_t len,
+    const union sockaddr_union *to, const struct ipaddr *local);
 
 #endif

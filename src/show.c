@@ -255,6 +255,16 @@ show_cipher(const struct peer *p)
 	return p->cur && p->cur->dtls ? dtls_sess_cipher(p->cur->dtls) : NULL;
 }
 
+/* The path state of p's current session (a probe of another session's
+ * address is over). */
+static enum path_state
+show_path(const struct peer *p)
+{
+	if (p->probe.state == PATH_PROBING && p->cur && p->cur->id == p->probe.session_id)
+		return PATH_PROBING;
+	return PATH_VALIDATED;
+}
+
 static void
 show_json_peer(FILE *b, const struct peer *p, uint64_t now_ms)
 {
@@ -314,6 +324,13 @@ show_json_peer(FILE *b, const struct peer *p, uint64_t now_ms)
 	fputs(",\n      \"next_attempt\": ", b);
 	if (show_next_attempt(p, now_ms, &v))
 		fprintf(b, "%" PRIu64, v);
+	else
+		fputs("null", b);
+	fputs(",\n      \"path_state\": ", b);
+	show_json_str(b, path_state_name(show_path(p)));
+	fputs(",\n      \"path_probing\": ", b);
+	if (show_path(p) == PATH_PROBING)
+		show_json_str(b, util_sa_fmt(&p->probe.addr, buf, sizeof(buf)));
 	else
 		fputs("null", b);
 	fputs("\n    }", b);
@@ -489,6 +506,8 @@ show_text_peer(FILE *b, const struct peer *p, uint64_t now_ms)
 		fprintf(b, "  next attempt: in %" PRIu64 " second%s\n", v, v == 1 ? "" : "s");
 	if (show_session_id(p, buf, sizeof(buf)))
 		fprintf(b, "  session: %s (%s)\n", buf, dtls_sess_cipher(p->cur->dtls));
+	if (show_path(p) == PATH_PROBING)
+		fprintf(b, "  path: probing %s\n", util_sa_fmt(&p->probe.addr, buf, sizeof(buf)));
 	if (show_last_handshake(p, &v)) {
 		uint64_t wall = util_wall_s();
 

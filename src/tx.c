@@ -310,7 +310,10 @@ tx_session_output(void *arg, const uint8_t *rec, size_t len, const union sockadd
 
 	if (!handshake_may_send(s, len))
 		return;
-	tx_queue_record(s->t->tx, s->id, rec, len, to, &s->local, s->peer, s->tx_tos);
+	if (s->tx_to)
+		tx_queue_record(s->t->tx, s->id, rec, len, s->tx_to, s->tx_local, s->peer, 0);
+	else
+		tx_queue_record(s->t->tx, s->id, rec, len, to, &s->local, s->peer, s->tx_tos);
 }
 
 void
@@ -499,6 +502,19 @@ tx_readable(evutil_socket_t fd, short what, void *arg)
 		if (n)
 			tx_send(t, x->msgs, x->peers, NULL, n);
 	}
+}
+
+int
+tx_path_message(struct session *s, uint8_t ctype, const uint8_t *token,
+    const union sockaddr_union *to, const struct ipaddr *local)
+{
+	uint8_t buf[GUE_WORD_LEN + PATH_TOKEN_LEN];
+
+	if (!s->peer || !s->established)
+		return -ENOTCONN;
+	gue_control_encode(buf, ctype);
+	memcpy(buf + GUE_WORD_LEN, token, PATH_TOKEN_LEN);
+	return session_seal_to(s, buf, sizeof(buf), to, local);
 }
 
 int

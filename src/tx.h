@@ -10,12 +10,21 @@
 struct toud;
 struct peer;
 struct tx;
+struct session;
 
 struct tx *tx_new(struct toud *t);        /* also starts reading the TUN */
 void tx_free(struct tx *x);
 /* Send a control message (gue.h ctype) with an optional body to p (with
  * DTLS: sealed into the output queue, or held while a handshake starts). */
 int tx_control(struct toud *t, struct peer *p, uint8_t ctype, const void *body, size_t len);
+/* A path challenge or response (ctype, an 8-byte token) sealed in session
+ * s and sent to `to` from our address `local` (family 0: the kernel
+ * chooses), whatever the session's own address.  0 or -errno.  At most
+ * TX_PATH_WIRE_MAX bytes go on the wire (outer GUE, DTLS header, AES-GCM
+ * explicit nonce and tag, control word, token). */
+#define TX_PATH_WIRE_MAX (16 + 13 + 8 + 16 + 4 + 8)
+int tx_path_message(struct session *s, uint8_t ctype, const uint8_t *token,
+    const union sockaddr_union *to, const struct ipaddr *local);
 /* dtls_output_fn for a session (arg: struct session *) and for the cookie
  * listener (arg: struct toud *): frame the record and queue it. */
 void tx_session_output(void *arg, const uint8_t *rec, size_t len, const union sockaddr_union *to);

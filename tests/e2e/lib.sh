@@ -535,8 +535,8 @@ show_json() {
 }
 
 # json_get JSON PATH: a field by dotted path; a list of objects is indexed by
-# their "name" ("peers.b.drops.source_not_allowed"); a drop counter that is
-# absent reads as 0.  Strings print bare, null as "null".
+# their "name" ("peers.b.drops.source_not_allowed"); a drop or event counter
+# that is absent reads as 0.  Strings print bare, null as "null".
 json_get() {
 	python3 -c '
 import json, sys
@@ -551,7 +551,7 @@ for i, p in enumerate(parts):
     elif isinstance(cur, dict):
         if p in cur:
             cur = cur[p]
-        elif i > 0 and parts[i - 1] == "drops":
+        elif i > 0 and parts[i - 1] in ("drops", "events"):
             cur = 0
         else:
             sys.exit("json_get: no key %r" % p)

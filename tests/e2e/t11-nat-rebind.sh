@@ -60,6 +60,7 @@ else
 	diag "a new session was made during the rebindings: $sid_s -> $sid"
 fi
 is "$(tq s peers.c.state)" up "the server's peer c is up"
+cmp_ok "$(tq s peers.c.events.path_validated)" -ge 1 "the server moved after the new mapping answered its challenge"
 check "the server reaches the client through the last mapping (ping 10.77.0.1)" \
     ping_all s "$RT_C_TUN" 5
 

@@ -671,10 +671,28 @@ START_TEST(pending_queue_bound)
 }
 END_TEST
 
+/* The records n sent in [first, last) to `to`: how many, and their bytes. */
+static unsigned
+sent_to(const struct node *n, unsigned first, unsigned last, const union sockaddr_union *to,
+    size_t *bytes)
+{
+	unsigned i, k = 0;
+
+	*bytes = 0;
+	for (i = first; i < last; i++) {
+		if (util_sa_equal(&n->out[i].to, to)) {
+			k++;
+			*bytes += n->out[i].len;
+		}
+	}
+	return k;
+}
+
 START_TEST(roaming_rule)
 {
 	struct peer *pb = peer_of(&B);
-	union sockaddr_union x, y;
+	union sockaddr_union x, y, a_addr = A.addr;
+	size_t bytes;
 	unsigned n;
 
 	bring_up();
@@ -685,22 +703,113 @@ START_TEST(roaming_rule)
 	spin(&A);
 	n = A.n_out;
 	ck_assert_uint_eq(n, 2);
-	/* The newer record from a new address: B roams to it. */
+	/* The newer record from a new address is delivered, but B keeps
+	 * sending to the old one and challenges the new one. */
+	B.n_out = 0;
 	deliver_range(&A, &B, 1, 2, &x);
+	spin(&B);
 	ck_assert_int_eq(tun_recv(&B), 12);
-	ck_assert(util_sa_equal(&pb->endpoint, &x));
-	ck_assert(util_sa_equal(&pb->cur->addr, &x));
+	ck_assert(util_sa_equal(&pb->endpoint, &a_addr));
+	ck_assert(util_sa_equal(&pb->cur->addr, &a_addr));
+	ck_assert_int_eq(pb->probe.state, PATH_PROBING);
+	ck_assert_uint_eq(sent_to(&B, 0, B.n_out, &x, &bytes), 1);
+	ck_assert_uint_eq(pb->events[EVENT_PATH_CHALLENGE_SENT], 1);
 	/* The older one, late, from elsewhere: it authenticates and is
-	 * delivered, but moves nothing. */
+	 * delivered, but starts nothing. */
 	deliver_range(&A, &B, 0, 1, &y);
 	ck_assert_int_eq(tun_recv(&B), 11);
-	ck_assert(util_sa_equal(&pb->endpoint, &x));
+	ck_assert(util_sa_equal(&pb->probe.addr, &x));
 	/* A replay from elsewhere: refused, counted, moves nothing. */
 	deliver_range(&A, &B, 1, 2, &y);
 	ck_assert_int_eq(tun_recv(&B), -1);
 	ck_assert_uint_eq(pb->drops[DROP_REPLAY], 1);
-	ck_assert(util_sa_equal(&pb->endpoint, &x));
+	ck_assert(util_sa_equal(&pb->probe.addr, &x));
+	/* A is at x: the challenge reaches it, its answer goes back to
+	 * where the challenge came from, and B moves. */
 	A.n_out = 0;
+	deliver(&B, &A);
+	spin(&A);
+	ck_assert_uint_eq(peer_of(&A)->events[EVENT_PATH_RESPONSE_SENT], 1);
+	ck_assert_uint_eq(sent_to(&A, 0, A.n_out, &B.addr, &bytes), A.n_out);
+	deliver_range(&A, &B, 0, A.n_out, &x);
+	A.n_out = 0;
+	ck_assert_uint_eq(pb->events[EVENT_PATH_VALIDATED], 1);
+	ck_assert_int_eq(pb->probe.state, PATH_VALIDATED);
+	ck_assert(util_sa_equal(&pb->endpoint, &x));
+	ck_assert(util_sa_equal(&pb->cur->addr, &x));
+}
+END_TEST
+
+/* A record of A (a keepalive, the smallest there is) whose source was
+ * rewritten to x on the way: x never answers, B keeps A's endpoint, sends
+ * x at most three times what came from it (so not every challenge), and
+ * gives up after the last one. */
+START_TEST(path_unanswered_keeps_endpoint)
+{
+	struct peer *pb = peer_of(&B);
+	union sockaddr_union x, a_addr = A.addr;
+	size_t to_x, from_x;
+	unsigned i;
+
+	bring_up();
+	sa_set(&x, "198.51.100.7", 7000);
+	A.n_out = 0;
+	ck_assert_int_eq(tx_control(&A.t, peer_of(&A), GUE_CTYPE_KEEPALIVE, NULL, 0), 0);
+	spin(&A);
+	ck_assert_uint_eq(A.n_out, 1);
+	from_x = A.out[0].len;
+	B.n_out = 0;
+	deliver_range(&A, &B, 0, 1, &x);
+	A.n_out = 0;
+	spin(&B);
+	ck_assert_int_eq(pb->probe.state, PATH_PROBING);
+	for (i = 0; i < 20 && pb->probe.state == PATH_PROBING; i++) {
+		fake_now += 1000;
+		peer_timers_path_due(pb, fake_now);
+		spin(&B);
+	}
+	ck_assert_int_eq(pb->probe.state, PATH_VALIDATED);
+	ck_assert_uint_eq(pb->events[EVENT_PATH_FAILED], 1);
+	ck_assert_uint_eq(pb->events[EVENT_PATH_VALIDATED], 0);
+	ck_assert_uint_ge(pb->events[EVENT_PATH_BUDGET_BLOCKED], 1);
+	sent_to(&B, 0, B.n_out, &x, &to_x);
+	ck_assert_uint_gt(to_x, 0);
+	ck_assert_uint_le(to_x, 3 * from_x);
+	ck_assert(util_sa_equal(&pb->endpoint, &a_addr));
+	/* The tunnel still works on the old path. */
+	ck_assert_uint_eq(sent_to(&B, 0, B.n_out, &x, &to_x), 2);
+	B.n_out = 0;
+	tun_send(&B, false, 22);
+	pump();
+	ck_assert_int_eq(tun_recv(&A), 22);
+}
+END_TEST
+
+/* A response that answers no probe (a forged token, or a late one) moves
+ * nothing and is counted. */
+START_TEST(path_response_must_match)
+{
+	struct peer *pb = peer_of(&B);
+	union sockaddr_union x, a_addr = A.addr;
+	uint8_t wrong[PATH_TOKEN_LEN] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+
+	bring_up();
+	sa_set(&x, "198.51.100.7", 7000);
+	tun_send(&A, true, 31);
+	spin(&A);
+	deliver_range(&A, &B, 0, 1, &x);
+	A.n_out = 0;
+	B.n_out = 0;
+	ck_assert_int_eq(tun_recv(&B), 31);
+	/* A answers with the wrong token (as if it had made one up). */
+	ck_assert_int_eq(tx_path_message(peer_of(&A)->cur, GUE_CTYPE_RESPONSE, wrong, &B.addr,
+	    NULL), 0);
+	spin(&A);
+	deliver_range(&A, &B, 0, A.n_out, &x);
+	A.n_out = 0;
+	ck_assert_uint_eq(pb->events[EVENT_PATH_RESPONSE_STALE], 1);
+	ck_assert_int_eq(pb->probe.state, PATH_PROBING);
+	ck_assert(util_sa_equal(&pb->endpoint, &a_addr));
 }
 END_TEST
 
@@ -974,6 +1083,8 @@ peer_suite(void)
 	tcase_add_test(tc, keepalives_start_no_handshake);
 	tcase_add_test(tc, pending_queue_bound);
 	tcase_add_test(tc, roaming_rule);
+	tcase_add_test(tc, path_unanswered_keeps_endpoint);
+	tcase_add_test(tc, path_response_must_match);
 	tcase_add_test(tc, reload_changes_key);
 	tcase_add_test(tc, reload_removes_peer_mid_handshake);
 	tcase_add_test(tc, send_error_forgets_local);
