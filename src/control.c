@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -23,6 +24,7 @@
 
 #include "control.h"
 #include "log.h"
+#include "peer.h"
 #include "toud.h"
 #include "util.h"
 
@@ -36,6 +38,9 @@ struct control_conn {
 	struct control *c;
 	struct bufferevent *bev;
 	bool busy;                      /* over the limit: told so, nothing else */
+	/* ping: the peer whose answer the reply waits for, since when (us) */
+	struct peer *ping_peer;
+	uint64_t ping_start_us;
 };
 
 struct control {
@@ -120,6 +125,8 @@ control_free_reply(const void *data, size_t len, void *arg)
 static void
 control_conn_free(struct control_conn *cc)
 {
+	if (cc->ping_peer)
+		peer_ping_cancel(cc->ping_peer);
 	LIST_REMOVE(cc, entry);
 	cc->c->n_conns--;
 	bufferevent_free(cc->bev);      /* closes the socket */
@@ -233,6 +240,60 @@ control_show(struct control *c, char **argv, int argc)
 	return out;
 }
 
+static uint64_t
+control_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+static void
+control_ping_answer(void *arg, bool answered)
+{
+	struct control_conn *cc = arg;
+	struct peer *p = cc->ping_peer;
+	char a[UTIL_ADDRSTRLEN], *out;
+
+	cc->ping_peer = NULL;
+	if (!answered) {
+		control_conn_reply(cc, control_error("no answer from peer '%s' within %d s",
+		    p->name, PEER_PING_TIMEOUT_MS / 1000));
+		return;
+	}
+	if (asprintf(&out, "ok\nreply from %s (%s): time=%.3f ms\n", p->name,
+	    p->has_endpoint ? util_sa_fmt(&p->endpoint, a, sizeof(a)) : "?",
+	    (double)(control_now_us() - cc->ping_start_us) / 1000) < 0)
+		out = NULL;
+	control_conn_reply(cc, out);
+}
+
+/* ping PEER: a path challenge on the peer's current path; the reply waits
+ * for the response (or its timeout).  NULL when it waits. */
+static char *
+control_ping(struct control_conn *cc, char **argv, int argc)
+{
+	struct peer *p;
+	char q[64];
+	int r;
+
+	if (argc != 2)
+		return control_error("usage: ping PEER");
+	if (!(p = peer_find_by_name(cc->c->t, argv[1])))
+		return control_error("no such peer '%s'", control_quote(argv[1], q, sizeof(q)));
+	cc->ping_start_us = control_now_us();
+	if ((r = peer_ping(p, control_ping_answer, cc)) < 0) {
+		if (r == -ENOTCONN)
+			return control_error("peer '%s' has no session", p->name);
+		if (r == -EBUSY)
+			return control_error("peer '%s': a ping is already in flight", p->name);
+		return control_error("ping %s: %s", p->name, strerror(-r));
+	}
+	cc->ping_peer = p;
+	return NULL;
+}
+
 static char *
 control_reload(struct control *c, int argc)
 {
@@ -247,10 +308,12 @@ control_reload(struct control *c, int argc)
 	return strdup("ok\n");
 }
 
-/* Handle one request line (NUL-terminated, newline stripped). */
+/* Handle one request line (NUL-terminated, newline stripped).  NULL
+ * with cc->ping_peer set: the reply comes later. */
 static char *
-control_dispatch(struct control *c, char *line)
+control_dispatch(struct control_conn *cc, char *line)
 {
+	struct control *c = cc->c;
 	char *argv[8], *save = NULL, *tok, q[64];
 	int argc = 0;
 
@@ -266,6 +329,8 @@ control_dispatch(struct control *c, char *line)
 		return control_show(c, argv, argc);
 	if (strcmp(argv[0], "reload") == 0)
 		return control_reload(c, argc);
+	if (strcmp(argv[0], "ping") == 0)
+		return control_ping(cc, argv, argc);
 	return control_error("unknown command '%s'", control_quote(argv[0], q, sizeof(q)));
 }
 
@@ -274,7 +339,7 @@ control_dispatch(struct control *c, char *line)
 static void
 control_conn_request(struct control_conn *cc, const char *line, size_t len)
 {
-	char *copy;
+	char *copy, *out;
 
 	if (len >= CONTROL_LINE_MAX)
 		control_conn_reply(cc, control_error("request too long"));
@@ -285,8 +350,12 @@ control_conn_request(struct control_conn *cc, const char *line, size_t len)
 	else if (!(copy = strdup(line)))
 		control_conn_reply(cc, NULL);
 	else {
-		control_conn_reply(cc, control_dispatch(cc->c, copy));
+		out = control_dispatch(cc, copy);
 		free(copy);
+		if (cc->ping_peer)
+			bufferevent_disable(cc->bev, EV_READ);  /* the answer will come */
+		else
+			control_conn_reply(cc, out);
 	}
 }
 

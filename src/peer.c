@@ -123,6 +123,7 @@ peer_free(struct peer *p)
 	if (!p)
 		return;
 	resolve_cancel(p);
+	peer_ping_done(p, false);
 	while (p->cur || p->next || p->prev)
 		session_free(p->cur ? p->cur : p->next ? p->next : p->prev);
 	if (p->toud->tx)
@@ -383,13 +384,55 @@ peer_authenticated_rx(struct peer *p, struct session *s, const union sockaddr_un
 	peer_timers_path_due(p, now);
 }
 
+int
+peer_ping(struct peer *p, peer_ping_fn *fn, void *arg)
+{
+	struct session *s = p->cur;
+	int r;
+
+	if (!s || !s->established)
+		return -ENOTCONN;
+	if (p->ping_fn)
+		return -EBUSY;
+	if (RAND_bytes(p->ping_token, sizeof(p->ping_token)) != 1)
+		return -EIO;
+	if ((r = tx_path_message(s, GUE_CTYPE_CHALLENGE, p->ping_token, &s->addr, &s->local)) < 0)
+		return r;
+	p->ping_fn = fn;
+	p->ping_arg = arg;
+	peer_timers_ping_sent(p);
+	return 0;
+}
+
+void
+peer_ping_done(struct peer *p, bool answered)
+{
+	peer_ping_fn *fn = p->ping_fn;
+	void *arg = p->ping_arg;
+
+	peer_ping_cancel(p);
+	if (fn)
+		fn(arg, answered);
+}
+
+void
+peer_ping_cancel(struct peer *p)
+{
+	p->ping_fn = NULL;
+	p->ping_arg = NULL;
+	peer_timers_ping_done(p);
+}
+
 void
 peer_path_response(struct peer *p, struct session *s, const uint8_t *token, uint64_t now)
 {
 	struct path_probe *pp = &p->probe;
 	char a[UTIL_ADDRSTRLEN], b[UTIL_ADDRSTRLEN];
 
-	(void)now;
+	if (p->ping_fn && s == p->cur && memcmp(token, p->ping_token, PATH_TOKEN_LEN) == 0) {
+		peer_ping_done(p, true);
+		return;
+	}
 	if (s != p->cur || pp->session_id != s->id || !path_answered(pp, token)) {
 		p->events[EVENT_PATH_RESPONSE_STALE]++;
 		return;

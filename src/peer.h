@@ -22,6 +22,11 @@ struct session;
 struct evdns_getaddrinfo_request;
 
 #define PEER_PENDING_MAX 32        /* packets held while a handshake runs */
+#define PEER_PING_TIMEOUT_MS 2000  /* touctl ping: no response by then is a loss */
+
+/* touctl ping's answer: the response came (answered), or not in time, or
+ * the peer went away. */
+typedef void peer_ping_fn(void *arg, bool answered);
 
 
 struct peer {
@@ -65,6 +70,11 @@ struct peer {
 	/* A new address the current session's records came from, being
 	 * validated before it becomes the endpoint (path.h). */
 	struct path_probe probe;
+	/* touctl ping: the token of the challenge in flight and whom to
+	 * tell (NULL: none in flight). */
+	uint8_t ping_token[PATH_TOKEN_LEN];
+	peer_ping_fn *ping_fn;
+	void *ping_arg;
 	uint64_t hs_log_ms;                /* ... of a failed handshake from its endpoint */
 	/* Why the peer is not up, for `touctl show`: the last handshake
 	 * failure ("" once a session is up), and when the next handshake
@@ -87,6 +97,7 @@ struct peer {
 	struct event *ev_dead;             /* sent, unanswered */
 	struct event *ev_passive;          /* received data, not yet answered */
 	struct event *ev_path;             /* the next path challenge or verdict */
+	struct event *ev_ping;             /* touctl ping's deadline */
 };
 
 /* Create a peer from its configuration: endpoint (a literal address, or a
@@ -140,6 +151,15 @@ void peer_authenticated_rx(struct peer *p, struct session *s, const union sockad
     const struct ipaddr *local, uint64_t seq, size_t wire_len, uint64_t now);
 /* A path response (token) arrived on session s. */
 void peer_path_response(struct peer *p, struct session *s, const uint8_t *token, uint64_t now);
+/* touctl ping: send a path challenge on the current session's path; fn
+ * is called once, when the response arrives, after PEER_PING_TIMEOUT_MS,
+ * or when the peer is freed.  -ENOTCONN without a session, -EBUSY while
+ * another ping is in flight. */
+int peer_ping(struct peer *p, peer_ping_fn *fn, void *arg);
+/* End the ping in flight, telling its caller (answered or not). */
+void peer_ping_done(struct peer *p, bool answered);
+/* Forget the caller of the ping in flight without telling it (it went away). */
+void peer_ping_cancel(struct peer *p);
 
 /* peer_timers.c: every per-peer timer, armed and disarmed from these
  * hooks named after what happened. */
@@ -180,6 +200,9 @@ uint64_t peer_timers_rekey_delay(uint64_t established_ms, uint64_t rekey_ms, uin
 /* A path probe started, or its timer fired: send the challenge that is
  * due or give up (peer_timers.c; the timer calls it). */
 void peer_timers_path_due(struct peer *p, uint64_t now);
+/* touctl ping sent a challenge / it ended. */
+void peer_timers_ping_sent(struct peer *p);
+void peer_timers_ping_done(struct peer *p);
 /* The dead-peer interval: sent and unanswered this long means dead. */
 uint64_t peer_timers_dead_ms(const struct peer *p);
 

@@ -23,6 +23,7 @@
  *   (reconnect: 1 s after the close).
  * rekey: rekey-time after a session we initiated came up, a new handshake
  *   (rekey-bytes and rekey-records are checked on the send path).
+ * ping: touctl ping's deadline, PEER_PING_TIMEOUT_MS after its challenge.
  * path: while a new address of the peer is validated (path.h), the next
  *   path challenge after 250, 500, 1000 ms, then the verdict; a challenge
  *   the amplification budget does not allow is skipped (counted).
@@ -409,6 +410,27 @@ peer_timers_path_due(struct peer *p, uint64_t now)
 		evtimer_del(p->ev_path);
 }
 
+static void
+ping_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	peer_ping_done(arg, false);
+}
+
+void
+peer_timers_ping_sent(struct peer *p)
+{
+	arm(p->ev_ping, PEER_PING_TIMEOUT_MS);
+}
+
+void
+peer_timers_ping_done(struct peer *p)
+{
+	if (p->ev_ping)
+		evtimer_del(p->ev_ping);
+}
+
 int
 peer_timers_init(struct peer *p)
 {
@@ -420,9 +442,10 @@ peer_timers_init(struct peer *p)
 	p->ev_dead = evtimer_new(base, dead_cb, p);
 	p->ev_passive = evtimer_new(base, passive_cb, p);
 	p->ev_path = evtimer_new(base, path_cb, p);
+	p->ev_ping = evtimer_new(base, ping_cb, p);
 	path_reset(&p->probe);
 	if (!p->ev_liveness || !p->ev_retry || !p->ev_rekey || !p->ev_dead || !p->ev_passive ||
-	    !p->ev_path)
+	    !p->ev_path || !p->ev_ping)
 		return -ENOMEM;
 	if (p->cf->keepalive) {
 		p->ev_keepalive = evtimer_new(base, keepalive_cb, p);
@@ -467,6 +490,8 @@ peer_timers_free(struct peer *p)
 		event_free(p->ev_passive);
 	if (p->ev_path)
 		event_free(p->ev_path);
+	if (p->ev_ping)
+		event_free(p->ev_ping);
 	p->ev_keepalive = p->ev_liveness = p->ev_retry = p->ev_rekey = p->ev_dead = NULL;
-	p->ev_passive = p->ev_path = NULL;
+	p->ev_passive = p->ev_path = p->ev_ping = NULL;
 }

@@ -32,6 +32,7 @@ usage(FILE *f, int status)
 	    "commands:\n"
 	    "  show [PEER] [--json]   interface and peer state\n"
 	    "  reload                 re-read the configuration (as SIGHUP); fails if refused\n"
+	    "  ping PEER [-c N]       path challenges to the peer, with round-trip times\n"
 	    "  genkey [--force] DIR   write DIR/key.pem and DIR/cert.pem, print the fingerprint\n"
 	    "  fingerprint CERT       print a certificate's fingerprint\n"
 	    "default socket: %s; -i NAME: %s/NAME.sock (toud -i NAME)\n",
@@ -230,6 +231,58 @@ touctl_show(const char *path, int argc, char **argv)
 	return touctl_run(path, req);
 }
 
+/* ping PEER [-c N]: N path challenges a second apart over the peer's
+ * current path (through the tunnel's encryption, not the inner network);
+ * exit 0 if any was answered. */
+static int
+touctl_ping(const char *path, int argc, char **argv)
+{
+	const char *peer = NULL;
+	unsigned long count = 3, i, answered = 0;
+	char req[96], *reply, *end;
+	size_t len;
+	int a;
+
+	for (a = 1; a < argc; a++) {
+		if (strcmp(argv[a], "-c") == 0 && a + 1 < argc) {
+			errno = 0;
+			count = strtoul(argv[++a], &end, 10);
+			if (errno || *end || count == 0 || count > 100000 || argv[a][0] == '-') {
+				fprintf(stderr, "touctl: ping: -c wants a count from 1, not '%s'\n",
+				    argv[a]);
+				exit(2);
+			}
+		} else if (argv[a][0] == '-' || peer) {
+			usage(stderr, 2);
+		} else if (!touctl_valid_peer(argv[a])) {
+			fprintf(stderr, "touctl: ping: invalid peer name '%s'\n", argv[a]);
+			exit(2);
+		} else {
+			peer = argv[a];
+		}
+	}
+	if (!peer)
+		usage(stderr, 2);
+	snprintf(req, sizeof(req), "ping %s\n", peer);
+	for (i = 0; i < count; i++) {
+		bool lost;
+
+		if (i > 0)
+			sleep(1);
+		len = touctl_request(path, req, &reply);
+		lost = strncmp(reply, "error: no answer ", 17) == 0;
+		if (touctl_reply(path, reply, len) == 0)
+			answered++;
+		free(reply);
+		if (answered < i + 1 && !lost) {
+			i++;            /* no peer, no session: asking again changes nothing */
+			break;
+		}
+	}
+	printf("%lu sent, %lu answered\n", i, answered);
+	return answered ? 0 : 1;
+}
+
 /* genkey: DIR is made (0700) if missing; an existing identity is
  * replaced only with --force, since every peer pins its fingerprint. */
 static int
@@ -329,6 +382,8 @@ main(int argc, char *argv[])
 
 	if (strcmp(argv[0], "show") == 0)
 		return touctl_show(path, argc, argv);
+	if (strcmp(argv[0], "ping") == 0)
+		return touctl_ping(path, argc, argv);
 	if (strcmp(argv[0], "reload") == 0) {
 		if (argc != 1)
 			usage(stderr, 2);

@@ -63,4 +63,22 @@ rt_fetch_finish "$E2E_DIR/got" "$RT_FILE" 40 "the download completed through the
 is "$(tq s peers.c.state)" up "the server's peer c is up"
 check "the server reaches the client (ping 10.77.0.1)" ping_all s "$RT_C_TUN" 5
 
+# touctl ping: path challenges over the current path, answered by the peer.
+before=$(tq c peers.s.events.path_response_sent)
+out=$("$TOUCTL" -s "$(sock_of s)" ping c -c 2 2>&1)
+is "$?" 0 "touctl ping c succeeds"
+is "$(grep -c "^reply from c ($RT_C_UL:$RT_PORT): time=[0-9.]* ms$" <<<"$out")" 2 "two replies with their round-trip time"
+is "$(tail -n 1 <<<"$out")" "2 sent, 2 answered" "and a summary"
+is "$(( $(tq c peers.s.events.path_response_sent) - before ))" 2 "the client answered both challenges"
+out=$("$TOUCTL" -s "$(sock_of s)" ping nobody 2>&1)
+is "$?/$out" "1/touctl: no such peer 'nobody'
+1 sent, 0 answered" "ping names an unknown peer"
+toud_stop c KILL      # no close message: the server still has the session
+t0=$(date +%s%N)
+out=$("$TOUCTL" -s "$(sock_of s)" ping c -c 1 2>&1)
+rc=$? ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+is "$rc/$out" "1/touctl: no answer from peer 'c' within 2 s
+1 sent, 0 answered" "with the client gone, the ping goes unanswered"
+cmp_ok "$ms" -le 4000 "and says so after the timeout ($ms ms)"
+
 done_testing
