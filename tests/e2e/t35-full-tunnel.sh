@@ -15,8 +15,9 @@
 # addresses); on a's link there is then nothing but the tunnel's UDP to
 # b's endpoint (no TCP, nothing to or from c's addresses), so the tunnel's
 # own datagrams left by the default route instead of looping; a reload
-# that drops ::/0 removes the IPv6 rules and route only; after SIGTERM a's
-# rules and routes of every table are as before toud started.
+# that drops ::/0 removes the IPv6 rules and route only, one that changes
+# table is refused; after SIGTERM a's rules and routes of every table are
+# as before toud started.
 . "$(dirname "$0")/lib.sh"
 need_root
 need_cmd curl tcpdump
@@ -196,6 +197,21 @@ $r6"
 fi
 is "$(route_dev "$C6")" ul0 "after the reload a routes c ($C6) by its own default route"
 ping_check a "$C4" "IPv4 through the tunnel still works after the reload"
+
+# table and fwmark shape the sockets and the rules: a change needs a restart.
+cp "$(conf_file a)" "$E2E_DIR/a.conf.saved"
+sed -i 's|^table = auto$|table = off|' "$(conf_file a)"
+rules_before=$(nsx a ip rule show)
+if out=$("$TOUCTL" -s "$(sock_of a)" reload 2>&1); then
+	not_ok "a reload that changes table is refused" "$out"
+else
+	case $out in
+	*"changing [interface] table needs a restart"*) ok "a reload that changes table is refused: $out";;
+	*) not_ok "a reload that changes table is refused" "$out";;
+	esac
+fi
+is "$(nsx a ip rule show)" "$rules_before" "... and changes no rule"
+cp "$E2E_DIR/a.conf.saved" "$(conf_file a)"
 
 # --- exit --------------------------------------------------------------------
 toud_stop a
