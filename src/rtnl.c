@@ -484,6 +484,18 @@ rtnl_rule_msg(void *buf, size_t cap, bool add, const struct rtnl_rule *rule)
 	return (ssize_t)q.n.nlmsg_len;
 }
 
+/* Build and send one rule request. */
+static int
+rtnl_rule_talk(struct rtnl *r, uint16_t type, uint16_t flags, const struct rtnl_rule *rule)
+{
+	struct rtnl_req q;
+	int err;
+
+	if ((err = rtnl_rule_req(&q, type, flags, rule)) < 0)
+		return err;
+	return rtnl_talk(r, &q);
+}
+
 int
 rtnl_rule_add(struct rtnl *r, const struct rtnl_rule *rule)
 {
@@ -509,12 +521,8 @@ rtnl_rule_add(struct rtnl *r, const struct rtnl_rule *rule)
 int
 rtnl_rule_del(struct rtnl *r, const struct rtnl_rule *rule)
 {
-	struct rtnl_req q;
-	int err;
+	int err = rtnl_rule_talk(r, RTM_DELRULE, 0, rule);
 
-	if ((err = rtnl_rule_req(&q, RTM_DELRULE, 0, rule)) < 0)
-		return err;
-	err = rtnl_talk(r, &q);
 	if (err == 0 || rtnl_gone(err))
 		rtnl_entry_forget(r, RTNL_RULE, 0, NULL, 0, rule);
 	return err;
@@ -540,7 +548,6 @@ rtnl_undo_kind(struct rtnl *r, enum rtnl_kind kind)
 {
 	char buf[UTIL_ADDRSTRLEN + 64];
 	struct rtnl_entry *e;
-	struct rtnl_req q;
 	int err;
 
 	/* The list is newest first: this walks in reverse order of adding. */
@@ -549,11 +556,8 @@ rtnl_undo_kind(struct rtnl *r, enum rtnl_kind kind)
 			continue;
 		if (kind == RTNL_ROUTE)
 			err = rtnl_route_req(r, RTM_DELROUTE, 0, e->ifindex, &e->p, e->table);
-		else if (kind == RTNL_RULE && (err = rtnl_rule_req(&q, RTM_DELRULE, 0,
-		    &e->rule)) == 0)
-			err = rtnl_talk(r, &q);
 		else if (kind == RTNL_RULE)
-			;       /* err says why the request could not be made */
+			err = rtnl_rule_talk(r, RTM_DELRULE, 0, &e->rule);
 		else
 			err = rtnl_addr_req(r, RTM_DELADDR, 0, e->ifindex, &e->p);
 		/* The device may be gone already, and with it the entry. */
