@@ -231,6 +231,21 @@ conf_validate_claims(const struct conf *c, struct conf_error *err)
 	return r;
 }
 
+/* A full tunnel uses its fwmark as its table number: not one of the
+ * kernel's own tables (253 default, 254 main, 255 local). */
+static int
+conf_validate_fwmark(const struct conf *c, struct conf_error *err)
+{
+	const struct conf_iface *i = &c->iface;
+
+	if (!i->fwmark || i->fwmark < CONF_TABLE_MAIN - 1 || i->fwmark > CONF_TABLE_LOCAL ||
+	    (!conf_full_tunnel(c, AF_INET) && !conf_full_tunnel(c, AF_INET6)))
+		return 0;
+	return conf_verr(c, err, i->fwmark_line, "fwmark: %u is the number of one of the "
+	    "kernel's own routing tables, and with table = auto and a prefix of length 0 "
+	    "the fwmark also numbers the tunnel's table; choose another fwmark", i->fwmark);
+}
+
 int
 conf_validate(const struct conf *c, struct conf_error *err)
 {
@@ -259,6 +274,8 @@ conf_validate(const struct conf *c, struct conf_error *err)
 	}
 	if ((r = conf_validate_claims(c, err)) == -ENOMEM)
 		conf_verr(c, err, 0, "out of memory");
+	if (r == 0)
+		r = conf_validate_fwmark(c, err);
 	return r;
 }
 
@@ -507,6 +524,45 @@ conf_instance_apply(struct conf *c, const char *sock)
 		return -ENOMEM;
 	free(c->iface.control);
 	c->iface.control = s;
+	return 0;
+}
+
+bool
+conf_full_tunnel(const struct conf *c, int family)
+{
+	size_t x, y;
+
+	if (c->iface.table != CONF_TABLE_AUTO)
+		return false;
+	for (x = 0; x < c->n_peers; x++)
+		for (y = 0; y < c->peers[x].n_allowed_ips; y++)
+			if (c->peers[x].allowed_ips[y].p.len == 0 &&
+			    c->peers[x].allowed_ips[y].p.addr.family == family)
+				return true;
+	return false;
+}
+
+uint32_t
+conf_route_table(const struct conf_iface *i, const struct ipprefix *p, uint32_t full_table)
+{
+	switch (i->table) {
+	case CONF_TABLE_OFF:
+		return 0;
+	case CONF_TABLE_NUMBER:
+		return i->table_number;
+	case CONF_TABLE_AUTO:
+		break;
+	}
+	return p->len == 0 ? full_table : CONF_TABLE_MAIN;
+}
+
+uint32_t
+conf_effective_fwmark(const struct conf *c, uint32_t full_table)
+{
+	if (c->iface.fwmark)
+		return c->iface.fwmark;
+	if (conf_full_tunnel(c, AF_INET) || conf_full_tunnel(c, AF_INET6))
+		return full_table;
 	return 0;
 }
 

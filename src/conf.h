@@ -43,6 +43,17 @@ enum conf_encryption { CONF_ENC_DTLS, CONF_ENC_NONE };
  * run time if the kernel refuses it; off uses none. */
 enum conf_offload { CONF_OFFLOAD_AUTO, CONF_OFFLOAD_OFF };
 enum conf_family { CONF_FAMILY_BOTH, CONF_FAMILY_V4, CONF_FAMILY_V6 };
+/* table: where the routes for the peers' prefixes go (tou.conf(5)).  auto:
+ * the main table, except that a prefix of length 0 (0.0.0.0/0, ::/0) goes
+ * into a table of its own reached through fwmark rules (a full tunnel);
+ * off: no routes at all; number: every route into that table. */
+enum conf_table { CONF_TABLE_AUTO, CONF_TABLE_OFF, CONF_TABLE_NUMBER };
+/* The kernel's main and local routing tables (RT_TABLE_MAIN, RT_TABLE_LOCAL). */
+#define CONF_TABLE_MAIN 254
+#define CONF_TABLE_LOCAL 255
+/* table = auto: the first table number tried for a full tunnel when no
+ * fwmark is set (the number wg-quick starts from too). */
+#define CONF_TABLE_AUTO_FIRST 51820
 
 /* A value with the line it came from, so later checks can name it. */
 struct conf_prefix {
@@ -93,6 +104,10 @@ struct conf_iface {
 	unsigned session_max_age;          /* seconds; 0 = twice rekey_seconds */
 	uint64_t rekey_bytes;
 	uint64_t rekey_records;            /* under one key, either direction */
+	uint32_t fwmark;                   /* SO_MARK of the UDP sockets; 0 = off */
+	int fwmark_line;
+	enum conf_table table;
+	uint32_t table_number;             /* table = NUMBER */
 };
 
 struct conf {
@@ -153,6 +168,19 @@ int conf_instance_apply(struct conf *c, const char *sock);
 /* The TUN MTU for c: mtu if set, else derived from path_mtu (the
  * arithmetic is in conf.c, and in tou.conf(5)). */
 unsigned conf_tun_mtu(const struct conf *c);
+/* Routing (conf.c, pure).  Whether the peers' prefixes include a prefix of
+ * length 0 of family (AF_INET or AF_INET6) under table = auto: then toud
+ * routes it through a table of its own and fwmark rules (a full tunnel). */
+bool conf_full_tunnel(const struct conf *c, int family);
+/* The routing table the route for prefix p goes into: 0 for none
+ * (table = off), CONF_TABLE_MAIN, table = NUMBER, or full_table for a
+ * prefix of length 0 under table = auto. */
+uint32_t conf_route_table(const struct conf_iface *i, const struct ipprefix *p,
+    uint32_t full_table);
+/* The mark toud puts on its UDP sockets: fwmark if set, else full_table
+ * when the configuration is a full tunnel of either family, else 0. */
+uint32_t conf_effective_fwmark(const struct conf *c, uint32_t full_table);
+
 /* Largest inner packet sizes and header overheads, DESIGN 2.4. */
 #define CONF_OVERHEAD_UDP 8
 #define CONF_OVERHEAD_GUE_OUTER 16

@@ -554,6 +554,90 @@ conf_set_rekey_records(struct conf_parser *p, const struct conf_key *k, const ch
 	    "1K..2^47 records, suffix K, M or G", &p->c->iface.rekey_records);
 }
 
+/* A 32-bit number, decimal or 0x hexadecimal: 0, -EINVAL or -ERANGE. */
+static int
+conf_num32(const char *s, uint32_t *out)
+{
+	uint64_t v = 0;
+	int r;
+
+	if (s[0] != '0' || (s[1] != 'x' && s[1] != 'X')) {
+		if ((r = conf_num(s, UINT32_MAX, &v)) < 0)
+			return r;
+		*out = (uint32_t)v;
+		return 0;
+	}
+	if (s[2] == '\0')
+		return -EINVAL;
+	for (s += 2; *s; s++) {
+		int d;
+
+		if (*s >= '0' && *s <= '9')
+			d = *s - '0';
+		else if (*s >= 'a' && *s <= 'f')
+			d = *s - 'a' + 10;
+		else if (*s >= 'A' && *s <= 'F')
+			d = *s - 'A' + 10;
+		else
+			return -EINVAL;
+		if (v <= UINT32_MAX)      /* saturate: keep scanning for junk */
+			v = v * 16 + (uint64_t)d;
+	}
+	if (v > UINT32_MAX)
+		return -ERANGE;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int
+conf_set_fwmark(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	char q[CONF_QUOTE_MAX + 1];
+	uint32_t mark;
+	int r;
+
+	p->c->iface.fwmark_line = p->line;
+	if (strcasecmp(v, "off") == 0) {
+		p->c->iface.fwmark = 0;
+		return 0;
+	}
+	if ((r = conf_num32(v, &mark)) == -EINVAL)
+		return conf_perr(p, "%s: '%s' is not a number (0..0xffffffff, "
+		    "decimal or 0x hexadecimal, or off)", k->name, conf_quote(v, q, sizeof(q)));
+	if (r < 0)
+		return conf_perr(p, "%s: '%s' out of range (0..0xffffffff, or off)", k->name,
+		    conf_quote(v, q, sizeof(q)));
+	p->c->iface.fwmark = mark;
+	return 0;
+}
+
+static int
+conf_set_table(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	char q[CONF_QUOTE_MAX + 1];
+	uint64_t n;
+	int r;
+
+	if (strcasecmp(v, "auto") == 0) {
+		p->c->iface.table = CONF_TABLE_AUTO;
+		p->c->iface.table_number = 0;
+		return 0;
+	}
+	if (strcasecmp(v, "off") == 0) {
+		p->c->iface.table = CONF_TABLE_OFF;
+		p->c->iface.table_number = 0;
+		return 0;
+	}
+	if ((r = conf_uint(p, k, v, 1, UINT32_MAX, "1..4294967295, auto or off", &n)) < 0)
+		return r;
+	if (n == CONF_TABLE_LOCAL)
+		return conf_perr(p, "%s: '%s' is the kernel's local table", k->name,
+		    conf_quote(v, q, sizeof(q)));
+	p->c->iface.table = CONF_TABLE_NUMBER;
+	p->c->iface.table_number = (uint32_t)n;
+	return 0;
+}
+
 /* [peer NAME] keys */
 
 static struct conf_peer *
@@ -725,6 +809,8 @@ static const struct conf_key conf_keys[] = {
 	{ "session-max-age", SEC_IFACE, false, conf_set_session_max_age },
 	{ "rekey-bytes", SEC_IFACE, false, conf_set_rekey_bytes },
 	{ "rekey-records", SEC_IFACE, false, conf_set_rekey_records },
+	{ "fwmark", SEC_IFACE, false, conf_set_fwmark },
+	{ "table", SEC_IFACE, false, conf_set_table },
 	{ "fingerprint", SEC_PEER, false, conf_set_fingerprint },
 	{ "ca", SEC_PEER, false, conf_set_ca },
 	{ "name", SEC_PEER, false, conf_set_cert_name },

@@ -98,6 +98,14 @@ conf_print_iface(FILE *b, const struct conf_iface *i)
 		conf_kv_uint(b, "session-max-age", i->session_max_age);
 	conf_kv_size(b, "rekey-bytes", i->rekey_bytes);
 	conf_kv_size(b, "rekey-records", i->rekey_records);
+	if (i->fwmark)
+		fprintf(b, "%-11s = 0x%x\n", "fwmark", (unsigned)i->fwmark);
+	else
+		conf_kv(b, "fwmark", "off");
+	if (i->table == CONF_TABLE_NUMBER)
+		conf_kv_uint(b, "table", i->table_number);
+	else
+		conf_kv(b, "table", i->table == CONF_TABLE_OFF ? "off" : "auto");
 }
 
 static void
@@ -219,7 +227,10 @@ conf_iface_equal(const struct conf_iface *a, const struct conf_iface *b)
 	    a->rekey_seconds == b->rekey_seconds &&
 	    a->session_max_age == b->session_max_age &&
 	    a->rekey_bytes == b->rekey_bytes &&
-	    a->rekey_records == b->rekey_records;
+	    a->rekey_records == b->rekey_records &&
+	    a->fwmark == b->fwmark &&
+	    a->table == b->table &&
+	    a->table_number == b->table_number;
 }
 
 static const struct conf_peer *

@@ -141,6 +141,37 @@ peer_prefix(const struct conf_peer *cf, size_t i)
 	return i < cf->n_address ? &cf->address[i].p : &cf->allowed_ips[i - cf->n_address].p;
 }
 
+/* The routing table of prefix m (masked) of p's, 0 for none. */
+static uint32_t
+peer_route_table(const struct peer *p, const struct ipprefix *m)
+{
+	return conf_route_table(&p->toud->conf->iface, m, p->toud->full_table);
+}
+
+/* A route of ours could not be added because one exists: say whose, and
+ * what to change. */
+static void
+peer_route_clash(const struct peer *p, const struct ipprefix *m, uint32_t table,
+    void (*say)(const char *, ...) __attribute__((format(printf, 1, 2))))
+{
+	char buf[UTIL_ADDRSTRLEN], who[64];
+
+	util_prefix_fmt(m, buf, sizeof(buf));
+	rtnl_route_owner(m, table, who, sizeof(who));
+	if (m->len == 0 && table == CONF_TABLE_MAIN)
+		/* The host's own default route: removing it would take the
+		 * tunnel's datagrams into the tunnel. */
+		say("peer \"%s\": %s: the main table has a default route already, %s; to send "
+		    "all traffic through the tunnel set 'table = auto' in [interface], which "
+		    "routes %s in a table of its own", p->name, buf, who, buf);
+	else if (table != CONF_TABLE_MAIN)
+		say("peer \"%s\": a route to %s exists already in table %u and is %s; remove "
+		    "it or choose another 'table'", p->name, buf, table, who);
+	else
+		say("peer \"%s\": a route to %s exists already and is %s; remove it or change "
+		    "the configuration", p->name, buf, who);
+}
+
 int
 peer_install(struct peer *p)
 {
@@ -162,24 +193,22 @@ peer_install(struct peer *p)
 		return 0;               /* no kernel (unit tests) */
 	for (i = 0; i < n; i++) {
 		struct ipprefix m;
+		uint32_t table;
 
 		util_prefix_masked(peer_prefix(cf, i), &m);
-		rc = rtnl_route_add(t->rtnl, t->tun->ifindex, &m);
-		if (rc == -EEXIST) {
-			char who[64];
-
-			say("peer \"%s\": a route to %s exists already and is %s; "
-			    "remove it or change the configuration", p->name,
-			    util_prefix_fmt(&m, buf, sizeof(buf)),
-			    rtnl_route_owner(&m, who, sizeof(who)));
-		}
+		if (!(table = peer_route_table(p, &m)))
+			continue;       /* table = off */
+		rc = rtnl_route_add(t->rtnl, t->tun->ifindex, &m, table);
+		if (rc == -EEXIST)
+			peer_route_clash(p, &m, table, say);
 		else if (rc < 0)
 			say("peer \"%s\": route %s: %s", p->name,
 			    util_prefix_fmt(&m, buf, sizeof(buf)), strerror(-rc));
 		if (rc < 0) {
 			while (i-- > 0) {
 				util_prefix_masked(peer_prefix(cf, i), &m);
-				rtnl_route_del(t->rtnl, t->tun->ifindex, &m);
+				if ((table = peer_route_table(p, &m)))
+					rtnl_route_del(t->rtnl, t->tun->ifindex, &m, table);
 			}
 			peer_routes_del(p);
 			return rc;
@@ -197,9 +226,11 @@ peer_uninstall(struct peer *p)
 
 	for (i = 0; t->rtnl && i < n; i++) {
 		struct ipprefix m;
+		uint32_t table;
 
 		util_prefix_masked(peer_prefix(cf, i), &m);
-		rtnl_route_del(t->rtnl, t->tun->ifindex, &m);
+		if ((table = peer_route_table(p, &m)))
+			rtnl_route_del(t->rtnl, t->tun->ifindex, &m, table);
 	}
 	peer_routes_del(p);
 }

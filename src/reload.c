@@ -11,6 +11,7 @@
 
 #include "conf.h"
 #include "dtls.h"
+#include "fulltunnel.h"
 #include "handshake.h"
 #include "log.h"
 #include "notify.h"
@@ -66,6 +67,10 @@ iface_restart_key(const struct conf_iface *a, const struct conf_iface *b)
 		return "offload";
 	if (!str_eq(a->control, b->control))
 		return "control";
+	if (a->fwmark != b->fwmark)
+		return "fwmark";
+	if (a->table != b->table || a->table_number != b->table_number)
+		return "table";
 	return NULL;
 }
 
@@ -129,6 +134,13 @@ reload(struct toud *t, char *err, size_t errlen)
 		conf_free(nc);
 		return -EINVAL;
 	}
+	/* A default route that arrives with this file needs its table. */
+	if (fulltunnel_prepare(t, nc) < 0) {
+		snprintf(err, errlen, "%s: no routing table for the full tunnel (see the log); "
+		    "nothing changed", t->conf_file);
+		conf_free(nc);
+		return -EBUSY;
+	}
 	np = calloc(nc->n_peers ? nc->n_peers : 1, sizeof(*np));
 	if (!np) {
 		conf_free(nc);
@@ -189,6 +201,9 @@ reload(struct toud *t, char *err, size_t errlen)
 		if (np[i])
 			np[t->n_peers++] = np[i];
 	conf_free(oc);
+	/* The rules and the mark follow the default routes in or out. */
+	if (fulltunnel_apply(t) < 0)
+		failed++;
 	if (!t->debug)
 		log_set_level((enum log_level)nc->iface.log_level);
 	/* Also what no key comparison shows: a CA file replaced under the
@@ -199,7 +214,7 @@ reload(struct toud *t, char *err, size_t errlen)
 	rc = failed ? -EIO : 0;
 	snprintf(err, errlen, "%zu peer%s added, %zu removed, %zu changed%s", added,
 	    added == 1 ? "" : "s", removed, changed,
-	    failed ? "; some routes could not be installed (see the log)" : "");
+	    failed ? "; some routes or rules could not be installed (see the log)" : "");
 	log_info("reload: %s", err);
 	return rc;
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <linux/fib_rules.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <linux/if_addr.h>
@@ -26,7 +27,7 @@
 
 #define RTNL_ATTRBUF 128
 
-enum rtnl_kind { RTNL_ADDR, RTNL_ROUTE };
+enum rtnl_kind { RTNL_ADDR, RTNL_ROUTE, RTNL_RULE };
 
 /* Something this handle installed; the list is newest first. */
 struct rtnl_entry {
@@ -34,6 +35,8 @@ struct rtnl_entry {
 	enum rtnl_kind kind;
 	int ifindex;
 	struct ipprefix p;        /* routes: masked */
+	uint32_t table;           /* routes */
+	struct rtnl_rule rule;    /* rules */
 };
 
 struct rtnl {
@@ -49,6 +52,7 @@ struct rtnl_req {
 		struct ifinfomsg ifi;
 		struct ifaddrmsg ifa;
 		struct rtmsg rtm;
+		struct fib_rule_hdr frh;
 	};
 	uint8_t attrs[RTNL_ATTRBUF];
 };
@@ -222,16 +226,32 @@ rtnl_prefix_valid(const struct ipprefix *p)
 	return alen != 0 && p->len <= alen * 8;
 }
 
+static bool
+rtnl_rule_equal(const struct rtnl_rule *a, const struct rtnl_rule *b)
+{
+	return a->family == b->family && a->table == b->table && a->fwmark == b->fwmark &&
+	    a->invert == b->invert && a->suppress_prefixlen == b->suppress_prefixlen;
+}
+
+/* Rules are matched by rule (ifindex and p unused), the others by ifindex,
+ * prefix and, for routes, table. */
 static struct rtnl_entry **
 rtnl_entry_find(struct rtnl *r, enum rtnl_kind kind, int ifindex,
-    const struct ipprefix *p)
+    const struct ipprefix *p, uint32_t table, const struct rtnl_rule *rule)
 {
 	struct rtnl_entry **ep;
 
 	for (ep = &r->entries; *ep != NULL; ep = &(*ep)->next) {
 		struct rtnl_entry *e = *ep;
 
-		if (e->kind == kind && e->ifindex == ifindex &&
+		if (e->kind != kind)
+			continue;
+		if (kind == RTNL_RULE) {
+			if (rtnl_rule_equal(&e->rule, rule))
+				return ep;
+			continue;
+		}
+		if (e->ifindex == ifindex && (kind != RTNL_ROUTE || e->table == table) &&
 		    e->p.len == p->len && util_addr_equal(&e->p.addr, &p->addr))
 			return ep;
 	}
@@ -240,11 +260,11 @@ rtnl_entry_find(struct rtnl *r, enum rtnl_kind kind, int ifindex,
 
 static void
 rtnl_entry_forget(struct rtnl *r, enum rtnl_kind kind, int ifindex,
-    const struct ipprefix *p)
+    const struct ipprefix *p, uint32_t table, const struct rtnl_rule *rule)
 {
 	struct rtnl_entry **ep, *e;
 
-	if ((ep = rtnl_entry_find(r, kind, ifindex, p)) == NULL)
+	if ((ep = rtnl_entry_find(r, kind, ifindex, p, table, rule)) == NULL)
 		return;
 	e = *ep;
 	*ep = e->next;
@@ -340,13 +360,13 @@ rtnl_addr_del(struct rtnl *r, int ifindex, const struct ipprefix *p)
 		return -EINVAL;
 	err = rtnl_addr_req(r, RTM_DELADDR, 0, ifindex, p);
 	if (err == 0 || rtnl_gone(err))
-		rtnl_entry_forget(r, RTNL_ADDR, ifindex, p);
+		rtnl_entry_forget(r, RTNL_ADDR, ifindex, p, 0, NULL);
 	return err;
 }
 
 static int
 rtnl_route_req(struct rtnl *r, uint16_t type, uint16_t flags, int ifindex,
-    const struct ipprefix *m)
+    const struct ipprefix *m, uint32_t table)
 {
 	struct rtnl_req q;
 	int err;
@@ -354,7 +374,8 @@ rtnl_route_req(struct rtnl *r, uint16_t type, uint16_t flags, int ifindex,
 	rtnl_req_init(&q, type, flags, sizeof(q.rtm));
 	q.rtm.rtm_family = (uint8_t)m->addr.family;
 	q.rtm.rtm_dst_len = m->len;
-	q.rtm.rtm_table = RT_TABLE_MAIN;
+	/* The header has 8 bits; RTA_TABLE carries any number. */
+	q.rtm.rtm_table = table < 256 ? (uint8_t)table : RT_TABLE_UNSPEC;
 	/* Deletion matches the protocol too, so it never removes a route
 	 * that someone else installed for the same prefix. */
 	q.rtm.rtm_protocol = RTNL_PROTO_TOUD;
@@ -363,24 +384,31 @@ rtnl_route_req(struct rtnl *r, uint16_t type, uint16_t flags, int ifindex,
 	if (m->len > 0 && (err = rtnl_attr_put(&q, RTA_DST, m->addr.b,
 	    util_addr_len(m->addr.family))) < 0)
 		return err;
-	if ((err = rtnl_attr_put_u32(&q, RTA_OIF, (uint32_t)ifindex)) < 0)
+	if ((err = rtnl_attr_put_u32(&q, RTA_OIF, (uint32_t)ifindex)) < 0 ||
+	    (err = rtnl_attr_put_u32(&q, RTA_TABLE, table)) < 0)
 		return err;
 	return rtnl_talk(r, &q);
 }
 
+static bool
+rtnl_table_valid(uint32_t table)
+{
+	return table != RT_TABLE_UNSPEC && table != RT_TABLE_LOCAL;
+}
+
 int
-rtnl_route_add(struct rtnl *r, int ifindex, const struct ipprefix *p)
+rtnl_route_add(struct rtnl *r, int ifindex, const struct ipprefix *p, uint32_t table)
 {
 	struct rtnl_entry *e;
 	struct ipprefix m;
 	int err;
 
-	if (ifindex <= 0 || !rtnl_prefix_valid(p))
+	if (ifindex <= 0 || !rtnl_prefix_valid(p) || !rtnl_table_valid(table))
 		return -EINVAL;
 	util_prefix_masked(p, &m);
 	if ((e = calloc(1, sizeof(*e))) == NULL)
 		return -ENOMEM;
-	err = rtnl_route_req(r, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, ifindex, &m);
+	err = rtnl_route_req(r, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, ifindex, &m, table);
 	if (err < 0) {
 		free(e);
 		return err;
@@ -388,30 +416,137 @@ rtnl_route_add(struct rtnl *r, int ifindex, const struct ipprefix *p)
 	e->kind = RTNL_ROUTE;
 	e->ifindex = ifindex;
 	e->p = m;
+	e->table = table;
 	e->next = r->entries;
 	r->entries = e;
 	return 0;
 }
 
 int
-rtnl_route_del(struct rtnl *r, int ifindex, const struct ipprefix *p)
+rtnl_route_del(struct rtnl *r, int ifindex, const struct ipprefix *p, uint32_t table)
 {
 	struct ipprefix m;
 	int err;
 
-	if (ifindex <= 0 || !rtnl_prefix_valid(p))
+	if (ifindex <= 0 || !rtnl_prefix_valid(p) || !rtnl_table_valid(table))
 		return -EINVAL;
 	util_prefix_masked(p, &m);
-	err = rtnl_route_req(r, RTM_DELROUTE, 0, ifindex, &m);
+	err = rtnl_route_req(r, RTM_DELROUTE, 0, ifindex, &m, table);
 	if (err == 0 || rtnl_gone(err))
-		rtnl_entry_forget(r, RTNL_ROUTE, ifindex, &m);
+		rtnl_entry_forget(r, RTNL_ROUTE, ifindex, &m, table, NULL);
 	return err;
+}
+
+/* One rule request into q (pure).  Every rule of toud's carries protocol
+ * 116, so deletion, which matches on it, never removes someone else's. */
+static int
+rtnl_rule_req(struct rtnl_req *q, uint16_t type, uint16_t flags, const struct rtnl_rule *rule)
+{
+	uint8_t proto = RTNL_PROTO_TOUD;
+	int err;
+
+	if ((rule->family != AF_INET && rule->family != AF_INET6) ||
+	    !rtnl_table_valid(rule->table) || (rule->invert && !rule->fwmark) ||
+	    rule->suppress_prefixlen < -1 ||
+	    rule->suppress_prefixlen > (int)util_addr_len(rule->family) * 8)
+		return -EINVAL;
+	rtnl_req_init(q, type, flags, sizeof(q->frh));
+	q->frh.family = (uint8_t)rule->family;
+	q->frh.table = rule->table < 256 ? (uint8_t)rule->table : RT_TABLE_UNSPEC;
+	q->frh.action = FR_ACT_TO_TBL;
+	q->frh.flags = rule->invert ? FIB_RULE_INVERT : 0;
+	if ((err = rtnl_attr_put_u32(q, FRA_TABLE, rule->table)) < 0 ||
+	    (err = rtnl_attr_put(q, FRA_PROTOCOL, &proto, sizeof(proto))) < 0)
+		return err;
+	if (rule->fwmark && ((err = rtnl_attr_put_u32(q, FRA_FWMARK, rule->fwmark)) < 0 ||
+	    (err = rtnl_attr_put_u32(q, FRA_FWMASK, UINT32_MAX)) < 0))
+		return err;
+	if (rule->suppress_prefixlen >= 0 && (err = rtnl_attr_put_u32(q,
+	    FRA_SUPPRESS_PREFIXLEN, (uint32_t)rule->suppress_prefixlen)) < 0)
+		return err;
+	return 0;
+}
+
+ssize_t
+rtnl_rule_msg(void *buf, size_t cap, bool add, const struct rtnl_rule *rule)
+{
+	struct rtnl_req q;
+	int err;
+
+	/* Without NLM_F_EXCL: two tunnels may each want the same rule
+	 * ("lookup main suppress_prefixlength 0"), and each removes its own. */
+	err = rtnl_rule_req(&q, add ? RTM_NEWRULE : RTM_DELRULE, add ? NLM_F_CREATE : 0, rule);
+	if (err < 0)
+		return err;
+	if (q.n.nlmsg_len > cap)
+		return -EMSGSIZE;
+	memcpy(buf, &q, q.n.nlmsg_len);
+	return (ssize_t)q.n.nlmsg_len;
+}
+
+/* Build and send one rule request. */
+static int
+rtnl_rule_talk(struct rtnl *r, uint16_t type, uint16_t flags, const struct rtnl_rule *rule)
+{
+	struct rtnl_req q;
+	int err;
+
+	if ((err = rtnl_rule_req(&q, type, flags, rule)) < 0)
+		return err;
+	return rtnl_talk(r, &q);
+}
+
+int
+rtnl_rule_add(struct rtnl *r, const struct rtnl_rule *rule)
+{
+	struct rtnl_entry *e;
+	struct rtnl_req q;
+	int err;
+
+	if ((err = rtnl_rule_req(&q, RTM_NEWRULE, NLM_F_CREATE, rule)) < 0)
+		return err;
+	if ((e = calloc(1, sizeof(*e))) == NULL)
+		return -ENOMEM;
+	if ((err = rtnl_talk(r, &q)) < 0) {
+		free(e);
+		return err;
+	}
+	e->kind = RTNL_RULE;
+	e->rule = *rule;
+	e->next = r->entries;
+	r->entries = e;
+	return 0;
+}
+
+int
+rtnl_rule_del(struct rtnl *r, const struct rtnl_rule *rule)
+{
+	int err = rtnl_rule_talk(r, RTM_DELRULE, 0, rule);
+
+	if (err == 0 || rtnl_gone(err))
+		rtnl_entry_forget(r, RTNL_RULE, 0, NULL, 0, rule);
+	return err;
+}
+
+const char *
+rtnl_rule_fmt(const struct rtnl_rule *rule, char *buf, size_t len)
+{
+	char mark[40] = "", sup[40] = "";
+
+	if (rule->fwmark)
+		snprintf(mark, sizeof(mark), "%sfwmark 0x%x ", rule->invert ? "not " : "",
+		    (unsigned)rule->fwmark);
+	if (rule->suppress_prefixlen >= 0)
+		snprintf(sup, sizeof(sup), " suppress_prefixlength %d", rule->suppress_prefixlen);
+	snprintf(buf, len, "%s rule %slookup %u%s", rule->family == AF_INET6 ? "IPv6" : "IPv4",
+	    mark, (unsigned)rule->table, sup);
+	return buf;
 }
 
 static void
 rtnl_undo_kind(struct rtnl *r, enum rtnl_kind kind)
 {
-	char buf[UTIL_ADDRSTRLEN];
+	char buf[UTIL_ADDRSTRLEN + 64];
 	struct rtnl_entry *e;
 	int err;
 
@@ -420,15 +555,21 @@ rtnl_undo_kind(struct rtnl *r, enum rtnl_kind kind)
 		if (e->kind != kind)
 			continue;
 		if (kind == RTNL_ROUTE)
-			err = rtnl_route_req(r, RTM_DELROUTE, 0, e->ifindex, &e->p);
+			err = rtnl_route_req(r, RTM_DELROUTE, 0, e->ifindex, &e->p, e->table);
+		else if (kind == RTNL_RULE)
+			err = rtnl_rule_talk(r, RTM_DELRULE, 0, &e->rule);
 		else
 			err = rtnl_addr_req(r, RTM_DELADDR, 0, e->ifindex, &e->p);
 		/* The device may be gone already, and with it the entry. */
 		if (err < 0 && !rtnl_gone(err)) {
 			errno = -err;
-			log_warn("rtnl: cannot remove %s %s",
-			    kind == RTNL_ROUTE ? "route" : "address",
-			    util_prefix_fmt(&e->p, buf, sizeof(buf)));
+			if (kind == RTNL_RULE)
+				log_warn("rtnl: cannot remove %s",
+				    rtnl_rule_fmt(&e->rule, buf, sizeof(buf)));
+			else
+				log_warn("rtnl: cannot remove %s %s",
+				    kind == RTNL_ROUTE ? "route" : "address",
+				    util_prefix_fmt(&e->p, buf, sizeof(buf)));
 		}
 	}
 }
@@ -438,6 +579,7 @@ rtnl_undo_all(struct rtnl *r)
 {
 	if (r == NULL)
 		return;
+	rtnl_undo_kind(r, RTNL_RULE);
 	rtnl_undo_kind(r, RTNL_ROUTE);
 	rtnl_undo_kind(r, RTNL_ADDR);
 	rtnl_entries_free(r);
@@ -580,12 +722,20 @@ rtnl_monitor_read(int fd, int ignore_ifindex, rtnl_event_fn *fn, void *arg)
 	return n < 0 && errno == ENOBUFS;
 }
 
-/* Who holds the route to m (masked) in the main table, for the message
- * when ours cannot be added: "another toud's (dev tou1)" for a route of
- * protocol 116 that is not this handle's, else "not toud's (dev eth0,
- * proto 4)".  A dump of the family's routes on a socket of its own. */
-const char *
-rtnl_route_owner(const struct ipprefix *m, char *buf, size_t len)
+/* Dump the routes of family (AF_UNSPEC: all) on a socket of its own and call
+ * fn for each until it returns nonzero; that value is returned, 0 at the
+ * end of the dump, or -errno. */
+struct rtnl_route_info {
+	const struct rtmsg *rtm;
+	uint32_t table;
+	const uint8_t *dst;             /* NULL for a default route */
+	size_t dst_len;                 /* bytes at dst */
+	uint32_t oif;
+};
+typedef int rtnl_route_fn(void *arg, const struct rtnl_route_info *ri);
+
+static int
+rtnl_route_dump(int family, rtnl_route_fn *fn, void *arg)
 {
 	struct {
 		struct nlmsghdr n;
@@ -594,67 +744,118 @@ rtnl_route_owner(const struct ipprefix *m, char *buf, size_t len)
 		.n = { .nlmsg_len = NLMSG_LENGTH(sizeof(struct rtmsg)),
 		    .nlmsg_type = RTM_GETROUTE, .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP,
 		    .nlmsg_seq = 1 },
-		.rtm = { .rtm_family = (uint8_t)m->addr.family },
+		.rtm = { .rtm_family = (uint8_t)family },
 	};
 	struct timeval tv = { RTNL_TIMEOUT_S, 0 };
-	uint8_t rbuf[16384];
-	size_t alen = util_addr_len(m->addr.family);
-	int fd, found = 0;
+	union {
+		uint8_t b[32768];
+		struct nlmsghdr align;
+	} rbuf;
+	int fd, rc = 0;
 	ssize_t n;
 
-	snprintf(buf, len, "not toud's");
 	if ((fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE)) < 0)
-		return buf;
+		return -errno;
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	if (send(fd, &q, q.n.nlmsg_len, 0) < 0) {
+		rc = -errno;
 		close(fd);
-		return buf;
+		return rc;
 	}
-	while (!found && (n = recv(fd, rbuf, sizeof(rbuf), 0)) > 0) {
-		size_t left = (size_t)n;
+	for (;;) {
+		size_t left;
 		struct nlmsghdr *h;
 
-		for (h = (struct nlmsghdr *)rbuf; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
-			const struct rtmsg *rtm = NLMSG_DATA(h);
-			const struct rtattr *a;
-			size_t alen_left;
-			const uint8_t *dst = NULL;
-			uint32_t table, oif = 0;
-			char ifname[IF_NAMESIZE];
-
-			if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR) {
-				found = -1;
-				break;
-			}
-			if (h->nlmsg_type != RTM_NEWROUTE ||
-			    h->nlmsg_len < NLMSG_LENGTH(sizeof(*rtm)) || rtm->rtm_dst_len != m->len)
-				continue;
-			table = rtm->rtm_table;
-			alen_left = h->nlmsg_len - NLMSG_LENGTH(sizeof(*rtm));
-			for (a = RTM_RTA(rtm); RTA_OK(a, alen_left); a = RTA_NEXT(a, alen_left)) {
-				if (a->rta_type == RTA_DST && RTA_PAYLOAD(a) == alen)
-					dst = RTA_DATA(a);
-				else if (a->rta_type == RTA_OIF && RTA_PAYLOAD(a) == 4)
-					memcpy(&oif, RTA_DATA(a), 4);
-				else if (a->rta_type == RTA_TABLE && RTA_PAYLOAD(a) == 4)
-					memcpy(&table, RTA_DATA(a), 4);
-			}
-			if (table != RT_TABLE_MAIN || (m->len > 0 &&
-			    (!dst || memcmp(dst, m->addr.b, alen) != 0)))
-				continue;
-			if (!oif || !if_indextoname(oif, ifname))
-				snprintf(ifname, sizeof(ifname), "?");
-			if (rtm->rtm_protocol == RTNL_PROTO_TOUD)
-				snprintf(buf, len, "another toud's (dev %s)", ifname);
-			else
-				snprintf(buf, len, "not toud's (dev %s, proto %u)", ifname,
-				    rtm->rtm_protocol);
-			found = 1;
+		if ((n = recv(fd, rbuf.b, sizeof(rbuf.b), 0)) <= 0) {
+			rc = n < 0 ? -errno : -EIO;
 			break;
 		}
-		if (found)
-			break;
+		left = (size_t)n;
+		for (h = &rbuf.align; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+			const struct rtmsg *rtm = NLMSG_DATA(h);
+			struct rtnl_route_info ri = { .rtm = rtm };
+			const struct rtattr *a;
+			size_t alen_left;
+
+			if (h->nlmsg_type == NLMSG_DONE)
+				goto out;
+			if (h->nlmsg_type == NLMSG_ERROR) {
+				rc = -EIO;
+				goto out;
+			}
+			if (h->nlmsg_type != RTM_NEWROUTE || h->nlmsg_len < NLMSG_LENGTH(sizeof(*rtm)))
+				continue;
+			ri.table = rtm->rtm_table;
+			alen_left = h->nlmsg_len - NLMSG_LENGTH(sizeof(*rtm));
+			for (a = RTM_RTA(rtm); RTA_OK(a, alen_left); a = RTA_NEXT(a, alen_left)) {
+				if (a->rta_type == RTA_DST) {
+					ri.dst = RTA_DATA(a);
+					ri.dst_len = RTA_PAYLOAD(a);
+				} else if (a->rta_type == RTA_OIF && RTA_PAYLOAD(a) == 4) {
+					memcpy(&ri.oif, RTA_DATA(a), 4);
+				} else if (a->rta_type == RTA_TABLE && RTA_PAYLOAD(a) == 4) {
+					memcpy(&ri.table, RTA_DATA(a), 4);
+				}
+			}
+			if ((rc = fn(arg, &ri)) != 0)
+				goto out;
+		}
 	}
+out:
 	close(fd);
+	return rc;
+}
+
+struct rtnl_owner_arg {
+	const struct ipprefix *m;
+	uint32_t table;
+	char *buf;
+	size_t len;
+};
+
+static int
+rtnl_owner_fn(void *arg, const struct rtnl_route_info *ri)
+{
+	struct rtnl_owner_arg *o = arg;
+	size_t alen = util_addr_len(o->m->addr.family);
+	char ifname[IF_NAMESIZE];
+
+	if (ri->rtm->rtm_dst_len != o->m->len || ri->table != o->table ||
+	    (o->m->len > 0 && (!ri->dst || ri->dst_len != alen ||
+	    memcmp(ri->dst, o->m->addr.b, alen) != 0)))
+		return 0;
+	if (!ri->oif || !if_indextoname(ri->oif, ifname))
+		snprintf(ifname, sizeof(ifname), "?");
+	if (ri->rtm->rtm_protocol == RTNL_PROTO_TOUD)
+		snprintf(o->buf, o->len, "another toud's (dev %s)", ifname);
+	else
+		snprintf(o->buf, o->len, "not toud's (dev %s, proto %u)", ifname,
+		    ri->rtm->rtm_protocol);
+	return 1;
+}
+
+/* Who holds the route to m (masked) in the table, for the message when
+ * ours cannot be added: "another toud's (dev tou1)" for a route of
+ * protocol 116 that is not this handle's, else "not toud's (dev eth0,
+ * proto 4)". */
+const char *
+rtnl_route_owner(const struct ipprefix *m, uint32_t table, char *buf, size_t len)
+{
+	struct rtnl_owner_arg o = { m, table, buf, len };
+
+	snprintf(buf, len, "not toud's");
+	(void)rtnl_route_dump(m->addr.family, rtnl_owner_fn, &o);
 	return buf;
+}
+
+static int
+rtnl_table_fn(void *arg, const struct rtnl_route_info *ri)
+{
+	return ri->table == *(const uint32_t *)arg;
+}
+
+int
+rtnl_table_used(uint32_t table)
+{
+	return rtnl_route_dump(AF_UNSPEC, rtnl_table_fn, &table);
 }

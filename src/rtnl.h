@@ -1,9 +1,22 @@
 /* rtnl.h - the little rtnetlink toud needs: link up and MTU, addresses on
- * the TUN, routes via the TUN, and removal of exactly what it installed. */
+ * the TUN, routes via the TUN, the policy rules of a full tunnel, and
+ * removal of exactly what it installed. */
 #ifndef TOUD_RTNL_H
 #define TOUD_RTNL_H
 
+#include <sys/types.h>
+
 #include "util.h"
+
+/* A routing policy rule: "[not] [fwmark M] lookup TABLE
+ * [suppress_prefixlength N]", as `ip rule` writes it. */
+struct rtnl_rule {
+	int family;                     /* AF_INET or AF_INET6 */
+	uint32_t table;
+	uint32_t fwmark;                /* 0: the rule matches any mark */
+	bool invert;                    /* "not": needs a fwmark */
+	int suppress_prefixlen;         /* -1: none */
+};
 
 struct rtnl;
 
@@ -13,14 +26,29 @@ int rtnl_link_set(struct rtnl *r, int ifindex, unsigned mtu, bool up);
 /* Add an address with its prefix length (IPv6 without DAD). */
 int rtnl_addr_add(struct rtnl *r, int ifindex, const struct ipprefix *p);
 int rtnl_addr_del(struct rtnl *r, int ifindex, const struct ipprefix *p);
-/* Add a route for p via ifindex; -EEXIST when a route for p exists already
- * (ours or not: the caller names it).  Each route added is remembered. */
-int rtnl_route_add(struct rtnl *r, int ifindex, const struct ipprefix *p);
-int rtnl_route_del(struct rtnl *r, int ifindex, const struct ipprefix *p);
-/* Whose is the main table's route to the masked prefix m, in words for a
+/* Add a route for p via ifindex in routing table `table` (254 is main);
+ * -EEXIST when a route for p exists there already (ours or not: the caller
+ * names it).  Each route added is remembered. */
+int rtnl_route_add(struct rtnl *r, int ifindex, const struct ipprefix *p, uint32_t table);
+int rtnl_route_del(struct rtnl *r, int ifindex, const struct ipprefix *p, uint32_t table);
+/* Whose is the route to the masked prefix m in the table, in words for a
  * message ("another toud's (dev tou1)", "not toud's (dev eth0, proto 4)"). */
-const char *rtnl_route_owner(const struct ipprefix *m, char *buf, size_t len);
-/* Remove every route and address this handle added, in reverse order. */
+const char *rtnl_route_owner(const struct ipprefix *m, uint32_t table, char *buf, size_t len);
+/* Whether any route of any family is in the table: 1, 0 or -errno. */
+int rtnl_table_used(uint32_t table);
+/* Add (without NLM_F_EXCL: the same rule may serve two tunnels, and each
+ * removes its own copy) or remove a rule of protocol 116.  Each rule added
+ * is remembered. */
+int rtnl_rule_add(struct rtnl *r, const struct rtnl_rule *rule);
+int rtnl_rule_del(struct rtnl *r, const struct rtnl_rule *rule);
+/* The request rtnl_rule_add() (add) or rtnl_rule_del() sends, into buf
+ * (pure): its length, -EINVAL for a rule that makes no sense, -EMSGSIZE
+ * when cap is too small. */
+ssize_t rtnl_rule_msg(void *buf, size_t cap, bool add, const struct rtnl_rule *rule);
+/* "IPv4 rule not fwmark 0xca6c lookup 51820" for messages. */
+const char *rtnl_rule_fmt(const struct rtnl_rule *rule, char *buf, size_t len);
+/* Remove every rule, route and address this handle added, in reverse
+ * order. */
 void rtnl_undo_all(struct rtnl *r);
 
 /* Changes of the host that can move the local address our sockets use: a

@@ -359,6 +359,26 @@ show_own_fp(const struct toud *t, char *buf)
 	return buf;
 }
 
+/* The table toud's routes go into (a full tunnel's for its default routes,
+ * the others then being in main); 0 with table = off. */
+static uint32_t
+show_table(const struct toud *t)
+{
+	const struct conf *c = t->conf;
+
+	switch (c->iface.table) {
+	case CONF_TABLE_OFF:
+		return 0;
+	case CONF_TABLE_NUMBER:
+		return c->iface.table_number;
+	case CONF_TABLE_AUTO:
+		break;
+	}
+	if (t->full_table && (conf_full_tunnel(c, AF_INET) || conf_full_tunnel(c, AF_INET6)))
+		return t->full_table;
+	return CONF_TABLE_MAIN;
+}
+
 static void
 show_json(FILE *b, const struct toud *t, struct peer *const *peers,
     size_t n, uint64_t now_ms)
@@ -384,6 +404,8 @@ show_json(FILE *b, const struct toud *t, struct peer *const *peers,
 	    show_sessions(t), t->n_half_open);
 	fputs(",\n    \"fingerprint\": ", b);
 	show_json_str_or_null(b, show_own_fp(t, fp));
+	fprintf(b, ",\n    \"fwmark\": %u,\n    \"table\": %u", (unsigned)t->fwmark,
+	    (unsigned)show_table(t));
 	fputs("\n  },\n  \"peers\": [", b);
 	for (i = 0; i < n; i++) {
 		fputs(i ? ",\n" : "\n", b);
@@ -548,6 +570,14 @@ show_text(FILE *b, const struct toud *t, struct peer *const *peers,
 	    off.tun_tso ? "on" : "off", off.udp_gso ? "on" : "off", off.udp_gro ? "on" : "off");
 	if (show_own_fp(t, fp))
 		fprintf(b, "  fingerprint: %s\n", fp);
+	if (t->fwmark)
+		fprintf(b, "  fwmark: 0x%x\n", (unsigned)t->fwmark);
+	if (t->conf->iface.table == CONF_TABLE_OFF)
+		fputs("  table: off (no routes installed)\n", b);
+	else if (show_table(t) != CONF_TABLE_MAIN)
+		fprintf(b, "  table: %u%s\n", (unsigned)show_table(t),
+		    t->conf->iface.table == CONF_TABLE_AUTO ?
+		    " (default routes; the others in main)" : "");
 	show_text_drops(b, t->drops);
 	for (i = 0; i < n; i++)
 		show_text_peer(b, peers[i], now_ms);

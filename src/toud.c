@@ -23,6 +23,7 @@
 #include "control.h"
 #include "gue.h"
 #include "dtls.h"
+#include "fulltunnel.h"
 #include "log.h"
 #include "notify.h"
 #include "offload.h"
@@ -299,7 +300,8 @@ toud_start(struct toud *t)
 		log_err("rtnetlink");
 		return -errno;
 	}
-	if ((rc = setup_interface(t)) < 0 || (rc = setup_peers(t)) < 0)
+	if ((rc = setup_interface(t)) < 0 || (rc = fulltunnel_prepare(t, t->conf)) < 0 ||
+	    (rc = setup_peers(t)) < 0)
 		return rc;
 	/* tx.c cuts what the TUN hands over, rx.c splits GRO buffers and
 	 * coalesces for the TUN; udp_send_batch() finds the GSO runs. */
@@ -307,6 +309,10 @@ toud_start(struct toud *t)
 		log_err("udp port %u", ifc->listen_port);
 		return -errno;
 	}
+	/* The socket mark and a full tunnel's rules, while every capability
+	 * is still there. */
+	if ((rc = fulltunnel_apply(t)) < 0)
+		return rc;
 	{
 		struct offload_status off;
 
@@ -454,7 +460,12 @@ check_deep(const struct conf *c)
 				const struct conf_prefix *cp = k < p->n_address ? &p->address[k] :
 				    &p->allowed_ips[k - p->n_address];
 
-				if (!util_prefix_contains(&cp->p, &a))
+				/* Only a route in the main table takes every
+				 * datagram: a full tunnel's table is skipped by
+				 * the marked ones, and the rules that lead to a
+				 * table = NUMBER are the administrator's. */
+				if (!util_prefix_contains(&cp->p, &a) ||
+				    conf_route_table(&c->iface, &cp->p, 1) != CONF_TABLE_MAIN)
 					continue;
 				util_strlcpy(w.file, c->file, sizeof(w.file));
 				w.line = cp->line;

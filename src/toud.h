@@ -58,6 +58,13 @@ struct toud {
 	struct ipaddr local4, local6;
 	unsigned tun_mtu;
 
+	/* Routing of a full tunnel (fulltunnel.c): the table of its default
+	 * routes (0 until one is needed), the mark on the UDP sockets, and
+	 * the families whose fwmark rules are installed. */
+	uint32_t full_table;
+	uint32_t fwmark;
+	bool full4, full6;
+
 	uint64_t drops[DROP__MAX];      /* drops that belong to no peer */
 	uint64_t events[EVENT__MAX];    /* events that belong to no peer (events.h) */
 

@@ -176,6 +176,18 @@ udp_close(struct udp *u)
 	free(u);
 }
 
+int
+udp_set_mark(struct udp *u, uint32_t mark)
+{
+	int fds[2] = { u->fd4, u->fd6 };
+	unsigned i;
+
+	for (i = 0; i < 2; i++)
+		if (fds[i] >= 0 && setsockopt(fds[i], SOL_SOCKET, SO_MARK, &mark, sizeof(mark)) < 0)
+			return -errno;
+	return 0;
+}
+
 static void
 parse_cmsgs(struct msghdr *mh, struct udp_msg *m)
 {

@@ -50,6 +50,10 @@ struct udp_msg {
  * kernel has (a socket without them works as before).  NULL with errno. */
 struct udp *udp_open(const struct conf_iface *ifc, unsigned flags);
 void udp_close(struct udp *u);
+/* Put mark (SO_MARK; 0 clears it) on every socket, so that routing rules
+ * can tell the tunnel's own datagrams apart.  Needs CAP_NET_ADMIN.
+ * 0 or -errno. */
+int udp_set_mark(struct udp *u, uint32_t mark);
 /* Receive up to n datagrams from fd; returns the count, or -errno (-EAGAIN
  * when nothing is waiting). */
 int udp_recv_batch(int fd, struct udp_msg *msgs, unsigned n);

@@ -1,7 +1,7 @@
 #!/bin/sh
 # toud -t beyond the file: the user exists, the key and certificate load
 # and belong together, a prefix covering a peer's endpoint is warned
-# about; toud -T prints the effective configuration (which parses back to
+# about unless it is a full tunnel's default route; toud -T prints the effective configuration (which parses back to
 # itself); -i rejects a bad instance name.  TAP output.
 set -u
 n=0
@@ -63,6 +63,22 @@ rc=$?
 case "$err" in *"loop.conf:10: peer 'bob': 192.0.2.0/24 covers the endpoint 192.0.2.7 of peer 'bob'"*)
 	[ $rc -eq 0 ] && ok "allowed-ips covering the peer's endpoint: a warning naming the line (rc 0)" || nok "loop rc $rc";;
 	*) nok "loop: rc $rc, '$err'";; esac
+
+# A full tunnel (table = auto, the default) routes 0.0.0.0/0 in its own
+# table, which the tunnel's marked datagrams skip: no warning.  The same
+# prefix in the main table would take them.
+conf "$work/full.conf" "$work/a" "$work/a" "$user" 0.0.0.0/0
+err=$("$TOUD" -t -c "$work/full.conf" 2>&1)
+rc=$?
+[ $rc -eq 0 ] && [ -z "$err" ] && ok "a full tunnel (0.0.0.0/0, table = auto) over the peer's endpoint passes silently" ||
+    nok "full tunnel: rc $rc, '$err'"
+sed 's/^\[interface\]$/[interface]\ntable = 254/' "$work/full.conf" >"$work/fullmain.conf"
+err=$("$TOUD" -t -c "$work/fullmain.conf" 2>&1)
+rc=$?
+case "$err" in *"fullmain.conf:11: peer 'bob': 0.0.0.0/0 covers the endpoint 192.0.2.7 of peer 'bob'"*)
+	[ $rc -eq 0 ] && ok "0.0.0.0/0 in the main table (table = 254) over the endpoint: the warning (rc 0)" ||
+	    nok "fullmain rc $rc";;
+	*) nok "fullmain: rc $rc, '$err'";; esac
 
 # -T: the effective configuration, canonical; it parses back to itself.
 if out=$("$TOUD" -T -c "$work/good.conf" 2>"$work/err"); then

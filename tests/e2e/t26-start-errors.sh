@@ -6,7 +6,8 @@
 #   - IPv6 disabled on the host with an IPv6 address configured,
 #   - the TUN device held by another toud,
 #   - a route to a peer's prefix that another toud installed, and one that
-#     someone else did,
+#     someone else did, in the main table or a numbered one,
+#   - a default route into the tunnel in the main table beside the host's,
 # and that each failed start leaves no TUN device behind; a toud running as
 # root without `user =` warns about it.
 . "$(dirname "$0")/lib.sh"
@@ -75,6 +76,24 @@ nsx a ip route add 10.88.0.0/24 dev lo || bail_out "ip route add"
 sed -i 's|^allowed-ips = 10.77.0.2/32|allowed-ips = 10.88.0.0/24|' "$f2"
 start_fails "$f2"
 said "a route someone else installed" "a route to 10.88.0.0/24 exists already and is not toud's (dev lo, proto 3)"
+no_tun tou1
+# A default route into the tunnel in the main table (table = 254) beside
+# the host's own: the way out is table = auto, not removing the host's.
+nsx a ip route add default dev lo || bail_out "ip route add default"
+sed -i -e 's|^allowed-ips = 10.88.0.0/24|allowed-ips = 0.0.0.0/0|' -e 's|^\[interface\]$|[interface]\ntable = 254|' "$f2"
+start_fails "$f2"
+said "a default route in the main table" "0.0.0.0/0: the main table has a default route already, not toud's (dev lo, proto 3); to send all traffic through the tunnel set 'table = auto' in [interface]"
+if grep -qi "remove it" <<<"$OUT"; then
+	not_ok "... and no advice to remove the host's default route" "$OUT"
+else
+	ok "... and no advice to remove the host's default route"
+fi
+no_tun tou1
+# A clash in a table of the administrator's.
+nsx a ip route add 10.88.0.0/24 dev lo table 100 || bail_out "ip route add table 100"
+sed -i -e 's|^allowed-ips = 0.0.0.0/0|allowed-ips = 10.88.0.0/24|' -e 's|^table = 254$|table = 100|' "$f2"
+start_fails "$f2"
+said "a route someone else installed in table = 100" "a route to 10.88.0.0/24 exists already in table 100 and is not toud's (dev lo, proto 3); remove it or choose another 'table'"
 no_tun tou1
 check "the first toud is unharmed" show_json a
 

@@ -257,17 +257,20 @@ START_TEST(test_full)
 	ck_assert_uint_eq(i->rekey_seconds, 600);
 	ck_assert_uint_eq(i->rekey_bytes, 512ULL << 20);
 	ck_assert_uint_eq(i->rekey_records, 3000000);
+	ck_assert_uint_eq(i->fwmark, 0x51);
+	ck_assert_int_eq(i->table, CONF_TABLE_NUMBER);
+	ck_assert_uint_eq(i->table_number, 1000);
 	ck_assert_uint_eq(c->n_peers, 3);
 
 	p = &c->peers[0];
 	ck_assert_str_eq(p->name, "bob");
-	ck_assert_int_eq(p->line, 21);
+	ck_assert_int_eq(p->line, 23);
 	ck_assert(p->has_fingerprint);
 	util_hex(p->fingerprint, sizeof(p->fingerprint), hex);
 	ck_assert_str_eq(hex, FP_A2);
 	ck_assert_str_eq(p->endpoint_host, "bob.example.net");
 	ck_assert_uint_eq(p->endpoint_port, 6081);
-	ck_assert_int_eq(p->endpoint_line, 23);
+	ck_assert_int_eq(p->endpoint_line, 25);
 	ck_assert_uint_eq(p->n_address, 2);
 	ck_assert_str_eq(pfx_str(&p->address[0]), "10.77.0.2/32");
 	ck_assert_str_eq(pfx_str(&p->address[1]), "fd77::2/128");
@@ -275,14 +278,14 @@ START_TEST(test_full)
 	ck_assert_str_eq(pfx_str(&p->allowed_ips[0]), "192.168.50.0/24");
 	ck_assert_str_eq(pfx_str(&p->allowed_ips[1]), "2001:db8:50::/48");
 	ck_assert_str_eq(pfx_str(&p->allowed_ips[2]), "10.200.0.0/16");
-	ck_assert_int_eq(p->allowed_ips[2].line, 26);
+	ck_assert_int_eq(p->allowed_ips[2].line, 28);
 	ck_assert_uint_eq(p->keepalive, 25);
 
 	p = &c->peers[1];
 	ck_assert_str_eq(p->name, "carol");
 	ck_assert(!p->has_fingerprint);
 	ck_assert_str_eq(p->ca, fixture_path("ca.pem"));
-	ck_assert_int_eq(p->ca_line, 30);
+	ck_assert_int_eq(p->ca_line, 32);
 	ck_assert_str_eq(p->cert_name, "carol.example.net");
 	ck_assert_str_eq(p->endpoint_host, "2001:db8::7");
 	ck_assert_uint_eq(p->endpoint_port, 6080);
@@ -837,7 +840,7 @@ START_TEST(test_equal)
 		"listen = 0.0.0.0:6080\n", "keylog-file = /kl\n", "mtu = 1400\n",
 		"path-mtu = 1501\n", "user = toud\n", "log-level = debug\n",
 		"control = /run/x.sock\n", "rekey-time = 61\n", "rekey-bytes = 65G\n",
-		"rekey-records = 1M\n",
+		"rekey-records = 1M\n", "fwmark = 1\n", "table = off\n", "table = 254\n",
 	};
 	static const char *const peer_variants[] = {
 		"keepalive = 1\n", "endpoint = a.example:1\n", "address = 10.77.0.3\n",
@@ -905,6 +908,137 @@ START_TEST(test_equal)
 }
 END_TEST
 
+/* fwmark and table: values, the canonical form, and what they decide. */
+START_TEST(test_routing)
+{
+	struct ipprefix p4, p6, def4, def6;
+	struct conf *c;
+	char *t;
+
+	ck_assert_int_eq(util_prefix_parse("192.168.50.0/24", &p4), 0);
+	ck_assert_int_eq(util_prefix_parse("fd50::/64", &p6), 0);
+	ck_assert_int_eq(util_prefix_parse("0.0.0.0/0", &def4), 0);
+	ck_assert_int_eq(util_prefix_parse("::/0", &def6), 0);
+
+	/* the defaults: table auto, no mark; no full tunnel without a /0 */
+	c = good(HEAD "[peer p]\nfingerprint = sha256:" FP_A2 "\nallowed-ips = 192.168.50.0/24\n");
+	ck_assert_uint_eq(c->iface.fwmark, 0);
+	ck_assert_int_eq(c->iface.table, CONF_TABLE_AUTO);
+	ck_assert(!conf_full_tunnel(c, AF_INET));
+	ck_assert(!conf_full_tunnel(c, AF_INET6));
+	ck_assert_uint_eq(conf_route_table(&c->iface, &p4, 51820), CONF_TABLE_MAIN);
+	ck_assert_uint_eq(conf_route_table(&c->iface, &def4, 51820), 51820);
+	ck_assert_uint_eq(conf_effective_fwmark(c, 51820), 0);
+	conf_free(c);
+
+	/* table = auto with 0.0.0.0/0: a full tunnel of IPv4 only; the mark
+	 * is the table's number unless fwmark says otherwise */
+	c = good(HEAD "table = AUTO\n[peer p]\nfingerprint = sha256:" FP_A2
+	    "\nallowed-ips = 0.0.0.0/0, fd50::/64\n");
+	ck_assert(conf_full_tunnel(c, AF_INET));
+	ck_assert(!conf_full_tunnel(c, AF_INET6));
+	ck_assert_uint_eq(conf_route_table(&c->iface, &def4, 51821), 51821);
+	ck_assert_uint_eq(conf_route_table(&c->iface, &p6, 51821), CONF_TABLE_MAIN);
+	ck_assert_uint_eq(conf_effective_fwmark(c, 51821), 51821);
+	conf_free(c);
+	c = good(HEAD "fwmark = 0x1234\n[peer p]\nfingerprint = sha256:" FP_A2
+	    "\nallowed-ips = ::/0\n");
+	ck_assert_uint_eq(c->iface.fwmark, 0x1234);
+	ck_assert(conf_full_tunnel(c, AF_INET6));
+	ck_assert(!conf_full_tunnel(c, AF_INET));
+	ck_assert_uint_eq(conf_effective_fwmark(c, 0x1234), 0x1234);
+	roundtrip(c, "fwmark hex");
+	t = conf_print(c);
+	ck_assert_ptr_nonnull(strstr(t, "\nfwmark      = 0x1234\ntable       = auto\n"));
+	free(t);
+	conf_free(c);
+
+	/* table = off: no routes, no full tunnel, a mark only if set */
+	c = good(HEAD "table = Off\nfwmark = 51820\n[peer p]\nfingerprint = sha256:" FP_A2
+	    "\nallowed-ips = 0.0.0.0/0\n");
+	ck_assert_int_eq(c->iface.table, CONF_TABLE_OFF);
+	ck_assert_uint_eq(c->iface.fwmark, 51820);
+	ck_assert(!conf_full_tunnel(c, AF_INET));
+	ck_assert_uint_eq(conf_route_table(&c->iface, &def4, 7), 0);
+	ck_assert_uint_eq(conf_route_table(&c->iface, &p4, 7), 0);
+	ck_assert_uint_eq(conf_effective_fwmark(c, 7), 51820);
+	roundtrip(c, "table off");
+	t = conf_print(c);
+	ck_assert_ptr_nonnull(strstr(t, "\nfwmark      = 0xca6c\ntable       = off\n"));
+	free(t);
+	conf_free(c);
+
+	/* table = NUMBER: every route there, default or not */
+	c = good(HEAD "table = 4294967295\nfwmark = off\n[peer p]\nfingerprint = sha256:" FP_A2
+	    "\nallowed-ips = 0.0.0.0/0\n");
+	ck_assert_int_eq(c->iface.table, CONF_TABLE_NUMBER);
+	ck_assert_uint_eq(c->iface.table_number, 4294967295u);
+	ck_assert(!conf_full_tunnel(c, AF_INET));
+	ck_assert_uint_eq(conf_route_table(&c->iface, &def4, 7), 4294967295u);
+	ck_assert_uint_eq(conf_route_table(&c->iface, &p6, 7), 4294967295u);
+	ck_assert_uint_eq(conf_effective_fwmark(c, 7), 0);
+	roundtrip(c, "table number");
+	t = conf_print(c);
+	ck_assert_ptr_nonnull(strstr(t, "\nfwmark      = off\ntable       = 4294967295\n"));
+	free(t);
+	conf_free(c);
+	/* table = 254 is the main table by number; fwmark 0 is off */
+	c = good(HEAD "table = 254\nfwmark = 0\n");
+	ck_assert_uint_eq(conf_route_table(&c->iface, &def4, 7), CONF_TABLE_MAIN);
+	ck_assert_uint_eq(c->iface.fwmark, 0);
+	t = conf_print(c);
+	ck_assert_ptr_nonnull(strstr(t, "\nfwmark      = off\ntable       = 254\n"));
+	free(t);
+	conf_free(c);
+}
+END_TEST
+
+START_TEST(test_routing_bad)
+{
+	/* values */
+	bad(HEAD "fwmark = 0x\n",
+	    "t.conf:5: fwmark: '0x' is not a number (0..0xffffffff, decimal or 0x hexadecimal, or off)");
+	bad(HEAD "fwmark = 0xg1\n",
+	    "t.conf:5: fwmark: '0xg1' is not a number (0..0xffffffff, decimal or 0x hexadecimal, or off)");
+	bad(HEAD "fwmark = -1\n",
+	    "t.conf:5: fwmark: '-1' is not a number (0..0xffffffff, decimal or 0x hexadecimal, or off)");
+	bad(HEAD "fwmark = on\n",
+	    "t.conf:5: fwmark: 'on' is not a number (0..0xffffffff, decimal or 0x hexadecimal, or off)");
+	bad(HEAD "fwmark = 0x100000000\n",
+	    "t.conf:5: fwmark: '0x100000000' out of range (0..0xffffffff, or off)");
+	bad(HEAD "fwmark = 4294967296\n",
+	    "t.conf:5: fwmark: '4294967296' out of range (0..0xffffffff, or off)");
+	bad(HEAD "fwmark = 0x1ffffffffffffffffffff\n",
+	    "t.conf:5: fwmark: '0x1ffffffffffffffffffff' out of range (0..0xffffffff, or off)");
+	bad(HEAD "table = 0\n", "t.conf:5: table: '0' out of range (1..4294967295, auto or off)");
+	bad(HEAD "table = 4294967296\n",
+	    "t.conf:5: table: '4294967296' out of range (1..4294967295, auto or off)");
+	bad(HEAD "table = main\n", "t.conf:5: table: 'main' is not a number (1..4294967295, auto or off)");
+	bad(HEAD "table = 255\n", "t.conf:5: table: '255' is the kernel's local table");
+	bad(HEAD "table = 0x10\n", "t.conf:5: table: '0x10' is not a number (1..4294967295, auto or off)");
+	bad(HEAD "table = auto\ntable = off\n", "t.conf:6: duplicate key 'table' in [interface]");
+	bad(HEAD "fwmark = 1\nfwmark = 1\n", "t.conf:6: duplicate key 'fwmark' in [interface]");
+	bad(HEAD "[peer p]\nfingerprint = sha256:" FP_A2 "\ntable = auto\n",
+	    "t.conf:7: unknown key 'table' in [peer p]");
+	/* a full tunnel numbers its table by the fwmark: not one of the
+	 * kernel's own; without a default route the mark is free */
+	bad(HEAD "fwmark = 0xfe\n[peer p]\nfingerprint = sha256:" FP_A2 "\nallowed-ips = ::/0\n",
+	    "t.conf:5: fwmark: 254 is the number of one of the kernel's own routing tables, and "
+	    "with table = auto and a prefix of length 0 the fwmark also numbers the tunnel's "
+	    "table; choose another fwmark");
+	bad(HEAD "fwmark = 253\n[peer p]\nfingerprint = sha256:" FP_A2 "\nallowed-ips = 0.0.0.0/0\n",
+	    "t.conf:5: fwmark: 253 is the number of one of the kernel's own routing tables, and "
+	    "with table = auto and a prefix of length 0 the fwmark also numbers the tunnel's "
+	    "table; choose another fwmark");
+	conf_free(good(HEAD "fwmark = 255\n[peer p]\nfingerprint = sha256:" FP_A2
+	    "\nallowed-ips = 0.0.0.0/1\n"));
+	conf_free(good(HEAD "fwmark = 255\ntable = 100\n[peer p]\nfingerprint = sha256:" FP_A2
+	    "\nallowed-ips = 0.0.0.0/0\n"));
+	conf_free(good(HEAD "fwmark = 252\n[peer p]\nfingerprint = sha256:" FP_A2
+	    "\nallowed-ips = 0.0.0.0/0\n"));
+}
+END_TEST
+
 START_TEST(test_print)
 {
 	struct conf *c;
@@ -934,6 +1068,8 @@ START_TEST(test_print)
 	    "rekey-time  = 3600\n"
 	    "rekey-bytes = 1025M\n"
 	    "rekey-records = 16M\n"
+	    "fwmark      = off\n"
+	    "table       = auto\n"
 	    "\n"
 	    "[peer bob]\n"
 	    "fingerprint = sha256:" FP_A2 "\n"
@@ -1212,6 +1348,8 @@ conf_suite(void)
 	tcase_add_test(tc, test_validate_struct);
 	tcase_add_test(tc, test_equal);
 	tcase_add_test(tc, test_print);
+	tcase_add_test(tc, test_routing);
+	tcase_add_test(tc, test_routing_bad);
 	tcase_add_test(tc, test_error_fmt);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);

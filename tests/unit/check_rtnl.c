@@ -1,5 +1,5 @@
 /* check_rtnl.c - argument checks and the request/ack round trip of the
- * rtnetlink client.  Nothing here needs privileges or changes the system:
+ * rtnetlink client, and the rule requests byte by byte.  Nothing here needs privileges or changes the system:
  * requests name an interface index that does not exist, so the kernel
  * answers ENODEV (or EPERM without CAP_NET_ADMIN).  Installing addresses
  * and routes for real is left to the namespace tests.
@@ -7,11 +7,13 @@
 #include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
+#include <linux/fib_rules.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fulltunnel.h"
 #include "rtnl.h"
 
 #include "testutil.h"
@@ -56,8 +58,12 @@ START_TEST(test_bad_ifindex)
 	ck_assert_int_eq(rtnl_link_set(r, -1, 1400, true), -EINVAL);
 	ck_assert_int_eq(rtnl_addr_add(r, 0, &p), -EINVAL);
 	ck_assert_int_eq(rtnl_addr_del(r, -3, &p), -EINVAL);
-	ck_assert_int_eq(rtnl_route_add(r, 0, &p), -EINVAL);
-	ck_assert_int_eq(rtnl_route_del(r, -1, &p), -EINVAL);
+	ck_assert_int_eq(rtnl_route_add(r, 0, &p, RT_TABLE_MAIN), -EINVAL);
+	ck_assert_int_eq(rtnl_route_del(r, -1, &p, RT_TABLE_MAIN), -EINVAL);
+	/* the unspecified and the local table are never toud's */
+	ck_assert_int_eq(rtnl_route_add(r, NO_IFINDEX, &p, 0), -EINVAL);
+	ck_assert_int_eq(rtnl_route_add(r, NO_IFINDEX, &p, RT_TABLE_LOCAL), -EINVAL);
+	ck_assert_int_eq(rtnl_route_del(r, NO_IFINDEX, &p, RT_TABLE_LOCAL), -EINVAL);
 	rtnl_close(r);
 }
 END_TEST
@@ -71,20 +77,20 @@ START_TEST(test_bad_prefix)
 	p = v4;
 	p.len = 33;
 	ck_assert_int_eq(rtnl_addr_add(r, NO_IFINDEX, &p), -EINVAL);
-	ck_assert_int_eq(rtnl_route_add(r, NO_IFINDEX, &p), -EINVAL);
+	ck_assert_int_eq(rtnl_route_add(r, NO_IFINDEX, &p, RT_TABLE_MAIN), -EINVAL);
 	ck_assert_int_eq(rtnl_addr_del(r, NO_IFINDEX, &p), -EINVAL);
-	ck_assert_int_eq(rtnl_route_del(r, NO_IFINDEX, &p), -EINVAL);
+	ck_assert_int_eq(rtnl_route_del(r, NO_IFINDEX, &p, RT_TABLE_MAIN), -EINVAL);
 	p = v6;
 	p.len = 129;
 	ck_assert_int_eq(rtnl_addr_add(r, NO_IFINDEX, &p), -EINVAL);
-	ck_assert_int_eq(rtnl_route_add(r, NO_IFINDEX, &p), -EINVAL);
+	ck_assert_int_eq(rtnl_route_add(r, NO_IFINDEX, &p, RT_TABLE_MAIN), -EINVAL);
 	p = v4;
 	p.addr.family = AF_UNIX;
 	ck_assert_int_eq(rtnl_addr_add(r, NO_IFINDEX, &p), -EINVAL);
-	ck_assert_int_eq(rtnl_route_add(r, NO_IFINDEX, &p), -EINVAL);
+	ck_assert_int_eq(rtnl_route_add(r, NO_IFINDEX, &p, RT_TABLE_MAIN), -EINVAL);
 	p.addr.family = 0;
 	ck_assert_int_eq(rtnl_addr_del(r, NO_IFINDEX, &p), -EINVAL);
-	ck_assert_int_eq(rtnl_route_del(r, NO_IFINDEX, &p), -EINVAL);
+	ck_assert_int_eq(rtnl_route_del(r, NO_IFINDEX, &p, RT_TABLE_MAIN), -EINVAL);
 	rtnl_close(r);
 }
 END_TEST
@@ -102,12 +108,179 @@ START_TEST(test_kernel_refusal)
 		ck_assert(refused(rtnl_link_set(r, NO_IFINDEX, 0, false)));
 		ck_assert(refused(rtnl_addr_add(r, NO_IFINDEX, &v4)));
 		ck_assert(refused(rtnl_addr_add(r, NO_IFINDEX, &v6)));
-		ck_assert(refused(rtnl_route_add(r, NO_IFINDEX, &v4)));
-		ck_assert(refused(rtnl_route_add(r, NO_IFINDEX, &v6)));
+		ck_assert(refused(rtnl_route_add(r, NO_IFINDEX, &v4, RT_TABLE_MAIN)));
+		ck_assert(refused(rtnl_route_add(r, NO_IFINDEX, &v6, RT_TABLE_MAIN)));
+		ck_assert(refused(rtnl_route_add(r, NO_IFINDEX, &v4, 51820)));
 	}
 	/* Nothing was added, so nothing is left to undo. */
 	rtnl_undo_all(r);
 	rtnl_close(r);
+}
+END_TEST
+
+/* --- rules --------------------------------------------------------------- */
+
+/* The attributes of one rule request, as the kernel will read them. */
+struct rule_seen {
+	struct fib_rule_hdr frh;
+	uint16_t type, flags;
+	bool has_table, has_mark, has_mask, has_suppress, has_proto, has_prio;
+	uint32_t table, mark, mask, suppress;
+	uint8_t proto;
+};
+
+static struct rule_seen
+rule_parse(const uint8_t *buf, ssize_t len)
+{
+	const struct nlmsghdr *h = (const struct nlmsghdr *)buf;
+	struct rule_seen r;
+	const struct rtattr *a;
+	size_t left;
+
+	memset(&r, 0, sizeof(r));
+	ck_assert_int_gt(len, 0);
+	ck_assert_uint_eq(h->nlmsg_len, (size_t)len);
+	ck_assert_uint_ge(h->nlmsg_len, NLMSG_LENGTH(sizeof(r.frh)));
+	r.type = h->nlmsg_type;
+	r.flags = h->nlmsg_flags;
+	memcpy(&r.frh, NLMSG_DATA(h), sizeof(r.frh));
+	left = h->nlmsg_len - NLMSG_LENGTH(sizeof(r.frh));
+	for (a = (const struct rtattr *)((const uint8_t *)NLMSG_DATA(h) +
+	    NLMSG_ALIGN(sizeof(r.frh))); RTA_OK(a, left); a = RTA_NEXT(a, left)) {
+		switch (a->rta_type) {
+		case FRA_TABLE:
+			ck_assert_uint_eq(RTA_PAYLOAD(a), 4);
+			memcpy(&r.table, RTA_DATA(a), 4);
+			r.has_table = true;
+			break;
+		case FRA_FWMARK:
+			ck_assert_uint_eq(RTA_PAYLOAD(a), 4);
+			memcpy(&r.mark, RTA_DATA(a), 4);
+			r.has_mark = true;
+			break;
+		case FRA_FWMASK:
+			ck_assert_uint_eq(RTA_PAYLOAD(a), 4);
+			memcpy(&r.mask, RTA_DATA(a), 4);
+			r.has_mask = true;
+			break;
+		case FRA_SUPPRESS_PREFIXLEN:
+			ck_assert_uint_eq(RTA_PAYLOAD(a), 4);
+			memcpy(&r.suppress, RTA_DATA(a), 4);
+			r.has_suppress = true;
+			break;
+		case FRA_PROTOCOL:
+			ck_assert_uint_eq(RTA_PAYLOAD(a), 1);
+			r.proto = *(const uint8_t *)RTA_DATA(a);
+			r.has_proto = true;
+			break;
+		case FRA_PRIORITY:
+			r.has_prio = true;
+			break;
+		default:
+			ck_abort_msg("unexpected rule attribute %u", a->rta_type);
+		}
+	}
+	ck_assert_uint_eq(left, 0);
+	return r;
+}
+
+START_TEST(test_rule_msg)
+{
+	uint8_t buf[256] __attribute__((aligned(8)));
+	struct rtnl_rule not_mark = { .family = AF_INET, .table = 51820, .fwmark = 51820,
+	    .invert = true, .suppress_prefixlen = -1 };
+	struct rtnl_rule suppress = { .family = AF_INET6, .table = RT_TABLE_MAIN,
+	    .suppress_prefixlen = 0 };
+	struct rule_seen r;
+	char fmt[96];
+	ssize_t n;
+
+	/* "not fwmark 51820 lookup 51820": a table above 255 only as FRA_TABLE */
+	n = rtnl_rule_msg(buf, sizeof(buf), true, &not_mark);
+	r = rule_parse(buf, n);
+	ck_assert_uint_eq(r.type, RTM_NEWRULE);
+	ck_assert_uint_eq(r.flags, NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE);
+	ck_assert_uint_eq(r.frh.family, AF_INET);
+	ck_assert_uint_eq(r.frh.action, FR_ACT_TO_TBL);
+	ck_assert_uint_eq(r.frh.flags, FIB_RULE_INVERT);
+	ck_assert_uint_eq(r.frh.table, RT_TABLE_UNSPEC);
+	ck_assert(r.has_table && r.table == 51820);
+	ck_assert(r.has_mark && r.mark == 51820);
+	ck_assert(r.has_mask && r.mask == 0xffffffffu);
+	ck_assert(!r.has_suppress);
+	ck_assert(r.has_proto && r.proto == 116);
+	ck_assert(!r.has_prio);         /* the kernel places it, as `ip rule add` */
+	ck_assert_str_eq(rtnl_rule_fmt(&not_mark, fmt, sizeof(fmt)),
+	    "IPv4 rule not fwmark 0xca6c lookup 51820");
+
+	/* "lookup main suppress_prefixlength 0", deleted */
+	n = rtnl_rule_msg(buf, sizeof(buf), false, &suppress);
+	r = rule_parse(buf, n);
+	ck_assert_uint_eq(r.type, RTM_DELRULE);
+	ck_assert_uint_eq(r.flags, NLM_F_REQUEST | NLM_F_ACK);
+	ck_assert_uint_eq(r.frh.family, AF_INET6);
+	ck_assert_uint_eq(r.frh.flags, 0);
+	ck_assert_uint_eq(r.frh.table, RT_TABLE_MAIN);
+	ck_assert(r.has_table && r.table == RT_TABLE_MAIN);
+	ck_assert(!r.has_mark && !r.has_mask);
+	ck_assert(r.has_suppress && r.suppress == 0);
+	ck_assert(r.has_proto && r.proto == 116);
+	ck_assert_str_eq(rtnl_rule_fmt(&suppress, fmt, sizeof(fmt)),
+	    "IPv6 rule lookup 254 suppress_prefixlength 0");
+
+	/* too small a buffer, and rules that make no sense */
+	ck_assert_int_eq(rtnl_rule_msg(buf, 20, true, &not_mark), -EMSGSIZE);
+	suppress.family = AF_UNIX;
+	ck_assert_int_eq(rtnl_rule_msg(buf, sizeof(buf), true, &suppress), -EINVAL);
+	suppress.family = AF_INET;
+	suppress.suppress_prefixlen = 33;
+	ck_assert_int_eq(rtnl_rule_msg(buf, sizeof(buf), true, &suppress), -EINVAL);
+	suppress.suppress_prefixlen = -1;
+	suppress.table = RT_TABLE_LOCAL;
+	ck_assert_int_eq(rtnl_rule_msg(buf, sizeof(buf), true, &suppress), -EINVAL);
+	suppress.table = 0;
+	ck_assert_int_eq(rtnl_rule_msg(buf, sizeof(buf), true, &suppress), -EINVAL);
+	not_mark.fwmark = 0;            /* "not" needs a mark */
+	ck_assert_int_eq(rtnl_rule_msg(buf, sizeof(buf), true, &not_mark), -EINVAL);
+}
+END_TEST
+
+/* The full tunnel's pair: the suppressing rule is added second, so the
+ * kernel numbers it lower and consults it first. */
+START_TEST(test_fulltunnel_rules)
+{
+	struct rtnl_rule r[2];
+
+	fulltunnel_rules(AF_INET6, 51821, 0x1234, r);
+	ck_assert_int_eq(r[0].family, AF_INET6);
+	ck_assert_uint_eq(r[0].table, 51821);
+	ck_assert_uint_eq(r[0].fwmark, 0x1234);
+	ck_assert(r[0].invert);
+	ck_assert_int_eq(r[0].suppress_prefixlen, -1);
+	ck_assert_int_eq(r[1].family, AF_INET6);
+	ck_assert_uint_eq(r[1].table, RT_TABLE_MAIN);
+	ck_assert_uint_eq(r[1].fwmark, 0);
+	ck_assert(!r[1].invert);
+	ck_assert_int_eq(r[1].suppress_prefixlen, 0);
+}
+END_TEST
+
+/* A rule the kernel refuses is not remembered: nothing to undo after. */
+START_TEST(test_rule_refusal)
+{
+	struct rtnl *r = rtnl_open();
+	struct rtnl_rule bad = { .family = AF_INET, .table = 51820,
+	    .suppress_prefixlen = -1 };
+
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(rtnl_rule_add(r, &(struct rtnl_rule){ .family = AF_INET }), -EINVAL);
+	bad.invert = true;
+	ck_assert_int_eq(rtnl_rule_add(r, &bad), -EINVAL);
+	ck_assert_int_eq(rtnl_rule_del(r, &bad), -EINVAL);
+	rtnl_undo_all(r);
+	rtnl_close(r);
+	/* a table nobody uses */
+	ck_assert_int_eq(rtnl_table_used(0xfffffff0u), 0);
 }
 END_TEST
 
@@ -303,6 +476,9 @@ rtnl_suite(void)
 	tcase_add_test(tc, test_bad_ifindex);
 	tcase_add_test(tc, test_bad_prefix);
 	tcase_add_test(tc, test_kernel_refusal);
+	tcase_add_test(tc, test_rule_msg);
+	tcase_add_test(tc, test_fulltunnel_rules);
+	tcase_add_test(tc, test_rule_refusal);
 	tcase_add_test(tc, test_monitor_parse);
 	tcase_add_test(tc, test_monitor_malformed);
 	suite_add_tcase(s, tc);

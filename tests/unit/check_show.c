@@ -314,7 +314,9 @@ START_TEST(no_peers_no_drops)
 	    "    \"events\": {},\n"
 	    "    \"sessions\": 0,\n"
 	    "    \"half_open\": 0,\n"
-	    "    \"fingerprint\": null\n"
+	    "    \"fingerprint\": null,\n"
+	    "    \"fwmark\": 0,\n"
+	    "    \"table\": 254\n"
 	    "  },\n"
 	    "  \"peers\": []\n"
 	    "}\n");
@@ -330,6 +332,60 @@ START_TEST(no_peers_no_drops)
 	free(s);
 	ck_assert_ptr_null(show_render(&f.t, "bob", false));
 	ck_assert_int_eq(errno, ENOENT);
+	fixture_free(&f);
+}
+END_TEST
+
+/* fwmark and table: in the JSON always (0 = no mark, table 0 = off, 254 =
+ * main), in the text only when they are not the plain default. */
+START_TEST(routing)
+{
+	static const char *const full4 = "  fwmark: 0xca6c\n  table: 51820 (default routes; "
+	    "the others in main)\n";
+	struct fixture f;
+	char *s;
+
+	fixture_init(&f);
+	f.t.conf->iface.table = CONF_TABLE_NUMBER;
+	f.t.conf->iface.table_number = 100;
+	f.t.conf->iface.fwmark = 0x51;
+	f.t.fwmark = 0x51;
+	s = show_render(&f.t, "bob", true);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_msg(strstr(s, "\"fwmark\": 81,\n    \"table\": 100\n  },") != NULL, "%s", s);
+	free(s);
+	s = show_render(&f.t, "bob", false);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_msg(strstr(s, "\n  fwmark: 0x51\n  table: 100\n") != NULL, "%s", s);
+	free(s);
+
+	f.t.conf->iface.table = CONF_TABLE_OFF;
+	f.t.conf->iface.fwmark = 0;
+	f.t.fwmark = 0;
+	s = show_render(&f.t, "bob", true);
+	ck_assert_msg(strstr(s, "\"fwmark\": 0,\n    \"table\": 0\n  },") != NULL, "%s", s);
+	free(s);
+	s = show_render(&f.t, "bob", false);
+	ck_assert_msg(strstr(s, "\n  table: off (no routes installed)\n") != NULL, "%s", s);
+	ck_assert_msg(strstr(s, "fwmark") == NULL, "%s", s);
+	free(s);
+
+	/* table = auto: main until a peer has a prefix of length 0 */
+	f.t.conf->iface.table = CONF_TABLE_AUTO;
+	f.t.full_table = 51820;
+	s = show_render(&f.t, "bob", false);
+	ck_assert_msg(strstr(s, "table") == NULL, "%s", s);
+	free(s);
+	ck_assert_uint_ge(f.t.conf->peers[0].n_allowed_ips, 1);
+	ck_assert_int_eq(util_prefix_parse("0.0.0.0/0", &f.t.conf->peers[0].allowed_ips[0].p), 0);
+	f.t.fwmark = 51820;
+	s = show_render(&f.t, "bob", true);
+	ck_assert_msg(strstr(s, "\"fwmark\": 51820,\n    \"table\": 51820\n  },") != NULL, "%s", s);
+	ck_assert(json_valid(s));
+	free(s);
+	s = show_render(&f.t, "bob", false);
+	ck_assert_msg(strstr(s, full4) != NULL, "%s", s);
+	free(s);
 	fixture_free(&f);
 }
 END_TEST
@@ -478,6 +534,7 @@ show_suite(void)
 	tcase_add_test(tc, unknown_peer);
 	tcase_add_test(tc, no_peers_no_drops);
 	tcase_add_test(tc, states);
+	tcase_add_test(tc, routing);
 	tcase_add_test(tc, escaping);
 	tcase_add_test(tc, text_units);
 	tcase_add_test(tc, checker_rejects);

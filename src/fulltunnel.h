@@ -1,0 +1,38 @@
+/* fulltunnel.h - routing all of a host's traffic through the tunnel, the
+ * way wg-quick does: with table = auto, a prefix of length 0 (0.0.0.0/0,
+ * ::/0) is routed in a table of its own, the UDP sockets carry a fwmark,
+ * and two rules per family send everything without that mark to the table
+ * while the main table keeps its more specific routes:
+ *
+ *     lookup main suppress_prefixlength 0
+ *     not fwmark MARK lookup TABLE
+ *
+ * The tunnel's own datagrams carry the mark, skip the table and leave by
+ * the host's default route.  TABLE is the fwmark when one is set, else the
+ * first table from 51820 up that holds no route; the fwmark is then the
+ * table number. */
+#ifndef TOUD_FULLTUNNEL_H
+#define TOUD_FULLTUNNEL_H
+
+#include <stdint.h>
+
+#include "rtnl.h"
+
+struct conf;
+struct toud;
+
+/* Before routes of c are installed (start, reload): choose the table of
+ * the full tunnel if c needs one and none is chosen yet.  0 or -errno
+ * (logged). */
+int fulltunnel_prepare(struct toud *t, const struct conf *c);
+/* Make the socket mark and the rules match t->conf: the mark before rules
+ * are added, after they are removed.  0 or -errno (logged). */
+int fulltunnel_apply(struct toud *t);
+/* The two rules of a full tunnel of family, in the order they are added
+ * (pure).  They carry no priority: like `ip rule add`, the kernel gives
+ * each the priority one below that of the rule after "local" (32765, then
+ * 32764 on a host with only the default rules), so the second added is
+ * consulted first. */
+void fulltunnel_rules(int family, uint32_t table, uint32_t fwmark, struct rtnl_rule out[2]);
+
+#endif
