@@ -551,7 +551,7 @@ for i, p in enumerate(parts):
     elif isinstance(cur, dict):
         if p in cur:
             cur = cur[p]
-        elif i > 0 and parts[i - 1] == "drops":
+        elif i > 0 and parts[i - 1] in ("drops", "events"):
             cur = 0
         else:
             sys.exit("json_get: no key %r" % p)
