@@ -74,6 +74,11 @@ struct toud {
 	unsigned n_half_open;           /* server handshakes not yet authenticated */
 	uint64_t listen_id;             /* session ID of the ClientHello being answered */
 	struct ratelimit *hs_limit;     /* cookie-verified handshakes per source */
+	/* The last key refused for matching two peers (handshake.c), so that
+	 * its failed handshake says so; forgotten on reload. */
+	bool hs_ambiguous;
+	uint8_t hs_ambiguous_fp[32];
+	char hs_ambiguous_why[200];
 	struct event *ev_cookie;        /* cookie secret rotation */
 
 	struct event *ev_sigterm, *ev_sigint, *ev_sighup;
