@@ -593,6 +593,17 @@ handshake_established(struct session *s, uint64_t now)
 
 /* --- failed ---------------------------------------------------------- */
 
+static bool
+any_ca_peer(const struct toud *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->n_peers; i++)
+		if (t->peers[i] && t->peers[i]->cf->ca)
+			return true;
+	return false;
+}
+
 /* The reason a handshake of s (for peer p, or NULL) failed, in the
  * administrator's terms: which side rejected what.  The most common
  * mistake, a wrong pinned fingerprint, names both keys. */
@@ -614,6 +625,9 @@ failure_reason(const struct session *s, const struct peer *p, const char *why, c
 		} else if (p && p->cf->ca) {
 			snprintf(out, len, "its certificate (key %s) is not one %s issued for \"%s\"",
 			    got, p->cf->ca, p->cf->cert_name ? p->cf->cert_name : "");
+		} else if (any_ca_peer(s->t)) {
+			snprintf(out, len, "its key %s is pinned by no peer, nor its certificate "
+			    "one a peer's CA issued for that peer's name", got);
 		} else {
 			snprintf(out, len, "its key %s is pinned by no peer", got);
 		}
