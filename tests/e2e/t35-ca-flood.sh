@@ -50,10 +50,11 @@ ca() {
 
 # issue CA KEYFILE CN OUT: a certificate for KEYFILE's key, CN, issued by CA.
 issue() {
-	openssl req -new -key "$2" -subj "/CN=$3" -out "$PKI/req.csr" >"$PKI/openssl.log" 2>&1 &&
-	    openssl x509 -req -in "$PKI/req.csr" -CA "$PKI/$1.pem" -CAkey "$PKI/$1.key" \
-	    -set_serial "$RANDOM$RANDOM" -days 2 -out "$4" >"$PKI/openssl.log" 2>&1 ||
-	    bail_out "openssl: $(cat "$PKI/openssl.log")"
+	if ! openssl req -new -key "$2" -subj "/CN=$3" -out "$PKI/req.csr" >"$PKI/openssl.log" 2>&1 ||
+	    ! openssl x509 -req -in "$PKI/req.csr" -CA "$PKI/$1.pem" -CAkey "$PKI/$1.key" \
+	    -set_serial "$RANDOM$RANDOM" -days 2 -out "$4" >"$PKI/openssl.log" 2>&1; then
+		bail_out "openssl: $(cat "$PKI/openssl.log")"
+	fi
 }
 
 # cpu_ms PID: the process's user and system CPU time so far, in ms.
