@@ -208,6 +208,25 @@ ca_ok(const struct peer *p, struct x509_store_ctx_st *xs, const struct dtls_sess
 	    cf->cert_name);
 }
 
+/* A key that two peers' configurations accept names neither: the
+ * handshake is refused, and both peers (and the failure's reason) say why. */
+static void
+ambiguous(struct toud *t, const uint8_t *fp, struct peer *p1, struct peer *p2)
+{
+	char f[7 + 2 * KEYS_FP_LEN + 1];
+
+	keys_fp_format(fp, f);
+	snprintf(t->hs_ambiguous_why, sizeof(t->hs_ambiguous_why),
+	    "its key %s matches both peer \"%s\" and peer \"%s\"", f, p1->name, p2->name);
+	memcpy(t->hs_ambiguous_fp, fp, sizeof(t->hs_ambiguous_fp));
+	t->hs_ambiguous = true;
+	log_warnx("handshake refused: %s", t->hs_ambiguous_why);
+	snprintf(p1->last_error, sizeof(p1->last_error), "handshake refused: %s",
+	    t->hs_ambiguous_why);
+	snprintf(p2->last_error, sizeof(p2->last_error), "handshake refused: %s",
+	    t->hs_ambiguous_why);
+}
+
 static struct peer *
 authorize_fp(struct toud *t, const uint8_t *fp, struct x509_store_ctx_st *xs,
     const struct dtls_sess *ds)
@@ -225,8 +244,7 @@ authorize_fp(struct toud *t, const uint8_t *fp, struct x509_store_ctx_st *xs,
 		    !(cf->ca && ca_ok(t->peers[i], xs, ds)))
 			continue;
 		if (found) {
-			log_warnx("a certificate matches both peer \"%s\" and peer \"%s\": "
-			    "refused", found->name, t->peers[i]->name);
+			ambiguous(t, fp, found, t->peers[i]);
 			return NULL;
 		}
 		found = t->peers[i];
@@ -575,6 +593,17 @@ handshake_established(struct session *s, uint64_t now)
 
 /* --- failed ---------------------------------------------------------- */
 
+static bool
+any_ca_peer(const struct toud *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->n_peers; i++)
+		if (t->peers[i] && t->peers[i]->cf->ca)
+			return true;
+	return false;
+}
+
 /* The reason a handshake of s (for peer p, or NULL) failed, in the
  * administrator's terms: which side rejected what.  The most common
  * mistake, a wrong pinned fingerprint, names both keys. */
@@ -586,7 +615,9 @@ failure_reason(const struct session *s, const struct peer *p, const char *why, c
 	const char *alert = s->dtls ? dtls_sess_alert(s->dtls) : NULL;
 	char got[7 + 2 * KEYS_FP_LEN + 1], want[sizeof(got)];
 
-	if (fp) {
+	if (fp && s->t->hs_ambiguous && memcmp(fp, s->t->hs_ambiguous_fp, KEYS_FP_LEN) == 0) {
+		snprintf(out, len, "%s", s->t->hs_ambiguous_why);
+	} else if (fp) {
 		keys_fp_format(fp, got);
 		if (p && p->cf->has_fingerprint) {
 			keys_fp_format(p->cf->fingerprint, want);
@@ -594,6 +625,9 @@ failure_reason(const struct session *s, const struct peer *p, const char *why, c
 		} else if (p && p->cf->ca) {
 			snprintf(out, len, "its certificate (key %s) is not one %s issued for \"%s\"",
 			    got, p->cf->ca, p->cf->cert_name ? p->cf->cert_name : "");
+		} else if (any_ca_peer(s->t)) {
+			snprintf(out, len, "its key %s is pinned by no peer, nor its certificate "
+			    "one a peer's CA issued for that peer's name", got);
 		} else {
 			snprintf(out, len, "its key %s is pinned by no peer", got);
 		}
@@ -646,6 +680,7 @@ handshake_reauthorize(struct toud *t)
 {
 	size_t i, ended = 0;
 
+	t->hs_ambiguous = false;        /* what matched two peers may not now */
 	for (i = 0; i < t->n_peers; i++) {
 		struct peer *p = t->peers[i];
 		struct session *ss[3];

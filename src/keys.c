@@ -1,9 +1,9 @@
 /* keys.c - this node's identity outside the handshake: key generation and
  * the self-signed certificate (touctl genkey), PEM writing, fingerprints of
  * certificates (touctl fingerprint, the daemon's own, the one a peer
- * presents), and the CA-and-name check of CA peers.  No sockets, no event
- * loop; dtls.c calls keys_cert_fp() and the authorize callback calls
- * keys_verify_ca(). */
+ * presents), CA files loaded once per configuration, and the CA-and-name
+ * check of CA peers.  No sockets, no event loop; dtls.c calls keys_cert_fp()
+ * and the authorize callback keys_verify_ca_store(). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -125,6 +125,57 @@ void
 keys_ca_free(struct x509_store_st *store)
 {
 	X509_STORE_free(store);
+}
+
+struct keys_ca_cache {
+	struct keys_ca_entry {
+		struct keys_ca_entry *next;
+		X509_STORE *store;              /* NULL: the file could not be read */
+		char file[];
+	} *head;
+};
+
+struct keys_ca_cache *
+keys_ca_cache_new(void)
+{
+	return calloc(1, sizeof(struct keys_ca_cache));
+}
+
+struct x509_store_st *
+keys_ca_cache_load(struct keys_ca_cache *cache, const char *ca_file)
+{
+	struct keys_ca_entry *e;
+	size_t len = strlen(ca_file);
+
+	for (e = cache->head; e != NULL; e = e->next)
+		if (strcmp(e->file, ca_file) == 0)
+			break;
+	if (e == NULL) {
+		if ((e = malloc(sizeof(*e) + len + 1)) == NULL)
+			return keys_ca_load(ca_file);
+		memcpy(e->file, ca_file, len + 1);
+		e->store = keys_ca_load(ca_file);
+		e->next = cache->head;
+		cache->head = e;
+	}
+	if (e->store == NULL || X509_STORE_up_ref(e->store) != 1)
+		return NULL;
+	return e->store;
+}
+
+void
+keys_ca_cache_free(struct keys_ca_cache *cache)
+{
+	struct keys_ca_entry *e, *next;
+
+	if (cache == NULL)
+		return;
+	for (e = cache->head; e != NULL; e = next) {
+		next = e->next;
+		X509_STORE_free(e->store);
+		free(e);
+	}
+	free(cache);
 }
 
 bool

@@ -40,6 +40,13 @@ struct x509_store_st *keys_ca_load(const char *ca_file);
 void keys_ca_free(struct x509_store_st *store);
 bool keys_verify_ca_store(struct x509_st *leaf, struct stack_st_X509 *untrusted,
     struct x509_store_st *store, const char *name);
+/* The CA files of one configuration, each read once however many peers
+ * name it: keys_ca_cache_load() returns a store of its own (free it with
+ * keys_ca_free) that shares the certificates with the other peers'. */
+struct keys_ca_cache;
+struct keys_ca_cache *keys_ca_cache_new(void);
+struct x509_store_st *keys_ca_cache_load(struct keys_ca_cache *cache, const char *ca_file);
+void keys_ca_cache_free(struct keys_ca_cache *cache);
 bool keys_verify_ca_chain(struct x509_st *leaf, struct stack_st_X509 *untrusted,
     const char *ca_file, const char *name);
 

@@ -38,11 +38,13 @@ peer_take_conf(struct peer *p, const struct conf_peer *cf)
 
 	p->cf = cf;
 	p->name = cf->name;
-	/* The CA is read here, once per configuration, never during a
-	 * handshake (it would cost a file read and parse per attempt). */
+	/* The CA is read here, once per configuration (and file, when the
+	 * configuration is being set up), never during a handshake: that
+	 * would cost a file read and parse per attempt and CA peer. */
 	keys_ca_free(p->ca_store);
 	p->ca_store = NULL;
-	if (cf->ca && !(p->ca_store = keys_ca_load(cf->ca)))
+	if (cf->ca && !(p->ca_store = p->toud->ca_cache ?
+	    keys_ca_cache_load(p->toud->ca_cache, cf->ca) : keys_ca_load(cf->ca)))
 		log_warnx("peer \"%s\": cannot load CA file %s: handshakes will fail", cf->name,
 		    cf->ca);
 	memset(&p->addr4, 0, sizeof(p->addr4));

@@ -13,6 +13,7 @@
 #include "dtls.h"
 #include "fulltunnel.h"
 #include "handshake.h"
+#include "keys.h"
 #include "log.h"
 #include "notify.h"
 #include "peer.h"
@@ -148,6 +149,8 @@ reload(struct toud *t, char *err, size_t errlen)
 		return -ENOMEM;
 	}
 
+	/* CA files are read afresh, once each, for the new configuration. */
+	t->ca_cache = keys_ca_cache_new();
 	/* Take the surviving peers out of the old list first, then remove the
 	 * rest, so a prefix that moves between peers is free when added. */
 	for (i = 0; i < nc->n_peers; i++)
@@ -196,6 +199,8 @@ reload(struct toud *t, char *err, size_t errlen)
 				failed++;
 		}
 	}
+	keys_ca_cache_free(t->ca_cache);
+	t->ca_cache = NULL;
 	/* Compact the list past peers that could not be created. */
 	for (i = 0; i < nc->n_peers; i++)
 		if (np[i])

@@ -24,6 +24,7 @@
 #include "gue.h"
 #include "dtls.h"
 #include "fulltunnel.h"
+#include "keys.h"
 #include "log.h"
 #include "notify.h"
 #include "offload.h"
@@ -193,19 +194,23 @@ setup_peers(struct toud *t)
 	t->peers = calloc(c->n_peers ? c->n_peers : 1, sizeof(*t->peers));
 	if (!t->peers)
 		return -ENOMEM;
-	for (i = 0; i < c->n_peers; i++) {
+	t->ca_cache = keys_ca_cache_new();     /* without it, each peer reads its own */
+	rc = 0;
+	for (i = 0; i < c->n_peers && rc == 0; i++) {
 		struct peer *p = peer_new(t, &c->peers[i]);
 
-		if (!p)
-			return -ENOMEM;
+		if (!p) {
+			rc = -ENOMEM;
+			break;
+		}
 		t->peers[t->n_peers++] = p;
-		if ((rc = peer_install(p)) < 0) {
+		if ((rc = peer_install(p)) < 0)
 			log_errx("peer \"%s\": cannot install its routes; not starting",
 			    p->name);
-			return rc;
-		}
 	}
-	return 0;
+	keys_ca_cache_free(t->ca_cache);
+	t->ca_cache = NULL;
+	return rc;
 }
 
 /* The debounce after a burst of host changes: tell the peers concerned

@@ -27,6 +27,7 @@ struct session;
 struct evdns_base;
 struct ratelimit;
 struct udp_msg;
+struct keys_ca_cache;
 
 #define TOUD_SESSION_BUCKETS 256       /* session ID hash table (power of two) */
 #define TOUD_NETCHANGE_GONE 8          /* removed addresses remembered per burst */
@@ -49,6 +50,9 @@ struct toud {
 
 	struct peer **peers;            /* in configuration order */
 	size_t n_peers;
+	/* While a configuration's peers are set up (start, reload): its CA
+	 * files, each read once (keys.c); NULL otherwise. */
+	struct keys_ca_cache *ca_cache;
 	/* Destination -> peer for the TUN side; the same table checks the
 	 * inner source of packets from a peer (anti-spoofing). */
 	struct prefix_table *routes;
@@ -81,6 +85,11 @@ struct toud {
 	unsigned n_half_open;           /* server handshakes not yet authenticated */
 	uint64_t listen_id;             /* session ID of the ClientHello being answered */
 	struct ratelimit *hs_limit;     /* cookie-verified handshakes per source */
+	/* The last key refused for matching two peers (handshake.c), so that
+	 * its failed handshake says so; forgotten on reload. */
+	bool hs_ambiguous;
+	uint8_t hs_ambiguous_fp[32];
+	char hs_ambiguous_why[200];
 	struct event *ev_cookie;        /* cookie secret rotation */
 
 	struct event *ev_sigterm, *ev_sigint, *ev_sighup;

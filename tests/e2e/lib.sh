@@ -536,12 +536,13 @@ show_json() {
 
 # json_get JSON PATH: a field by dotted path; a list of objects is indexed by
 # their "name" ("peers.b.drops.source_not_allowed"); a drop or event counter
-# that is absent reads as 0.  Strings print bare, null as "null".
+# that is absent reads as 0.  Strings print bare, null as "null".  The JSON
+# goes in on standard input: with hundreds of peers it outgrows an argument.
 json_get() {
 	python3 -c '
 import json, sys
-cur = json.loads(sys.argv[1])
-parts = sys.argv[2].split(".") if sys.argv[2] else []
+cur = json.load(sys.stdin)
+parts = sys.argv[1].split(".") if sys.argv[1] else []
 for i, p in enumerate(parts):
     if isinstance(cur, list):
         m = [x for x in cur if isinstance(x, dict) and x.get("name") == p]
@@ -565,7 +566,7 @@ elif isinstance(cur, (dict, list)):
     print(json.dumps(cur, sort_keys=True))
 else:
     print(cur)
-' "$1" "$2"
+' "$2" <<<"$1"
 }
 
 # tq NODE PATH: one field of NODE's live state.

@@ -1748,6 +1748,37 @@ START_TEST(ca_verify)
 		keys_ca_free(st);
 		ck_assert_ptr_null(keys_ca_load(missing));
 	}
+	/* Through the cache of one configuration: each file read once,
+	 * every peer's store its own reference, valid after the cache. */
+	{
+		struct keys_ca_cache *cache = keys_ca_cache_new();
+		struct x509_store_st *s1, *s2, *s3;
+		STACK_OF(X509) *chain = sk_X509_new_null();
+
+		ck_assert_ptr_nonnull(cache);
+		sk_X509_push(chain, p.leaf);
+		s1 = keys_ca_cache_load(cache, p.ca_file);
+		s2 = keys_ca_cache_load(cache, p.ca_file);
+		s3 = keys_ca_cache_load(cache, p.ca2_file);
+		ck_assert_ptr_nonnull(s1);
+		ck_assert_ptr_eq(s1, s2);
+		ck_assert_ptr_ne(s1, s3);
+		ck_assert_ptr_null(keys_ca_cache_load(cache, missing));
+		ck_assert_ptr_null(keys_ca_cache_load(cache, missing));
+		/* The file is not read again: gone, it still serves. */
+		ck_assert_int_eq(unlink(p.ca_file), 0);
+		ck_assert_ptr_eq(keys_ca_cache_load(cache, p.ca_file), s1);
+		keys_ca_free(s1);
+		keys_ca_cache_free(cache);
+		ck_assert(keys_verify_ca_store(p.leaf, chain, s2, "bob"));
+		ck_assert(!keys_verify_ca_store(p.leaf, chain, s3, "bob"));
+		ck_assert(keys_verify_ca_store(p.leaf2, chain, s3, "bob"));
+		keys_ca_free(s1);
+		keys_ca_free(s2);
+		keys_ca_free(s3);
+		sk_X509_free(chain);
+		keys_ca_cache_free(NULL);
+	}
 	pki_free(&p);
 }
 END_TEST

@@ -8,8 +8,8 @@
  * tie-break, rekey, reconnect after the peer closed, the dead-peer rule,
  * the pending-queue bound, the roaming rule, a reload that changes a key,
  * a reload that removes a peer in the middle of its handshake, the rekey
- * timer when a handshake runs at its deadline, and send-error recovery of
- * our source address. */
+ * timer when a handshake runs at its deadline, send-error recovery of our
+ * source address, and a certificate that two peers' configurations accept. */
 #include <check.h>
 #include <errno.h>
 #include <ftw.h>
@@ -22,6 +22,10 @@
 #include <unistd.h>
 
 #include <event2/event.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
 
 #include "bytes.h"
 #include "conf.h"
@@ -1045,6 +1049,157 @@ START_TEST(send_error_forgets_local)
 }
 END_TEST
 
+/* ---- a certificate two peers accept ---------------------------------- */
+
+/* A certificate for key with common name cn, signed by issuer (or itself,
+ * as a CA, when issuer is NULL). */
+static X509 *
+cert_make(EVP_PKEY *key, const char *cn, X509 *issuer, EVP_PKEY *issuer_key)
+{
+	X509 *x = X509_new();
+	X509V3_CTX v3;
+	X509_EXTENSION *ext;
+
+	ck_assert_ptr_nonnull(x);
+	X509_set_version(x, X509_VERSION_3);
+	ASN1_INTEGER_set(X509_get_serialNumber(x), issuer ? 2 : 1);
+	X509_gmtime_adj(X509_getm_notBefore(x), -3600);
+	X509_gmtime_adj(X509_getm_notAfter(x), 86400);
+	X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC,
+	    (const unsigned char *)cn, -1, -1, 0);
+	X509_set_issuer_name(x, X509_get_subject_name(issuer ? issuer : x));
+	X509_set_pubkey(x, key);
+	X509V3_set_ctx(&v3, issuer ? issuer : x, x, NULL, NULL, 0);
+	ext = X509V3_EXT_conf_nid(NULL, &v3, NID_basic_constraints,
+	    issuer ? "critical,CA:FALSE" : "critical,CA:TRUE");
+	ck_assert_ptr_nonnull(ext);
+	X509_add_ext(x, ext, -1);
+	X509_EXTENSION_free(ext);
+	ck_assert_int_gt(X509_sign(x, issuer_key ? issuer_key : key, EVP_sha256()), 0);
+	return x;
+}
+
+static void
+cert_write(const char *path, X509 *x)
+{
+	FILE *f = fopen(path, "w");
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(PEM_write_X509(f, x), 1);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+/* B again, with what its key directory holds now. */
+static void
+restart_b(void)
+{
+	node_stop(&B);
+	memset(&B.t, 0, sizeof(B.t));
+	node_start(&B, node_conf(&B, "10.77.0.2", "a", A.fp, "192.0.2.1", "10.77.0.1"),
+	    "192.0.2.2");
+}
+
+/* A's configuration: peer b pinned to B's key, and peer c in CA mode
+ * (ca_file, name cn). */
+static void
+restart_a_two_peers(const char *ca_file, const char *cn)
+{
+	char text[4096], f[80], ebuf[300];
+	struct conf *c = NULL;
+	struct conf_error ce;
+
+	fp_hex(B.fp, f);
+	snprintf(text, sizeof(text),
+	    "[interface]\nname = tou0\naddress = 10.77.0.1/24\n"
+	    "private-key = %s/key.pem\ncertificate = %s/cert.pem\n"
+	    "[peer b]\nfingerprint = %s\nendpoint = 192.0.2.2:6080\naddress = 10.77.0.2\n"
+	    "[peer c]\nca = %s\nname = %s\naddress = 10.77.0.3\n",
+	    A.dir, A.dir, f, ca_file, cn);
+	ck_assert_msg(conf_parse("a.conf", text, strlen(text), &c, &ce) == 0, "%s",
+	    conf_error_fmt(&ce, ebuf, sizeof(ebuf)));
+	node_stop(&A);
+	memset(&A.t, 0, sizeof(A.t));
+	node_start(&A, c, "192.0.2.1");
+	ck_assert_uint_eq(A.t.n_peers, 2);
+}
+
+/* B's key, pinned by A's peer b, comes with a certificate that A's CA
+ * peer c accepts too (the CA issued it with c's name): the handshake is
+ * refused, whichever side starts it, and both peers and the failure say
+ * why.  With c expecting another name, the same certificate is b's. */
+START_TEST(cert_matches_two_peers)
+{
+	char ca_file[1200], cert_file[1200], key_file[1200], want[300], fb[80];
+	EVP_PKEY *ca_key = EVP_EC_gen("P-256"), *b_key;
+	struct peer *pb, *pc, *pa;
+	X509 *ca, *leaf;
+	FILE *f;
+
+	/* B's certificate: its own key, issued by the CA with the name c. */
+	snprintf(key_file, sizeof(key_file), "%s/key.pem", B.dir);
+	snprintf(cert_file, sizeof(cert_file), "%s/cert.pem", B.dir);
+	snprintf(ca_file, sizeof(ca_file), "%s/ca.pem", tmpdir);
+	ck_assert_ptr_nonnull(f = fopen(key_file, "r"));
+	ck_assert_ptr_nonnull(b_key = PEM_read_PrivateKey(f, NULL, NULL, NULL));
+	fclose(f);
+	ck_assert_ptr_nonnull(ca_key);
+	ca = cert_make(ca_key, "test ca", NULL, NULL);
+	leaf = cert_make(b_key, "c", ca, ca_key);
+	cert_write(ca_file, ca);
+	cert_write(cert_file, leaf);
+	X509_free(ca);
+	X509_free(leaf);
+	EVP_PKEY_free(ca_key);
+	EVP_PKEY_free(b_key);
+
+	/* Control: c expects another name, so the certificate is b's only. */
+	restart_b();
+	restart_a_two_peers(ca_file, "carol");
+	pb = A.t.peers[0];
+	tun_send(&B, false, 1);
+	pump();
+	ck_assert_str_eq(peer_state_name(pb->state), "up");
+	ck_assert_int_eq(tun_recv(&A), 1);
+
+	/* Now c's name is the certificate's. */
+	restart_b();
+	restart_a_two_peers(ca_file, "c");
+	pa = peer_of(&B);
+	pb = A.t.peers[0];
+	pc = A.t.peers[1];
+	fp_hex(B.fp, fb);
+	snprintf(want, sizeof(want),
+	    "handshake refused: its key %s matches both peer \"b\" and peer \"c\"", fb);
+	/* B starts: A, the responder, refuses B's certificate. */
+	tun_send(&B, false, 2);
+	pump();
+	ck_assert_ptr_null(pb->cur);
+	ck_assert_ptr_null(pc->cur);
+	ck_assert_ptr_null(pa->cur);
+	ck_assert_str_eq(peer_state_name(pb->state), "idle");
+	ck_assert_str_eq(peer_state_name(pc->state), "idle");
+	ck_assert_int_eq(tun_recv(&A), -1);
+	ck_assert_uint_ge(A.t.events[EVENT_HANDSHAKE_FAILED], 1);
+	ck_assert_uint_ge(A.t.drops[DROP_HANDSHAKE], 1);
+	ck_assert_uint_eq(A.t.n_half_open, 0);
+	ck_assert_str_eq(pb->last_error, want);
+	ck_assert_str_eq(pc->last_error, want);
+	ck_assert_msg(strncmp(pa->last_error, "handshake failed: rejected by the other side",
+	    strlen("handshake failed: rejected by the other side")) == 0, "%s", pa->last_error);
+	/* A starts, to b: the key it meets is b's pin, but c accepts it too. */
+	pb->last_error[0] = '\0';
+	ck_assert_int_eq(handshake_initiate(pb, fake_now), 0);
+	pump();
+	ck_assert_ptr_null(pb->cur);
+	ck_assert_ptr_null(pa->cur);
+	ck_assert_int_eq(tun_recv(&B), -1);
+	snprintf(want, sizeof(want),
+	    "handshake failed: its key %s matches both peer \"b\" and peer \"c\"", fb);
+	ck_assert_str_eq(pb->last_error, want);
+	ck_assert_uint_ge(pb->drops[DROP_HANDSHAKE], 1);
+}
+END_TEST
+
 START_TEST(state_names)
 {
 	/* The JSON `state` values: a stable interface. */
@@ -1092,6 +1247,7 @@ peer_suite(void)
 	tcase_add_test(tc, reauthorize_ends_session);
 	tcase_add_test(tc, wrong_pin_diagnosed);
 	tcase_add_test(tc, state_names);
+	tcase_add_test(tc, cert_matches_two_peers);
 	tcase_add_test(tc, max_age_both_roles);
 	suite_add_tcase(s, tc);
 	return s;
