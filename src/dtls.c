@@ -752,6 +752,15 @@ dtls_sess_seal(struct dtls_sess *s, const uint8_t *in, size_t len)
 	return 0;
 }
 
+int
+dtls_sess_export(struct dtls_sess *s, const char *label, uint8_t *out, size_t len)
+{
+	if (!s->established ||
+	    SSL_export_keying_material(s->ssl, out, len, label, strlen(label), NULL, 0, 0) != 1)
+		return -1;
+	return 0;
+}
+
 struct record_tx *
 dtls_sess_record_tx(struct dtls_sess *s)
 {

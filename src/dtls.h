@@ -102,6 +102,9 @@ int dtls_sess_seal(struct dtls_sess *s, const uint8_t *in, size_t len);
  * two directions' states, for batch sealing and opening (NULL until the
  * handshake completed); each may be used by one thread. */
 struct record_tx *dtls_sess_record_tx(struct dtls_sess *s);
+/* RFC 5705 keying material of the completed handshake (no context).
+ * 0 or -1. */
+int dtls_sess_export(struct dtls_sess *s, const char *label, uint8_t *out, size_t len);
 struct record_rx *dtls_sess_record_rx(struct dtls_sess *s);
 /* Records protected so far under the busier of the session's two keys
  * (for rekey-records). */

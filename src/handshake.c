@@ -400,26 +400,24 @@ listen_admit(void *arg, const union sockaddr_union *from, size_t credit)
 	struct toud *t = a->t;
 	struct session *s, *oldest = NULL, *oldest_src = NULL;
 	struct ipaddr src, other;
-	unsigned b, n_src = 0;
+	unsigned n_src = 0;
 
 	util_sa_to_addr(from, &src, NULL);
 	if (!ratelimit_allow(t->hs_limit, &src, a->now)) {
 		t->drops[DROP_HS_RATE]++;
 		return NULL;
 	}
-	for (b = 0; b < TOUD_SESSION_BUCKETS; b++) {
-		for (s = t->sessions[b]; s; s = s->hnext) {
-			if (!halfopen_unverified(s))
-				continue;
-			if (!oldest || s->created_ms < oldest->created_ms)
-				oldest = s;
-			util_sa_to_addr(&s->addr, &other, NULL);
-			if (!util_addr_equal(&src, &other))
-				continue;
-			n_src++;
-			if (!oldest_src || s->created_ms < oldest_src->created_ms)
-				oldest_src = s;
-		}
+	for (s = t->session_list; s; s = s->lnext) {
+		if (!halfopen_unverified(s))
+			continue;
+		if (!oldest || s->created_ms < oldest->created_ms)
+			oldest = s;
+		util_sa_to_addr(&s->addr, &other, NULL);
+		if (!util_addr_equal(&src, &other))
+			continue;
+		n_src++;
+		if (!oldest_src || s->created_ms < oldest_src->created_ms)
+			oldest_src = s;
 	}
 	if (n_src >= HS_HALF_OPEN_PER_SOURCE)
 		oldest = oldest_src;
@@ -563,6 +561,7 @@ handshake_established(struct session *s, uint64_t now)
 	if (!p || !fp || (s->peer && s->peer != p))
 		return HANDSHAKE_REFUSED;
 	s->peer = p;
+	session_ids_start(s);
 	halfopen_done(s);
 	s->established = true;
 	s->established_ms = now;

@@ -38,6 +38,7 @@ struct path_probe {
 	union sockaddr_union addr;      /* the address being challenged */
 	struct ipaddr local;            /* our address its records arrived at */
 	uint8_t token[PATH_TOKEN_LEN];
+	uint32_t wire_index;            /* the session ID (sessid.h) used towards addr */
 	unsigned tries;                 /* challenges sent */
 	uint64_t next_ms;               /* when the next challenge (or failure) is due */
 	uint64_t rx_bytes, tx_bytes;    /* from / to addr since the probe began */

@@ -382,18 +382,22 @@ peer_local(const struct peer *p)
 
 void
 peer_authenticated_rx(struct peer *p, struct session *s, const union sockaddr_union *from,
-    const struct ipaddr *local, uint64_t seq, size_t wire_len, uint64_t now)
+    const struct ipaddr *local, uint64_t seq, uint32_t index, size_t wire_len, uint64_t now)
 {
 	struct path_probe *pp = &p->probe;
 	uint8_t token[PATH_TOKEN_LEN];
 	char a[UTIL_ADDRSTRLEN], b[UTIL_ADDRSTRLEN];
 
+	session_ids_received(s, index);
 	if (seq <= s->max_seq && s->max_seq)
 		return;
 	s->max_seq = seq;
 	if (util_sa_equal(&s->addr, from)) {
 		if (local && local->family)
 			s->local = *local;
+		/* The peer moved to a newer ID on this path: follow it. */
+		if (index > s->tx_index)
+			session_ids_use(s, index);
 		return;
 	}
 	/* Only the session we send on moves, and only to an address that
@@ -414,6 +418,9 @@ peer_authenticated_rx(struct peer *p, struct session *s, const union sockaddr_un
 		p->roam_log_ms = now;
 	}
 	path_start(pp, s->id, from, local, token, wire_len);
+	/* The new path gets an ID of its own: the peer's if it already
+	 * moved to one nobody used, else the next unused one. */
+	pp->wire_index = index > s->tx_max_index ? index : session_ids_fresh(s);
 	peer_timers_path_due(p, now);
 }
 
@@ -429,7 +436,8 @@ peer_ping(struct peer *p, peer_ping_fn *fn, void *arg)
 		return -EBUSY;
 	if (RAND_bytes(p->ping_token, sizeof(p->ping_token)) != 1)
 		return -EIO;
-	if ((r = tx_path_message(s, GUE_CTYPE_CHALLENGE, p->ping_token, &s->addr, &s->local)) < 0)
+	if ((r = tx_path_message(s, GUE_CTYPE_CHALLENGE, p->ping_token, &s->addr, &s->local,
+	    0)) < 0)
 		return r;
 	p->ping_fn = fn;
 	p->ping_arg = arg;
@@ -477,6 +485,7 @@ peer_path_response(struct peer *p, struct session *s, const uint8_t *token, uint
 	s->local = pp->local;
 	dtls_sess_set_peer_addr(s->dtls, &pp->addr);
 	p->endpoint = pp->addr;
+	session_ids_use(s, pp->wire_index);
 	path_reset(pp);
 	peer_timers_path_due(p, now);   /* nothing due: disarms */
 }
@@ -589,8 +598,12 @@ peer_netchange_apply(struct toud *t)
 			continue;
 		n++;
 		memset(&p->local, 0, sizeof(p->local));
-		if (p->cur)
+		/* A new path: a new session ID on it (sessid.h). */
+		if (p->cur) {
 			memset(&p->cur->local, 0, sizeof(p->cur->local));
+			if (p->cur->established)
+				session_ids_use(p->cur, session_ids_fresh(p->cur));
+		}
 		if (p->next)
 			memset(&p->next->local, 0, sizeof(p->next->local));
 		if (p->prev)

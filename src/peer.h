@@ -146,9 +146,12 @@ const struct ipaddr *peer_local(const struct peer *p);
  * bytes on the wire, received at our address `local`, authenticated with
  * record number seq.  A record newer than every one accepted before that
  * comes from another address starts validating that address (path.h); the
- * endpoint moves when peer_path_response() sees the answer. */
+ * endpoint moves when peer_path_response() sees the answer.  index is the
+ * record's session ID (sessid.h): from the endpoint, a newer one means the
+ * peer moved to it, and so do we; towards a new address the challenge
+ * carries an ID never used before. */
 void peer_authenticated_rx(struct peer *p, struct session *s, const union sockaddr_union *from,
-    const struct ipaddr *local, uint64_t seq, size_t wire_len, uint64_t now);
+    const struct ipaddr *local, uint64_t seq, uint32_t index, size_t wire_len, uint64_t now);
 /* A path response (token) arrived on session s. */
 void peer_path_response(struct peer *p, struct session *s, const uint8_t *token, uint64_t now);
 /* touctl ping: send a path challenge on the current session's path; fn

@@ -389,7 +389,7 @@ peer_timers_path_due(struct peer *p, uint64_t now)
 			p->events[EVENT_PATH_BUDGET_BLOCKED]++;
 			path_sent(pp, 0, now);
 		} else if (tx_path_message(s, GUE_CTYPE_CHALLENGE, pp->token, &pp->addr,
-		    &pp->local) == 0) {
+		    &pp->local, session_ids_wire(s, pp->wire_index)) == 0) {
 			p->events[EVENT_PATH_CHALLENGE_SENT]++;
 			path_sent(pp, TX_PATH_WIRE_MAX, now);
 		} else {

@@ -201,6 +201,28 @@ record_tx_init(struct record_tx *tx, const struct record_keys *k, uint16_t epoch
 	return 0;
 }
 
+int
+record_tx_jump(struct record_tx *tx, uint64_t n)
+{
+	uint8_t iv[NONCE_LEN];
+
+	if (n > RECORD_SEQ_MAX - tx->seq)
+		return -1;
+	if (is_gcm(tx->cipher)) {
+		/* The cipher counts the explicit nonce itself: restart it at
+		 * the new value (the explicit nonce is a 64-bit counter that
+		 * may wrap; OpenSSL's own are 2^63 away, see record.h). */
+		nonce_make(tx->iv, tx->nonce + n, iv);
+		if (EVP_CIPHER_CTX_ctrl(tx->ctx, EVP_CTRL_GCM_SET_IV_FIXED, -1, iv) != 1) {
+			ERR_clear_error();
+			return -1;
+		}
+	}
+	tx->seq += n;
+	tx->nonce += n;
+	return 0;
+}
+
 void
 record_tx_free(struct record_tx *tx)
 {

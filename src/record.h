@@ -137,6 +137,10 @@ int record_keys_derive(enum record_cipher c, const char *md, const uint8_t *mast
 int record_tx_init(struct record_tx *tx, const struct record_keys *k, uint16_t epoch,
     uint64_t first_seq, uint64_t first_nonce);
 void record_tx_free(struct record_tx *tx);
+/* Skip n sequence numbers (and, with AES-GCM, n explicit nonces), so the
+ * cleartext header after a change of session ID does not continue the
+ * old run.  -1 (nothing changed) if that would run out of numbers. */
+int record_tx_jump(struct record_tx *tx, uint64_t n);
 int record_rx_init(struct record_rx *rx, const struct record_keys *k, uint16_t epoch);
 void record_rx_free(struct record_rx *rx);
 

@@ -163,8 +163,8 @@ compact_pick(struct toud *t, struct peer *p, uint8_t proto, const uint8_t *seg, 
  * address and from the local address of its datagram, whatever the
  * session's own: that is what proves the path (path.h). */
 static void
-rx_control(struct toud *t, struct peer *p, struct session *s, const struct udp_msg *m,
-    const struct gue_inner *in, uint64_t now)
+rx_control(struct toud *t, struct peer *p, struct session *s, uint32_t index,
+    const struct udp_msg *m, const struct gue_inner *in, uint64_t now)
 {
 	switch (in->proto) {
 	case GUE_CTYPE_KEEPALIVE:
@@ -176,7 +176,8 @@ rx_control(struct toud *t, struct peer *p, struct session *s, const struct udp_m
 			tx_control(t, p, GUE_CTYPE_KEEPALIVE, NULL, 0);
 		return;
 	case GUE_CTYPE_CHALLENGE:
-		if ((s ? tx_path_message(s, GUE_CTYPE_RESPONSE, in->payload, &m->peer, &m->local) :
+		if ((s ? tx_path_message(s, GUE_CTYPE_RESPONSE, in->payload, &m->peer, &m->local,
+		    session_ids_wire(s, index)) :
 		    tx_control(t, p, GUE_CTYPE_RESPONSE, in->payload, in->len)) == 0)
 			p->events[EVENT_PATH_RESPONSE_SENT]++;
 		return;
@@ -197,8 +198,9 @@ rx_control(struct toud *t, struct peer *p, struct session *s, const struct udp_m
  * or whole IP packet, to the TUN.  wire_len, the UDP payload it came in, is
  * what rx_bytes counts (as tx_bytes does). */
 static void
-rx_inner(struct toud *t, struct peer *p, struct session *s, const struct udp_msg *m,
-    uint8_t *buf, size_t len, size_t wire_len, uint8_t tos, uint64_t now)
+rx_inner(struct toud *t, struct peer *p, struct session *s, uint32_t index,
+    const struct udp_msg *m, uint8_t *buf, size_t len, size_t wire_len, uint8_t tos,
+    uint64_t now)
 {
 	struct gue_inner in;
 	enum gue_err gerr;
@@ -211,7 +213,7 @@ rx_inner(struct toud *t, struct peer *p, struct session *s, const struct udp_msg
 	switch (in.kind) {
 	case GUE_KIND_CONTROL:
 		peer_rx(p, wire_len, now);
-		rx_control(t, p, s, m, &in, now);
+		rx_control(t, p, s, index, m, &in, now);
 		return;
 	case GUE_KIND_IP:
 		peer_timers_data_received(p, now);
@@ -267,6 +269,7 @@ rx_dtls(struct rx *x, struct udp_msg *m, uint64_t now)
 	enum session_result r;
 	enum gue_err gerr;
 	uint64_t id, seq;
+	uint32_t index = 0;
 	uint8_t ctype;
 	char buf[UTIL_ADDRSTRLEN];
 
@@ -275,7 +278,7 @@ rx_dtls(struct rx *x, struct udp_msg *m, uint64_t now)
 		return;
 	}
 	rlen = m->len - GUE_OUTER_LEN;
-	s = session_find(t, id);
+	s = session_find(t, id, &index);
 	if (gue_dtls_prefilter(rec, rlen, &ctype) != GUE_DTLS_OK) {
 		count_drop(t, s ? s->peer : NULL, DROP_DTLS_HEADER, 1);
 		return;
@@ -317,9 +320,9 @@ rx_dtls(struct rx *x, struct udp_msg *m, uint64_t now)
 			count_drop(t, NULL, DROP_NO_SESSION_PEER, 1);
 			return;
 		}
-		peer_authenticated_rx(p, s, &m->peer, &m->local, seq, m->len, now);
+		peer_authenticated_rx(p, s, &m->peer, &m->local, seq, index, m->len, now);
 		peer_timers_authenticated_rx(p, now);
-		rx_inner(t, p, s, m, out, outlen, m->len, m->tos, now);
+		rx_inner(t, p, s, index, m, out, outlen, m->len, m->tos, now);
 		return;
 	case SESSION_FAILED:
 		rx_handshake_failed(s, s->peer ? "refused" : "unknown key");
@@ -369,7 +372,7 @@ rx_datagram(struct rx *x, struct udp_msg *m, uint64_t now)
 	if (m->local.family)
 		p->local = m->local;
 	peer_timers_authenticated_rx(p, now);
-	rx_inner(t, p, NULL, m, m->buf, m->len, m->len, m->tos, now);
+	rx_inner(t, p, NULL, 0, m, m->buf, m->len, m->len, m->tos, now);
 }
 
 /* A UDP_GRO buffer: its datagrams one by one, in place. */

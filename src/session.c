@@ -15,6 +15,7 @@
 
 #include "dtls.h"
 #include "peer.h"
+#include "record.h"
 #include "session.h"
 #include "toud.h"
 
@@ -25,37 +26,192 @@ bucket(uint64_t id)
 }
 
 struct session *
-session_find(struct toud *t, uint64_t id)
+session_find(struct toud *t, uint64_t id, uint32_t *index)
+{
+	struct session_alias *a;
+
+	for (a = t->sessions[bucket(id)]; a; a = a->hnext) {
+		if (a->id == id) {
+			if (index)
+				*index = a->index;
+			return a->s;
+		}
+	}
+	return NULL;
+}
+
+struct session *
+session_named(struct toud *t, uint64_t id)
 {
 	struct session *s;
 
-	for (s = t->sessions[bucket(id)]; s; s = s->hnext)
+	for (s = t->session_list; s; s = s->lnext)
 		if (s->id == id)
 			return s;
 	return NULL;
+}
+
+static void
+alias_add(struct session_alias *a)
+{
+	struct toud *t = a->s->t;
+	unsigned b = bucket(a->id);
+
+	a->hnext = t->sessions[b];
+	t->sessions[b] = a;
+	a->in_table = true;
+}
+
+static void
+alias_remove(struct session_alias *a)
+{
+	struct session_alias **pp;
+
+	if (!a->in_table)
+		return;
+	for (pp = &a->s->t->sessions[bucket(a->id)]; *pp; pp = &(*pp)->hnext) {
+		if (*pp == a) {
+			*pp = a->hnext;
+			break;
+		}
+	}
+	a->in_table = false;
 }
 
 void
 session_insert(struct session *s)
 {
 	struct toud *t = s->t;
-	unsigned b = bucket(s->id);
+	struct session_alias *a = &s->alias[0];
 
-	s->hnext = t->sessions[b];
-	t->sessions[b] = s;
+	a->s = s;
+	a->id = s->id;
+	a->index = 0;
+	alias_add(a);
+	s->wire_id = s->id;
+	s->lnext = t->session_list;
+	if (s->lnext)
+		s->lnext->lprev = &s->lnext;
+	s->lprev = &t->session_list;
+	t->session_list = s;
+}
+
+uint64_t
+session_ids_wire(const struct session *s, uint32_t index)
+{
+	struct session *owner;
+	uint64_t id;
+
+	if (index == 0)
+		return s->id;
+	if (!s->ids_derived || !(id = sessid_derive(s->id_seed, index)))
+		return 0;
+	/* Taken by another session of this node: skipped (both ends agree
+	 * on the sequence, and the peer accepts the next ones too). */
+	owner = session_find(s->t, id, NULL);
+	return owner && owner != s ? 0 : id;
+}
+
+/* Put exactly the indices [lo_index, newest + SESSID_WINDOW] in the table. */
+static void
+ids_sync(struct session *s)
+{
+	uint32_t newest = s->tx_index > s->rx_index ? s->tx_index : s->rx_index;
+	uint32_t hi = newest + (s->ids_derived ? SESSID_WINDOW : 0), lo, k;
+
+	if (s->lo_index > newest)
+		s->lo_index = newest;
+	if (hi - s->lo_index >= SESSION_ID_SLOTS)
+		s->lo_index = hi - SESSION_ID_SLOTS + 1;
+	lo = s->lo_index;
+	for (k = 0; k < SESSION_ID_SLOTS; k++) {
+		struct session_alias *a = &s->alias[k];
+		uint32_t i = lo + (k + SESSION_ID_SLOTS - lo % SESSION_ID_SLOTS) % SESSION_ID_SLOTS;
+		bool want = i <= hi;
+		uint64_t id;
+
+		if (a->in_table && (!want || a->index != i))
+			alias_remove(a);
+		if (!want || a->in_table)
+			continue;
+		if (!(id = session_ids_wire(s, i)))
+			continue;
+		a->s = s;
+		a->id = id;
+		a->index = i;
+		alias_add(a);
+	}
 }
 
 static void
-table_remove(struct session *s)
+retire_arm(struct session *s)
 {
-	struct session **pp;
+	struct timeval tv = { .tv_sec = SESSION_RETIRE_MS / 1000 };
 
-	for (pp = &s->t->sessions[bucket(s->id)]; *pp; pp = &(*pp)->hnext) {
-		if (*pp == s) {
-			*pp = s->hnext;
-			return;
-		}
-	}
+	if (s->ev_retire)
+		evtimer_add(s->ev_retire, &tv);
+}
+
+static void
+retire_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct session *s = arg;
+
+	(void)fd;
+	(void)what;
+	s->lo_index = s->tx_index < s->rx_index ? s->tx_index : s->rx_index;
+	ids_sync(s);
+}
+
+void
+session_ids_start(struct session *s)
+{
+	if (dtls_sess_export(s->dtls, SESSID_LABEL, s->id_seed, sizeof(s->id_seed)) < 0)
+		return;         /* keeps ID 0 for its life: it works, only unrotated */
+	s->ids_derived = true;
+	ids_sync(s);
+}
+
+void
+session_ids_received(struct session *s, uint32_t index)
+{
+	if (index <= s->rx_index)
+		return;
+	s->rx_index = index;
+	ids_sync(s);
+	retire_arm(s);
+}
+
+uint32_t
+session_ids_fresh(const struct session *s)
+{
+	uint32_t i = (s->tx_max_index > s->rx_index ? s->tx_max_index : s->rx_index) + 1;
+	unsigned tries;
+
+	for (tries = 0; tries < SESSION_ID_SLOTS && !session_ids_wire(s, i); tries++)
+		i++;
+	return i;
+}
+
+void
+session_ids_use(struct session *s, uint32_t index)
+{
+	struct record_tx *tx = dtls_sess_record_tx(s->dtls);
+	uint64_t id = session_ids_wire(s, index), jump;
+
+	if (index == s->tx_index || !id)
+		return;
+	s->tx_index = index;
+	if (index > s->tx_max_index)
+		s->tx_max_index = index;
+	s->wire_id = id;
+	s->rotations++;
+	/* A random jump of 2^16 .. 2^32 sequence numbers: the first record
+	 * on the new path does not continue the old path's run. */
+	if (tx && RAND_bytes((unsigned char *)&jump, sizeof(jump)) == 1)
+		(void)record_tx_jump(tx, (UINT64_C(1) << 16) + jump % (UINT64_C(1) << 32));
+	ids_sync(s);
+	retire_arm(s);
 }
 
 static void
@@ -77,7 +233,11 @@ session_alloc(struct toud *t, uint64_t id, const union sockaddr_union *addr, uin
 	s->id = id;
 	s->addr = *addr;
 	s->created_ms = now;
-	if (!(s->ev_drain = evtimer_new(t->base, drain_cb, s))) {
+	s->wire_id = id;
+	if (!(s->ev_drain = evtimer_new(t->base, drain_cb, s)) ||
+	    !(s->ev_retire = evtimer_new(t->base, retire_cb, s))) {
+		if (s->ev_drain)
+			event_free(s->ev_drain);
 		free(s);
 		return NULL;
 	}
@@ -92,7 +252,7 @@ session_new_id(struct toud *t)
 	do {
 		if (RAND_bytes((unsigned char *)&id, sizeof(id)) != 1)
 			return 0;
-	} while (id == 0 || session_find(t, id));
+	} while (id == 0 || session_find(t, id, NULL));
 	return id;
 }
 
@@ -100,6 +260,7 @@ void
 session_free(struct session *s)
 {
 	struct peer *p = s->peer;
+	unsigned k;
 
 	if (p) {
 		if (p->cur == s)
@@ -111,7 +272,15 @@ session_free(struct session *s)
 	}
 	if (s->half_open && s->t->n_half_open)
 		s->t->n_half_open--;
-	table_remove(s);
+	for (k = 0; k < SESSION_ID_SLOTS; k++)
+		alias_remove(&s->alias[k]);
+	if (s->lprev) {
+		*s->lprev = s->lnext;
+		if (s->lnext)
+			s->lnext->lprev = s->lprev;
+	}
+	if (s->ev_retire)
+		event_free(s->ev_retire);
 	if (s->ev_timer)
 		event_free(s->ev_timer);
 	if (s->ev_drain)
@@ -123,11 +292,8 @@ session_free(struct session *s)
 void
 session_free_all(struct toud *t)
 {
-	unsigned b;
-
-	for (b = 0; b < TOUD_SESSION_BUCKETS; b++)
-		while (t->sessions[b])
-			session_free(t->sessions[b]);
+	while (t->session_list)
+		session_free(t->session_list);
 }
 
 void
@@ -189,12 +355,13 @@ session_seal(struct session *s, const uint8_t *payload, size_t len, uint8_t tos)
 
 int
 session_seal_to(struct session *s, const uint8_t *payload, size_t len,
-    const union sockaddr_union *to, const struct ipaddr *local)
+    const union sockaddr_union *to, const struct ipaddr *local, uint64_t wire_id)
 {
 	int rc;
 
 	s->tx_to = to;
 	s->tx_local = local;
+	s->tx_to_id = wire_id;
 	rc = session_seal(s, payload, len, 0);
 	s->tx_to = NULL;
 	s->tx_local = NULL;

@@ -7,6 +7,14 @@
  * peer they belong to; each peer sends on one established session (cur), a
  * newer one replaces it and the old one drains for SESSION_DRAIN_MS.
  *
+ * Once established, a session is known by a sequence of IDs (sessid.h):
+ * it sends with one of them (wire_id, index tx_index) and accepts from the
+ * oldest one still in use up to SESSID_WINDOW past the newest, each an
+ * alias in the table.  A move to a new path moves to an unused ID (the
+ * path's peer follows when that ID authenticates), and the sequence number
+ * jumps, so the cleartext on the new path shares nothing with the old;
+ * older IDs are retired SESSION_RETIRE_MS after nobody uses them.
+ *
  * This file is a leaf: the table, the per-session drain timer, and
  * open/seal that report what happened.  It calls no rx, tx, peer or
  * handshake code; the one thing it does to a peer is to clear the peer's
@@ -18,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sessid.h"
 #include "util.h"
 
 struct toud;
@@ -27,10 +36,23 @@ struct event;
 
 #define SESSION_DRAIN_MS 10000          /* an old session still receives this long */
 #define SESSION_HANDSHAKE_MS 10000      /* a handshake not done by then is abandoned */
+#define SESSION_RETIRE_MS 10000         /* an ID no longer used is still accepted this long */
+#define SESSION_ID_SLOTS 8              /* IDs in the table at once, per session */
+
+struct session;
+
+/* One ID of a session in the table. */
+struct session_alias {
+	uint64_t id;
+	uint32_t index;
+	bool in_table;
+	struct session *s;
+	struct session_alias *hnext;
+};
 
 struct session {
 	struct toud *t;
-	uint64_t id;
+	uint64_t id;                    /* ID 0, the handshake's: toud's name for the session */
 	struct dtls_sess *dtls;
 	struct peer *peer;              /* NULL until the handshake completed (server side) */
 	bool initiator;
@@ -55,7 +77,21 @@ struct session {
 	uint64_t hs_rx, hs_tx;          /* server, until established: the amplification budget */
 	struct event *ev_timer;         /* handshake.c: retransmission and handshake deadline */
 	struct event *ev_drain;         /* drain deadline once replaced */
-	struct session *hnext;          /* hash chain in t->sessions */
+	struct event *ev_retire;        /* retire IDs no longer used */
+	struct session *lnext, **lprev; /* t->session_list */
+	/* The IDs (sessid.h), once the handshake exported their seed. */
+	bool ids_derived;
+	uint8_t id_seed[SESSID_SEED_LEN];
+	uint64_t wire_id;               /* what our records to addr carry */
+	uint32_t tx_index;              /* its index */
+	uint32_t tx_max_index;          /* the highest index we ever sent with */
+	uint32_t rx_index;              /* the newest index that authenticated */
+	uint32_t lo_index;              /* the oldest index still accepted */
+	unsigned rotations;             /* times wire_id changed */
+	struct session_alias alias[SESSION_ID_SLOTS];   /* by index % SESSION_ID_SLOTS */
+	/* The ID of the record being sealed when it goes elsewhere than
+	 * addr (session_seal_to). */
+	uint64_t tx_to_id;
 };
 
 /* What a received record did. */
@@ -70,7 +106,20 @@ enum session_result {
 	SESSION_BAD_RECORD,     /* refused: failed authentication or malformed */
 };
 
-struct session *session_find(struct toud *t, uint64_t id);
+/* The session an ID on the wire belongs to, and the ID's index (NULL if
+ * none); session_named() finds a session by its ID 0 whatever IDs it uses. */
+struct session *session_find(struct toud *t, uint64_t id, uint32_t *index);
+struct session *session_named(struct toud *t, uint64_t id);
+/* The handshake completed: export the ID seed and accept the next IDs. */
+void session_ids_start(struct session *s);
+/* A record with ID index authenticated. */
+void session_ids_received(struct session *s, uint32_t index);
+/* An unused index for a new path (past every one sent or received). */
+uint32_t session_ids_fresh(const struct session *s);
+/* Send with index from now on (a new path): the sequence number jumps. */
+void session_ids_use(struct session *s, uint32_t index);
+/* The wire ID of index (0: unusable). */
+uint64_t session_ids_wire(const struct session *s, uint32_t index);
 /* A new session shell (not yet in the table; no DTLS state). */
 struct session *session_alloc(struct toud *t, uint64_t id, const union sockaddr_union *addr,
     uint64_t now);
@@ -95,6 +144,6 @@ int session_seal(struct session *s, const uint8_t *payload, size_t len, uint8_t 
 /* The same, to another address than the session's (a path challenge or
  * response). */
 int session_seal_to(struct session *s, const uint8_t *payload, size_t len,
-    const union sockaddr_union *to, const struct ipaddr *local);
+    const union sockaddr_union *to, const struct ipaddr *local, uint64_t wire_id);
 
 #endif

@@ -326,6 +326,14 @@ show_json_peer(FILE *b, const struct peer *p, uint64_t now_ms)
 		fprintf(b, "%" PRIu64, v);
 	else
 		fputs("null", b);
+	fputs(",\n      \"wire_id\": ", b);
+	if (p->cur) {
+		snprintf(buf, sizeof(buf), "%016" PRIx64, p->cur->wire_id);
+		show_json_str(b, buf);
+	} else {
+		fputs("null", b);
+	}
+	fprintf(b, ",\n      \"id_rotations\": %u", p->cur ? p->cur->rotations : 0);
 	fputs(",\n      \"path_state\": ", b);
 	show_json_str(b, path_state_name(show_path(p)));
 	fputs(",\n      \"path_probing\": ", b);
@@ -341,11 +349,10 @@ static size_t
 show_sessions(const struct toud *t)
 {
 	const struct session *s;
-	size_t b, n = 0;
+	size_t n = 0;
 
-	for (b = 0; b < TOUD_SESSION_BUCKETS; b++)
-		for (s = t->sessions[b]; s; s = s->hnext)
-			n++;
+	for (s = t->session_list; s; s = s->lnext)
+		n++;
 	return n;
 }
 
@@ -528,6 +535,9 @@ show_text_peer(FILE *b, const struct peer *p, uint64_t now_ms)
 		fprintf(b, "  next attempt: in %" PRIu64 " second%s\n", v, v == 1 ? "" : "s");
 	if (show_session_id(p, buf, sizeof(buf)))
 		fprintf(b, "  session: %s (%s)\n", buf, dtls_sess_cipher(p->cur->dtls));
+	if (p->cur && p->cur->rotations)
+		fprintf(b, "  session ID on the wire: %016" PRIx64 " (changed %u time%s)\n",
+		    p->cur->wire_id, p->cur->rotations, p->cur->rotations == 1 ? "" : "s");
 	if (show_path(p) == PATH_PROBING)
 		fprintf(b, "  path: probing %s\n", util_sa_fmt(&p->probe.addr, buf, sizeof(buf)));
 	if (show_last_handshake(p, &v)) {

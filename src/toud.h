@@ -81,7 +81,8 @@ struct toud {
 
 	/* encryption = dtls */
 	struct dtls_ctx *dtls;
-	struct session *sessions[TOUD_SESSION_BUCKETS];
+	struct session_alias *sessions[TOUD_SESSION_BUCKETS];  /* by ID on the wire */
+	struct session *session_list;                       /* every session */
 	unsigned n_half_open;           /* server handshakes not yet authenticated */
 	uint64_t listen_id;             /* session ID of the ClientHello being answered */
 	struct ratelimit *hs_limit;     /* cookie-verified handshakes per source */

@@ -222,13 +222,17 @@ tx_send(struct toud *t, struct udp_msg *msgs, struct peer **peers, const uint64_
 		}
 		count_drop(t, peers[i], r);
 		/* The source address we pinned may have gone: let the kernel
-		 * choose next time.  It is the session's with DTLS, the
+		 * choose next time, and (DTLS) use a new session ID on what
+		 * will be a new path.  It is the session's with DTLS, the
 		 * peer's without. */
 		if (msgs[i].err == -EINVAL || msgs[i].err == -EADDRNOTAVAIL) {
-			struct session *s = ids ? session_find(t, ids[i]) : NULL;
+			struct session *s = ids ? session_named(t, ids[i]) : NULL;
 
-			if (s)
+			if (s && s->local.family) {
 				memset(&s->local, 0, sizeof(s->local));
+				if (s->established)
+					session_ids_use(s, session_ids_fresh(s));
+			}
 			else if (!ids && peers[i])
 				memset(&peers[i]->local, 0, sizeof(peers[i]->local));
 		}
@@ -273,10 +277,11 @@ flush_cb(evutil_socket_t fd, short what, void *arg)
 	outq_flush(arg);
 }
 
-/* Frame a DTLS record with the outer GUE header of session id and queue it
- * for `to` (from local, when set), accounted to p (or nobody). */
+/* Frame a DTLS record of session id (toud's name for it) with an outer GUE
+ * header carrying wire_id and queue it for `to` (from local, when set),
+ * accounted to p (or nobody). */
 static void
-tx_queue_record(struct tx *x, uint64_t id, const uint8_t *rec, size_t len,
+tx_queue_record(struct tx *x, uint64_t id, uint64_t wire_id, const uint8_t *rec, size_t len,
     const union sockaddr_union *to, const struct ipaddr *local, struct peer *p, uint8_t tos)
 {
 	struct udp_msg *m;
@@ -290,7 +295,7 @@ tx_queue_record(struct tx *x, uint64_t id, const uint8_t *rec, size_t len,
 	if (x->n_recs == 0)
 		event_active(x->ev_flush, EV_TIMEOUT, 0);
 	m = &x->recs[x->n_recs];
-	gue_outer_encode(m->buf, id);
+	gue_outer_encode(m->buf, wire_id);
 	memcpy(m->buf + GUE_OUTER_LEN, rec, len);
 	m->len = GUE_OUTER_LEN + len;
 	m->peer = *to;
@@ -311,9 +316,11 @@ tx_session_output(void *arg, const uint8_t *rec, size_t len, const union sockadd
 	if (!handshake_may_send(s, len))
 		return;
 	if (s->tx_to)
-		tx_queue_record(s->t->tx, s->id, rec, len, s->tx_to, s->tx_local, s->peer, 0);
+		tx_queue_record(s->t->tx, s->id, s->tx_to_id, rec, len, s->tx_to, s->tx_local,
+		    s->peer, 0);
 	else
-		tx_queue_record(s->t->tx, s->id, rec, len, to, &s->local, s->peer, s->tx_tos);
+		tx_queue_record(s->t->tx, s->id, s->wire_id, rec, len, to, &s->local, s->peer,
+		    s->tx_tos);
 }
 
 void
@@ -321,7 +328,7 @@ tx_listen_output(void *arg, const uint8_t *rec, size_t len, const union sockaddr
 {
 	struct toud *t = arg;
 
-	tx_queue_record(t->tx, t->listen_id, rec, len, to, NULL, NULL, 0);
+	tx_queue_record(t->tx, t->listen_id, t->listen_id, rec, len, to, NULL, NULL, 0);
 }
 
 void
@@ -506,7 +513,7 @@ tx_readable(evutil_socket_t fd, short what, void *arg)
 
 int
 tx_path_message(struct session *s, uint8_t ctype, const uint8_t *token,
-    const union sockaddr_union *to, const struct ipaddr *local)
+    const union sockaddr_union *to, const struct ipaddr *local, uint64_t wire_id)
 {
 	uint8_t buf[GUE_WORD_LEN + PATH_TOKEN_LEN];
 
@@ -514,7 +521,7 @@ tx_path_message(struct session *s, uint8_t ctype, const uint8_t *token,
 		return -ENOTCONN;
 	gue_control_encode(buf, ctype);
 	memcpy(buf + GUE_WORD_LEN, token, PATH_TOKEN_LEN);
-	return session_seal_to(s, buf, sizeof(buf), to, local);
+	return session_seal_to(s, buf, sizeof(buf), to, local, wire_id ? wire_id : s->wire_id);
 }
 
 int

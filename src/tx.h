@@ -19,12 +19,13 @@ void tx_free(struct tx *x);
 int tx_control(struct toud *t, struct peer *p, uint8_t ctype, const void *body, size_t len);
 /* A path challenge or response (ctype, an 8-byte token) sealed in session
  * s and sent to `to` from our address `local` (family 0: the kernel
- * chooses), whatever the session's own address.  0 or -errno.  At most
+ * chooses) with session ID wire_id (0: the session's own), whatever the
+ * session's own address.  0 or -errno.  At most
  * TX_PATH_WIRE_MAX bytes go on the wire (outer GUE, DTLS header, AES-GCM
  * explicit nonce and tag, control word, token). */
 #define TX_PATH_WIRE_MAX (16 + 13 + 8 + 16 + 4 + 8)
 int tx_path_message(struct session *s, uint8_t ctype, const uint8_t *token,
-    const union sockaddr_union *to, const struct ipaddr *local);
+    const union sockaddr_union *to, const struct ipaddr *local, uint64_t wire_id);
 /* dtls_output_fn for a session (arg: struct session *) and for the cookie
  * listener (arg: struct toud *): frame the record and queue it. */
 void tx_session_output(void *arg, const uint8_t *rec, size_t len, const union sockaddr_union *to);

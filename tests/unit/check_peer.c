@@ -38,6 +38,7 @@
 #include "prefix.h"
 #include "rx.h"
 #include "session.h"
+#include "sessid.h"
 #include "toud.h"
 #include "tun.h"
 #include "tx.h"
@@ -789,6 +790,113 @@ START_TEST(path_unanswered_keeps_endpoint)
 }
 END_TEST
 
+static uint64_t
+rec_wire_id(const struct node *n, unsigned i)
+{
+	return bytes_get64(n->out[i].buf + 8);
+}
+
+static uint64_t
+rec_seq(const struct node *n, unsigned i)
+{
+	return bytes_get64(n->out[i].buf + GUE_OUTER_LEN + 3) & ((UINT64_C(1) << 48) - 1);
+}
+
+/* Session IDs follow the path: both ends derive the same sequence; a node
+ * whose address changed moves to the next ID and its sequence number
+ * jumps; the other end challenges the new address with that ID, keeps the
+ * old one towards the old address, moves to the new one once validated,
+ * and retires the old one after the grace period. */
+START_TEST(ids_follow_the_path)
+{
+	struct peer *pa = peer_of(&A), *pb = peer_of(&B);
+	union sockaddr_union x, a_addr = A.addr;
+	uint64_t id0, id1, seq_old;
+	uint32_t idx = 99, i;
+
+	bring_up();
+	sa_set(&x, "198.51.100.7", 7000);
+	id0 = pa->cur->id;
+	ck_assert_uint_eq(pb->cur->id, id0);
+	ck_assert(pa->cur->ids_derived && pb->cur->ids_derived);
+	for (i = 1; i <= SESSID_WINDOW; i++) {
+		ck_assert_uint_ne(session_ids_wire(pa->cur, i), 0);
+		ck_assert_uint_eq(session_ids_wire(pa->cur, i), session_ids_wire(pb->cur, i));
+		ck_assert_uint_ne(session_ids_wire(pa->cur, i), id0);
+	}
+	A.n_out = B.n_out = 0;
+	tun_send(&A, true, 41);
+	spin(&A);
+	ck_assert_uint_eq(A.n_out, 1);
+	ck_assert_uint_eq(rec_wire_id(&A, 0), id0);
+	seq_old = rec_seq(&A, 0);
+	deliver(&A, &B);
+	ck_assert_int_eq(tun_recv(&B), 41);
+
+	/* A's address changed: its next records carry ID 1, far ahead. */
+	session_ids_use(pa->cur, session_ids_fresh(pa->cur));
+	id1 = pa->cur->wire_id;
+	ck_assert_uint_eq(pa->cur->tx_index, 1);
+	ck_assert_uint_eq(id1, session_ids_wire(pb->cur, 1));
+	tun_send(&A, true, 42);
+	spin(&A);
+	ck_assert_uint_eq(rec_wire_id(&A, 0), id1);
+	ck_assert_uint_ge(rec_seq(&A, 0), seq_old + 1 + (UINT64_C(1) << 16));
+	B.n_out = 0;
+	deliver_range(&A, &B, 0, A.n_out, &x);
+	A.n_out = 0;
+	ck_assert_int_eq(tun_recv(&B), 42);
+	/* B answers data on the old path with ID 0 and challenges x with 1. */
+	tun_send(&B, false, 43);
+	spin(&B);
+	ck_assert_int_eq(pb->probe.state, PATH_PROBING);
+	ck_assert_uint_ge(B.n_out, 2);
+	for (i = 0; i < B.n_out; i++) {
+		if (util_sa_equal(&B.out[i].to, &x))
+			ck_assert_uint_eq(rec_wire_id(&B, i), id1);
+		else {
+			ck_assert(util_sa_equal(&B.out[i].to, &a_addr));
+			ck_assert_uint_eq(rec_wire_id(&B, i), id0);
+		}
+	}
+	/* x is A: its answer carries ID 1; B moves, and so does its ID. */
+	deliver(&B, &A);
+	ck_assert_int_eq(tun_recv(&A), 43);
+	spin(&A);
+	for (i = 0; i < A.n_out; i++)
+		ck_assert_uint_eq(rec_wire_id(&A, i), id1);
+	deliver_range(&A, &B, 0, A.n_out, &x);
+	A.n_out = 0;
+	ck_assert(util_sa_equal(&pb->endpoint, &x));
+	ck_assert_uint_eq(pb->cur->wire_id, id1);
+	ck_assert_uint_eq(pb->cur->rotations, 1);
+	ck_assert_uint_eq(pa->cur->rotations, 1);
+	B.n_out = 0;
+	tun_send(&B, false, 44);
+	spin(&B);
+	ck_assert_uint_eq(B.n_out, 1);
+	ck_assert_uint_eq(rec_wire_id(&B, 0), id1);
+	ck_assert(util_sa_equal(&B.out[0].to, &x));
+
+	/* The grace period over, ID 0 is retired; the window reaches
+	 * SESSID_WINDOW past the newest index, not further. */
+	ck_assert_ptr_eq(session_find(&B.t, id0, NULL), pb->cur);
+	event_active(pb->cur->ev_retire, EV_TIMEOUT, 0);
+	spin(&B);
+	ck_assert_ptr_null(session_find(&B.t, id0, NULL));
+	ck_assert_ptr_eq(session_find(&B.t, id1, &idx), pb->cur);
+	ck_assert_uint_eq(idx, 1);
+	ck_assert_ptr_eq(session_find(&B.t, session_ids_wire(pb->cur, 1 + SESSID_WINDOW), NULL),
+	    pb->cur);
+	ck_assert_ptr_null(session_find(&B.t, sessid_derive(pb->cur->id_seed, 2 + SESSID_WINDOW),
+	    NULL));
+	/* The session is the same throughout: no handshake. */
+	ck_assert_uint_eq(pb->cur->id, id0);
+	deliver(&B, &A);
+	ck_assert_int_eq(tun_recv(&A), 44);
+}
+END_TEST
+
 /* A response that answers no probe (a forged token, or a late one) moves
  * nothing and is counted. */
 START_TEST(path_response_must_match)
@@ -807,7 +915,7 @@ START_TEST(path_response_must_match)
 	ck_assert_int_eq(tun_recv(&B), 31);
 	/* A answers with the wrong token (as if it had made one up). */
 	ck_assert_int_eq(tx_path_message(peer_of(&A)->cur, GUE_CTYPE_RESPONSE, wrong, &B.addr,
-	    NULL), 0);
+	    NULL, 0), 0);
 	spin(&A);
 	deliver_range(&A, &B, 0, A.n_out, &x);
 	A.n_out = 0;
@@ -1240,6 +1348,7 @@ peer_suite(void)
 	tcase_add_test(tc, roaming_rule);
 	tcase_add_test(tc, path_unanswered_keeps_endpoint);
 	tcase_add_test(tc, path_response_must_match);
+	tcase_add_test(tc, ids_follow_the_path);
 	tcase_add_test(tc, reload_changes_key);
 	tcase_add_test(tc, reload_removes_peer_mid_handshake);
 	tcase_add_test(tc, send_error_forgets_local);

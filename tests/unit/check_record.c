@@ -638,6 +638,45 @@ START_TEST(window_wrap)
 }
 END_TEST
 
+/* A jump of the sequence number (a new session ID): the next record
+ * carries seq + n (and, with AES-GCM, nonce_explicit + n), OpenSSL opens
+ * it as it does any record, and a jump past the last number is refused
+ * without changing anything. */
+START_TEST(jump)
+{
+	const struct suite_case *sc = &cases[_i];
+	const uint64_t n = UINT64_C(1) << 20, nonce0 = UINT64_C(0xfffffffffffffffe);
+	uint8_t msg[200], out[200], rec[2][RECMAX];
+	struct record_msg m;
+	struct record_tx tx;
+	struct pair p;
+	size_t k;
+
+	pair_up(&p, sc);
+	/* The nonce starts two short of wrapping: the jump wraps it. */
+	ck_assert_int_eq(record_tx_init(&tx, &p.ck, 1, RECORD_SEQ_START, nonce0), 0);
+	fill(msg, sizeof(msg), 5);
+	for (k = 0; k < 2; k++) {
+		if (k == 1)
+			ck_assert_int_eq(record_tx_jump(&tx, n), 0);
+		m = (struct record_msg){ .in = msg, .in_len = sizeof(msg), .out = rec[k],
+		    .out_cap = RECMAX };
+		ck_assert_uint_eq(record_seal(&tx, &m, 1), 1);
+		ck_assert_uint_eq(m.seq, (uint64_t)1 << 48 | (RECORD_SEQ_START + k * (1 + n)));
+		if (record_prefix(p.cipher) > RECORD_HDR)
+			ck_assert_uint_eq(get64(rec[k] + RECORD_HDR), nonce0 + k * (1 + n));
+		ck_assert_int_eq(BIO_write(p.s_in, rec[k], (int)m.out_len), (int)m.out_len);
+		ck_assert_int_eq(SSL_read(p.s, out, sizeof(out)), (int)sizeof(msg));
+		ck_assert_mem_eq(out, msg, sizeof(msg));
+	}
+	ck_assert_int_eq(record_tx_jump(&tx, RECORD_SEQ_MAX), -1);
+	ck_assert_uint_eq(tx.seq, RECORD_SEQ_START + 2 + n);
+	record_tx_free(&tx);
+	pair_free(&p);
+	ck_assert_uint_eq(ERR_peek_error(), 0);
+}
+END_TEST
+
 START_TEST(ciphers)
 {
 	struct record_keys a, b;
@@ -676,6 +715,7 @@ main(void)
 	tcase_add_loop_test(kat, known_answers, 0, n);
 	tcase_add_loop_test(kat, tampered, 0, n);
 	tcase_add_loop_test(kat, batch, 0, n);
+	tcase_add_loop_test(kat, jump, 0, n);
 	tcase_add_test(kat, ciphers);
 	tcase_add_test(kat, rfc_vectors);
 	tcase_set_timeout(kat, 60);
