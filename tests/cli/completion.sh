@@ -35,10 +35,15 @@ is "$(complete -p toud touctl 2>&1 | tr '\n' ' ')" \
     "complete -F _toud toud complete -F _touctl touctl " "both register a completion function"
 is "$(comp _toud toud -)" "-T -V -c -d -i -t " "toud -<TAB>: its options"
 is "$(comp _touctl touctl s)" "show " "touctl s<TAB>: show"
-is "$(comp _touctl touctl "")" "-V -h -i -s fingerprint genkey reload show " "touctl <TAB>: options and commands"
+is "$(comp _touctl touctl "")" "-V -h -i -s export fingerprint genkey reload show wait " \
+    "touctl <TAB>: options and commands"
 is "$(comp _touctl touctl -s /run/x.sock sh)" "show " "touctl -s SOCK sh<TAB>: the command after an option's argument"
 is "$(comp _touctl touctl show --j)" "--json " "touctl show --j<TAB>: --json"
 is "$(comp _touctl touctl genkey --f)" "--force " "touctl genkey --f<TAB>: --force"
+is "$(comp _touctl touctl wait bob --)" "--timeout " "touctl wait PEER --<TAB>: --timeout"
+is "$(comp _touctl touctl wait bob --timeout "")" " " "touctl wait PEER --timeout <TAB>: a number, nothing offered"
+is "$(comp _touctl touctl export --)" "--endpoint --name " "touctl export --<TAB>: --name, --endpoint"
+is "$(comp _touctl touctl export --name "")" " " "touctl export --name <TAB>: nothing offered"
 
 # The built scripts look for instances in the configured sysconfdir.
 for f in toud touctl; do
