@@ -61,11 +61,12 @@ struct peer {
 	uint64_t hs_retry_ms;              /* no new handshake before this */
 	bool reconnect;                    /* retry handshakes even with nothing to send */
 	uint64_t roam_log_ms;              /* rate limit of the roaming log line */
-	uint64_t hs_log_ms;                /* ... of a failed handshake from its endpoint */
+	uint64_t hs_log_ms;                /* ... of a failed handshake (handshake.c) */
+	char hs_log_kind[40];              /* the kind of failure logged then */
 	/* Why the peer is not up, for `touctl show`: the last handshake
 	 * failure ("" once a session is up), and when the next handshake
 	 * attempt is due (monotonic ms; 0 = none scheduled). */
-	char last_error[256];
+	char last_error[320];
 	uint64_t next_attempt_ms;
 	struct evdns_getaddrinfo_request *dns_req;   /* resolve.c, in flight */
 

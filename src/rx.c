@@ -256,7 +256,7 @@ rx_dtls(struct rx *x, struct udp_msg *m, uint64_t now)
 		handshake_listen(t, id, rec, rlen, &m->peer, &m->local, now);
 		return;
 	}
-	handshake_received(s, m->len);
+	handshake_received(s, rec, rlen, m->len);
 	r = session_open(s, rec, rlen, out, RX_BUF_SIZE - RX_HEADROOM, &outlen, &seq, now);
 	if (s->early_dropped) {
 		count_drop(t, s->peer, DROP_EARLY_RECORD, s->early_dropped);

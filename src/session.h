@@ -49,6 +49,9 @@ struct session {
 	unsigned early_dropped;         /* data records dropped before established (rx.c counts) */
 	uint8_t tx_tos;                 /* ECN of the packet being sealed (read by the output callback) */
 	uint64_t hs_rx, hs_tx;          /* server, until established: the amplification budget */
+	/* Client, until established: records that came back, and how many
+	 * of them were HelloVerifyRequests (why a handshake failed). */
+	unsigned hs_rx_records, hs_rx_cookie_requests;
 	struct event *ev_timer;         /* handshake.c: retransmission and handshake deadline */
 	struct event *ev_drain;         /* drain deadline once replaced */
 	struct session *hnext;          /* hash chain in t->sessions */

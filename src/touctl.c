@@ -359,7 +359,7 @@ touctl_wait(const char *path, int argc, char **argv)
 {
 	const char *peer = NULL;
 	double timeout = TOUCTL_WAIT_DEFAULT_S, deadline, left;
-	char req[64], st[32] = "", last_error[300] = "";
+	char req[64], st[32] = "", last_error[400] = "";
 	int i, conn_err = 0;
 	bool answered = false;
 

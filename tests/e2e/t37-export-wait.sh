@@ -120,6 +120,13 @@ cmp_ok "$ms" -ge 11900 "it waited its whole timeout ($ms ms)"
 cmp_ok "$ms" -lt 15000 "and not much longer"
 diag "$err"
 check "it says the peer is not up after its timeout" grep -q "peer 'c' is not up after 12 s" <<<"$err"
+if [ "$E2E_ENCRYPTION" = dtls ]; then
+	check "and why: the handshake got no answer" \
+	    grep -q 'last error: handshake failed: no answer: nothing came back from the endpoint' <<<"$err"
+	is "$(tq a peers.c.last_error)" \
+	    "handshake failed: no answer: nothing came back from the endpoint within 10 s" \
+	    "touctl show says the same in c's last_error"
+fi
 
 t0=$(e2e_now)
 err=$(ctl a wait nosuch --timeout 10 2>&1)
