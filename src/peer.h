@@ -101,8 +101,10 @@ void peer_uninstall(struct peer *p);
 /* Host changes (toud.c's rtnetlink monitor).  A change matters to a peer
  * only if it can move the local address we reach it from: its local
  * address was removed, the default route of its endpoint's family changed,
- * or it has no local address yet and one of that family appeared.  An
- * unrelated change (a container's veth appearing) concerns nobody.
+ * or it has no local address yet and one of that family appeared; and
+ * only a peer with a path to keep (a session, or a reason to make one),
+ * not one configured but never needed.  An unrelated change (a
+ * container's veth appearing) concerns nobody.
  * peer_netchange_note() gathers one event and says whether any peer may be
  * concerned (the caller then arms its debounce); peer_netchange_apply()
  * makes the concerned peers forget their local address and send a

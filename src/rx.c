@@ -268,6 +268,12 @@ rx_dtls(struct rx *x, struct udp_msg *m, uint64_t now)
 			handshake_progress(s, now);
 		return;
 	case SESSION_ESTABLISHED:
+		/* The record that completed the handshake authenticated: the
+		 * initiator learns the local address the peer reaches, as a
+		 * responder did from its ClientHello (else only data would
+		 * teach it, and until then any new address looks like ours). */
+		if (m->local.family)
+			s->local = m->local;
 		switch (handshake_established(s, now)) {
 		case HANDSHAKE_UP:
 			p = s->peer;

@@ -9,8 +9,9 @@
  * the pending-queue bound, the roaming rule, a reload that changes a key,
  * a reload that removes a peer in the middle of its handshake, the rekey
  * timer when a handshake runs at its deadline, send-error recovery of
- * our source address, and the diagnosis of failed handshakes (no answer,
- * a stuck cookie exchange, no version or cipher suite in common). */
+ * our source address, the diagnosis of failed handshakes (no answer, a
+ * stuck cookie exchange, no version or cipher suite in common), and which
+ * peers a host change concerns. */
 #include <check.h>
 #include <errno.h>
 #include <ftw.h>
@@ -33,6 +34,7 @@
 #include "peer.h"
 #include "pkt.h"
 #include "prefix.h"
+#include "rtnl.h"
 #include "rx.h"
 #include "session.h"
 #include "toud.h"
@@ -67,6 +69,9 @@ struct node {
 static char tmpdir[512];
 static uint64_t fake_now;
 static struct node A, B;
+/* Deliver with the receiver's own address as the local one (as
+ * IP_PKTINFO reports it), instead of none. */
+static bool deliver_local;
 
 static uint64_t
 fake_clock(const struct toud *t)
@@ -212,6 +217,7 @@ setup(void)
 	snprintf(tmpdir, sizeof(tmpdir), "%s/check_peer.XXXXXX", base && *base ? base : "/tmp");
 	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
 	fake_now = 1000000;
+	deliver_local = false;
 	node_keys(&A, "a");
 	node_keys(&B, "b");
 	node_start(&A, node_conf(&A, "10.77.0.1", "b", B.fp, "192.0.2.2", "10.77.0.2"),
@@ -257,6 +263,8 @@ deliver_range(struct node *from, struct node *to, unsigned first, unsigned last,
 		m.buf = from->out[i].buf;
 		m.len = from->out[i].len;
 		m.peer = src ? *src : from->addr;
+		if (deliver_local)
+			util_sa_to_addr(&to->addr, &m.local, NULL);
 		rx_input(&to->t, &m, 1);
 	}
 }
@@ -1065,6 +1073,53 @@ START_TEST(version_mismatch_diagnosed)
 }
 END_TEST
 
+/* Host changes concern a peer only if they can move the path it uses:
+ * not a peer configured but never needed, nor a new address elsewhere for
+ * a peer whose local address is known, which the initiator learns from
+ * the handshake itself (before any data comes back). */
+START_TEST(netchange_concerns)
+{
+	struct peer *pa = peer_of(&A);
+	struct rtnl_event ev = { .kind = RTNL_EV_ADDR_NEW, .family = AF_INET, .ifindex = 42 };
+	struct ipaddr mine;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	ck_assert_int_ge(fd, 0);
+	A.udp.fd4 = fd;                 /* toud has an IPv4 socket */
+	util_sa_to_addr(&A.addr, &mine, NULL);
+	ck_assert_int_eq(util_addr_parse("198.51.100.7", &ev.addr), 0);
+	/* b is configured, idle, not needed. */
+	ck_assert(!peer_netchange_note(&A.t, &ev));
+	ev.kind = RTNL_EV_DEFAULT_ROUTE;
+	ck_assert(peer_netchange_note(&A.t, &ev));
+	ck_assert(!peer_netchange_affects(&A.t.netchange, pa));
+	memset(&A.t.netchange, 0, sizeof(A.t.netchange));
+
+	/* A handshake and nothing else: A knows where B reaches it. */
+	deliver_local = true;
+	ck_assert_int_eq(handshake_initiate(pa, fake_now), 0);
+	pump();
+	ck_assert_str_eq(state(&A), "up");
+	ck_assert_uint_eq(pa->rx_packets, 0);
+	ck_assert(util_addr_equal(&pa->cur->local, &mine));
+	ev.kind = RTNL_EV_ADDR_NEW;
+	ck_assert(!peer_netchange_note(&A.t, &ev));
+	ev.kind = RTNL_EV_ADDR_DEL;
+	ck_assert(!peer_netchange_note(&A.t, &ev));
+	/* Its own address goes, or the default route changes: it is told. */
+	ev.addr = mine;
+	ck_assert(peer_netchange_note(&A.t, &ev));
+	ck_assert(peer_netchange_affects(&A.t.netchange, pa));
+	memset(&A.t.netchange, 0, sizeof(A.t.netchange));
+	ev.kind = RTNL_EV_DEFAULT_ROUTE;
+	ck_assert(peer_netchange_note(&A.t, &ev));
+	ck_assert(peer_netchange_affects(&A.t.netchange, pa));
+	memset(&A.t.netchange, 0, sizeof(A.t.netchange));
+	A.udp.fd4 = -1;
+	close(fd);
+}
+END_TEST
+
 START_TEST(reload_removes_one_changes_another)
 {
 	char text[4096], path[600], err[600], ebuf[300];
@@ -1176,6 +1231,7 @@ peer_suite(void)
 	tcase_add_test(tc, reauthorize_ends_session);
 	tcase_add_test(tc, wrong_pin_diagnosed);
 	tcase_add_test(tc, no_answer_diagnosed);
+	tcase_add_test(tc, netchange_concerns);
 	tcase_add_test(tc, cookie_stuck_diagnosed);
 	tcase_add_test(tc, cipher_mismatch_diagnosed);
 	tcase_add_test(tc, version_mismatch_diagnosed);
