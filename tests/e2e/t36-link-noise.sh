@@ -1,14 +1,15 @@
 #!/bin/bash
 # t36-link-noise: host changes that do not touch toud's path are ignored.
-# a and b are up (each side's session was started by a handshake that
-# carried no data afterwards on one side, so no local address was learnt
-# from data).  In a's namespace, dummy and veth interfaces come and go,
-# with IPv4 and IPv6 addresses added and removed on them, five times over:
-# a sends b no keepalive, starts no handshake, sends nothing at all; b
-# receives nothing; both keep their session and stay up; a logs nothing
-# at info level or above meanwhile.  Then a real change, the address a
-# reaches b from replaced (as in t10): a tells b at once (a keepalive),
-# and b follows to a's new endpoint.
+# a and b are up; a also has a peer c, configured with an endpoint but
+# never needed (idle, no session).  In a's namespace veth interfaces come
+# and go (the kernel here has no dummy driver), with IPv4 and IPv6
+# addresses added and removed on them, five times over: a sends b no
+# keepalive and nothing else, starts no handshake with b or c; b receives
+# nothing; both keep their session and stay up; a logs nothing at info
+# level or above meanwhile.  Then a real change, the address a reaches b
+# from replaced (as in t10): a tells b at once (a keepalive), b follows
+# to a's new endpoint (with DTLS; without, peers are matched by address),
+# and c, still not needed, is left alone.
 . "$(dirname "$0")/lib.sh"
 need_root
 need_cmd ping
@@ -23,6 +24,9 @@ ev() {
 }
 evdelta() {
 	echo $(($(ev "$2" "$3" "$4") - $(ev "$1" "$3" "$4")))
+}
+b_sees_a_at() {
+	[ "$(tq b peers.a.endpoint)" = "$1" ]
 }
 
 topo_ab
@@ -83,16 +87,24 @@ is "$noise_log" "" "a logged nothing at info level or above during the noise"
 # --- a real change: the address a reaches b from goes ----------------------
 nsx a ip addr add "$NEW_UL/24" dev ul0 || bail_out "cannot add $NEW_UL"
 nsx a ip addr del 10.200.0.1/24 dev ul0 || bail_out "cannot delete 10.200.0.1"
-if wait_for 2 bash -c "[ \"\$(\"$TOUCTL\" -s \"$(sock_of b)\" show --json | python3 -c 'import json,sys; print([p for p in json.load(sys.stdin)[\"peers\"] if p[\"name\"] == \"a\"][0][\"endpoint\"])')\" = $NEW_UL:6080 ]"; then
-	ok "b follows a to its new endpoint $NEW_UL:6080 within 2 s, with nothing else sent"
+# With encryption = none peers are matched by address: b cannot follow
+# (toud(8)), but a still tells it.
+if [ "$E2E_ENCRYPTION" = dtls ]; then
+	if wait_for 2 b_sees_a_at "$NEW_UL:6080"; then
+		ok "b follows a to its new endpoint $NEW_UL:6080 within 2 s"
+	else
+		not_ok "b follows a to its new endpoint within 2 s" "b shows $(tq b peers.a.endpoint)"
+	fi
 else
-	not_ok "b follows a to its new endpoint within 2 s" "b shows $(tq b peers.a.endpoint)"
+	sleep 1
 fi
 ja2=$(show_json a) || bail_out "touctl show on a"
 cmp_ok "$(evdelta "$ja1" "$ja2" peers.b keepalive_sent)" -ge 1 \
     "a told b of the change with a keepalive"
-is "$(json_get "$ja2" peers.b.session_id)" "$sid" "on the same session (roaming)"
 is "$(evdelta "$ja1" "$ja2" peers.c handshake_started)" 0 "c, not needed, is left alone"
-ping_check b 10.77.0.1 "b reaches a at its new address"
+if [ "$E2E_ENCRYPTION" = dtls ]; then
+	is "$(json_get "$ja2" peers.b.session_id)" "$sid" "on the same session (roaming)"
+	ping_check b 10.77.0.1 "b reaches a at its new address"
+fi
 
 done_testing
