@@ -23,6 +23,7 @@
 #include <event2/listener.h>
 
 #include "control.h"
+#include "export.h"
 #include "log.h"
 #include "peer.h"
 #include "toud.h"
@@ -308,6 +309,31 @@ control_reload(struct control *c, int argc)
 	return strdup("ok\n");
 }
 
+/* export [--name NAME] [--endpoint HOST[:PORT]]: this node as a [peer]
+ * section (export.c). */
+static char *
+control_export(struct control *c, char **argv, int argc)
+{
+	const char *name = NULL, *endpoint = NULL;
+	char err[512], *body, *out;
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--name") == 0 && i + 1 < argc)
+			name = argv[++i];
+		else if (strcmp(argv[i], "--endpoint") == 0 && i + 1 < argc)
+			endpoint = argv[++i];
+		else
+			return control_error("usage: export [--name NAME] [--endpoint HOST[:PORT]]");
+	}
+	if (!(body = export_render(c->t, name, endpoint, err, sizeof(err))))
+		return control_error("export: %s", err);
+	if (asprintf(&out, "ok\n%s", body) < 0)
+		out = NULL;
+	free(body);
+	return out;
+}
+
 /* Handle one request line (NUL-terminated, newline stripped).  NULL
  * with cc->ping_peer set: the reply comes later. */
 static char *
@@ -331,6 +357,8 @@ control_dispatch(struct control_conn *cc, char *line)
 		return control_reload(c, argc);
 	if (strcmp(argv[0], "ping") == 0)
 		return control_ping(cc, argv, argc);
+	if (strcmp(argv[0], "export") == 0)
+		return control_export(c, argv, argc);
 	return control_error("unknown command '%s'", control_quote(argv[0], q, sizeof(q)));
 }
 

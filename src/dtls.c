@@ -76,6 +76,7 @@ struct dtls_ctx {
 	bool listen_replied;
 	uint64_t listen_sid;                    /* session ID it came with (bound to the cookie) */
 	size_t listen_credit;                   /* a verified cookie: its first ClientHello's size */
+	const char *listen_mismatch;            /* why the last admitted hello failed at once */
 };
 
 struct dtls_sess {
@@ -104,6 +105,8 @@ struct dtls_sess {
 	bool has_refused_fp;
 	uint8_t refused_fp[DTLS_FP_LEN];
 	int alert_rcvd;
+	bool alert_before_hello;                /* (client) it came before the ServerHello */
+	const char *mismatch;                   /* what this side found missing in common */
 	/* Once established, application data is toud's own (record.c):
 	 * OpenSSL keeps the handshake, its retransmissions and alerts. */
 	bool rec_on;
@@ -313,8 +316,55 @@ info_cb(const SSL *ssl, int where, int ret)
 {
 	struct dtls_sess *s = SSL_get_app_data(ssl);
 
-	if (s != NULL && (where & SSL_CB_READ_ALERT) && (ret >> 8) == SSL3_AL_FATAL)
+	if (s != NULL && (where & SSL_CB_READ_ALERT) && (ret >> 8) == SSL3_AL_FATAL) {
+		OSSL_HANDSHAKE_STATE st = SSL_get_state(ssl);
+
 		s->alert_rcvd = ret & 0xff;
+		/* An answer to our ClientHello: the server refused the
+		 * hello itself, before any certificate was looked at. */
+		s->alert_before_hello = s->client && (st == TLS_ST_BEFORE ||
+		    st == TLS_ST_CW_CLNT_HELLO || st == DTLS_ST_CR_HELLO_VERIFY_REQUEST);
+	}
+}
+
+/* A handshake that failed here: was it for want of a version, cipher
+ * suite, group or signature algorithm in common?  Reads (and consumes)
+ * OpenSSL's error queue, which the callers clear anyway. */
+static void
+note_mismatch(struct dtls_sess *s)
+{
+	unsigned long e;
+
+	while ((e = ERR_get_error()) != 0) {
+		if (ERR_GET_LIB(e) != ERR_LIB_SSL)
+			continue;
+		switch (ERR_GET_REASON(e)) {
+		case SSL_R_NO_SHARED_CIPHER:
+			s->mismatch = "none of the other side's cipher suites is one of toud's";
+			return;
+		case SSL_R_WRONG_CIPHER_RETURNED:
+			s->mismatch = "the other side chose a cipher suite that was not offered";
+			return;
+		case SSL_R_UNSUPPORTED_PROTOCOL:
+		case SSL_R_WRONG_VERSION_NUMBER:
+		case SSL_R_WRONG_SSL_VERSION:
+		case SSL_R_VERSION_TOO_LOW:
+		case SSL_R_VERSION_TOO_HIGH:
+		case SSL_R_NO_PROTOCOLS_AVAILABLE:
+			s->mismatch = "the other side offers no DTLS 1.2, the one version toud speaks";
+			return;
+		case SSL_R_NO_SHARED_GROUPS:
+		case SSL_R_WRONG_CURVE:
+			s->mismatch = "no key exchange group in common";
+			return;
+		case SSL_R_NO_SHARED_SIGNATURE_ALGORITHMS:
+		case SSL_R_NO_SUITABLE_SIGNATURE_ALGORITHM:
+			s->mismatch = "no signature algorithm in common";
+			return;
+		default:
+			break;
+		}
+	}
 }
 
 /* Replaces chain verification: the peer is who its key says, if the
@@ -556,6 +606,7 @@ sess_drive(struct dtls_sess *s)
 	case SSL_ERROR_WANT_WRITE:
 		return DTLS_AGAIN;
 	default:
+		note_mismatch(s);
 		s->failed = DTLS_ERR_HANDSHAKE;
 		return DTLS_ERR_HANDSHAKE;
 	}
@@ -820,6 +871,31 @@ dtls_sess_refused_fp(const struct dtls_sess *s)
 }
 
 const char *
+dtls_sess_mismatch(const struct dtls_sess *s)
+{
+	if (s->mismatch)
+		return s->mismatch;
+	switch (s->alert_rcvd) {
+	case SSL_AD_PROTOCOL_VERSION:
+		return "the other side does not take DTLS 1.2 (alert: protocol version)";
+	case SSL_AD_INSUFFICIENT_SECURITY:
+		return "the other side takes none of the offered cipher suites "
+		    "(alert: insufficient security)";
+	case SSL_AD_HANDSHAKE_FAILURE:
+		return s->alert_before_hello ? "the other side shares no cipher suite or group "
+		    "with this one (alert: handshake failure)" : NULL;
+	default:
+		return NULL;
+	}
+}
+
+const char *
+dtls_ctx_listen_mismatch(const struct dtls_ctx *c)
+{
+	return c->listen_mismatch;
+}
+
+const char *
 dtls_sess_alert(const struct dtls_sess *s)
 {
 	return s->alert_rcvd < 0 ? NULL : SSL_alert_desc_string_long(s->alert_rcvd);
@@ -905,6 +981,7 @@ dtls_listen_admit(struct dtls_ctx *c, const uint8_t *rec, size_t len,
 	c->listen_replied = false;
 	c->listen_sid = sid;
 	c->listen_credit = 0;
+	c->listen_mismatch = NULL;
 	r = DTLSv1_listen(s->ssl, c->listen_addr);
 	s->rd = NULL;
 	s->rdlen = 0;
@@ -938,6 +1015,7 @@ dtls_listen_admit(struct dtls_ctx *c, const uint8_t *rec, size_t len,
 	r = sess_drive(s);
 	ERR_clear_error();
 	if (r == DTLS_ERR_HANDSHAKE) {
+		c->listen_mismatch = s->mismatch;
 		dtls_sess_free(s);
 		return DTLS_LISTEN_FAILED;
 	}

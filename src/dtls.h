@@ -126,6 +126,15 @@ const uint8_t *dtls_sess_peer_fp(const struct dtls_sess *s);
  * none), and the fatal alert the peer sent us (NULL if none). */
 const uint8_t *dtls_sess_refused_fp(const struct dtls_sess *s);
 const char *dtls_sess_alert(const struct dtls_sess *s);
+/* A handshake that failed for want of a DTLS version, cipher suite, group
+ * or signature algorithm in common, in words: what this side found (no
+ * shared cipher ...), or what the other side said (a protocol_version or
+ * insufficient_security alert, or a handshake_failure alert in answer to
+ * our ClientHello, before any certificate was looked at); NULL otherwise.
+ * dtls_ctx_listen_mismatch(): the same for the last dtls_listen_admit()
+ * that returned DTLS_LISTEN_FAILED (NULL after any other result). */
+const char *dtls_sess_mismatch(const struct dtls_sess *s);
+const char *dtls_ctx_listen_mismatch(const struct dtls_ctx *c);
 bool dtls_sess_verify_ca(const struct dtls_sess *s, const char *ca_file, const char *name);
 struct x509_store_st;
 bool dtls_sess_verify_ca_store(const struct dtls_sess *s, struct x509_store_st *store,

@@ -17,6 +17,7 @@
 
 #define DTLS_HDR_LEN      13    /* type, version, epoch, sequence, length */
 #define DTLS_CT_CCS       20    /* lowest content type: change_cipher_spec */
+#define DTLS_CT_ALERT     21
 #define DTLS_CT_HANDSHAKE 22
 #define DTLS_CT_APPDATA   23    /* highest: application_data */
 #define DTLS_V12          0xfefd
@@ -182,9 +183,11 @@ gue_dtls_prefilter(const uint8_t *rec, size_t len, uint8_t *content_type)
 		return GUE_DTLS_TYPE;
 	version = bytes_get16(rec + 1);
 	/* Clients put 1.0 in the record carrying a ClientHello for
-	 * compatibility; everything else must be 1.2. */
+	 * compatibility, and a server that refuses a 1.0 hello answers with
+	 * a 1.0 alert (OpenSSL takes alerts of any version, so the client can
+	 * say why); everything else must be 1.2. */
 	if (version != DTLS_V12 &&
-	    !(version == DTLS_V10 && type == DTLS_CT_HANDSHAKE))
+	    !(version == DTLS_V10 && (type == DTLS_CT_HANDSHAKE || type == DTLS_CT_ALERT)))
 		return GUE_DTLS_VERSION;
 	rlen = bytes_get16(rec + 11);
 	/* One record per datagram: the length accounts for every byte. */

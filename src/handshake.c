@@ -37,9 +37,12 @@
 /* Two sessions of one peer established within this interval came up
  * together (both sides initiated at once): the tie-break decides. */
 #define HANDSHAKE_TOGETHER_MS 10000
-/* A failed handshake from a configured peer's endpoint, but with a key no
- * peer has, is logged at most this often per peer. */
+/* A failed handshake of a peer, or from a configured peer's endpoint with
+ * a key no peer has, is logged at warning at most this often per peer
+ * (and at once when the kind of failure changes). */
 #define HANDSHAKE_LOG_MS 60000
+/* The DTLS handshake message type of a HelloVerifyRequest (RFC 6347). */
+#define HS_HELLO_VERIFY_REQUEST 3
 
 static void
 count_event(struct toud *t, struct peer *p, enum toud_event e)
@@ -289,6 +292,29 @@ handshake_progress(struct session *s, uint64_t now)
 	arm_ms(s->ev_timer, left);
 }
 
+/* Why a client handshake ran out of time, from what came back: nothing
+ * at all, or only cookie requests (HelloVerifyRequests).  Anything else
+ * keeps the caller's words. */
+static const char *
+timeout_reason(const struct session *s, uint64_t now, const char *why, char *buf, size_t len)
+{
+	unsigned secs = (unsigned)((now - s->created_ms + 500) / 1000);
+
+	if (!s->initiator || s->established)
+		return why;
+	if (!s->hs_rx_records)
+		snprintf(buf, len, "no answer: nothing came back from the endpoint within %u s",
+		    secs);
+	else if (s->hs_rx_records == s->hs_rx_cookie_requests)
+		snprintf(buf, len, "cookie exchange stuck: %u cookie request%s came back, but no "
+		    "answer to the ClientHello that carried the cookie (larger datagrams lost on "
+		    "the way? a NAT changing our port? handshakes limited there?)",
+		    s->hs_rx_cookie_requests, s->hs_rx_cookie_requests == 1 ? "" : "s");
+	else
+		return why;
+	return buf;
+}
+
 static void
 fail_and_report(struct session *s, const char *why)
 {
@@ -303,15 +329,17 @@ timer_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct session *s = arg;
 	uint64_t now = toud_now(s->t);
+	char buf[200];
 
 	(void)fd;
 	(void)what;
 	if (now - s->created_ms >= SESSION_HANDSHAKE_MS) {
-		fail_and_report(s, "timed out");
+		fail_and_report(s, timeout_reason(s, now, "timed out", buf, sizeof(buf)));
 		return;
 	}
 	if (dtls_sess_handle_timeout(s->dtls) == DTLS_ERR_HANDSHAKE) {
-		fail_and_report(s, "retransmissions exhausted");
+		fail_and_report(s, timeout_reason(s, now, "retransmissions exhausted", buf,
+		    sizeof(buf)));
 		return;
 	}
 	handshake_progress(s, now);
@@ -474,9 +502,15 @@ handshake_listen(struct toud *t, uint64_t id, const uint8_t *rec, size_t len,
 		return;
 	case DTLS_LISTEN_REFUSED:
 		return;                 /* counted by listen_admit */
-	case DTLS_LISTEN_FAILED:
-		handshake_failed(a.s, "refused");
+	case DTLS_LISTEN_FAILED: {
+		const char *mm = dtls_ctx_listen_mismatch(t->dtls);
+		char why[200];
+
+		if (mm)
+			snprintf(why, sizeof(why), "version/cipher mismatch: %s", mm);
+		handshake_failed(a.s, mm ? why : "refused");
 		return;
+	}
 	case DTLS_LISTEN_DROP:
 	default:
 		t->drops[DROP_UNKNOWN_SESSION]++;
@@ -494,10 +528,20 @@ handshake_listen(struct toud *t, uint64_t id, const uint8_t *rec, size_t len,
 /* --- amplification budget -------------------------------------------- */
 
 void
-handshake_received(struct session *s, size_t len)
+handshake_received(struct session *s, const uint8_t *rec, size_t rlen, size_t len)
 {
-	if (!s->initiator && !s->established)
+	if (s->established)
+		return;
+	if (!s->initiator) {
 		s->hs_rx += len;
+		return;
+	}
+	/* An epoch 0 handshake record is plaintext: its first message type
+	 * follows the record header. */
+	s->hs_rx_records++;
+	if (rlen > DTLS_RECORD_HDR && rec[0] == DTLS_CT_HANDSHAKE && rec[3] == 0 && rec[4] == 0 &&
+	    rec[DTLS_RECORD_HDR] == HS_HELLO_VERIFY_REQUEST)
+		s->hs_rx_cookie_requests++;
 }
 
 bool
@@ -605,13 +649,17 @@ any_ca_peer(const struct toud *t)
 
 /* The reason a handshake of s (for peer p, or NULL) failed, in the
  * administrator's terms: which side rejected what.  The most common
- * mistake, a wrong pinned fingerprint, names both keys. */
+ * mistake, a wrong pinned fingerprint, names both keys.  The kinds start
+ * with words of their own: "its key", "its certificate", "version/cipher
+ * mismatch", "rejected by the other side"; a timeout's come from
+ * timeout_reason() through why ("no answer", "cookie exchange stuck"). */
 static const char *
 failure_reason(const struct session *s, const struct peer *p, const char *why, char *out,
     size_t len)
 {
 	const uint8_t *fp = s->dtls ? dtls_sess_refused_fp(s->dtls) : NULL;
 	const char *alert = s->dtls ? dtls_sess_alert(s->dtls) : NULL;
+	const char *mm = s->dtls ? dtls_sess_mismatch(s->dtls) : NULL;
 	char got[7 + 2 * KEYS_FP_LEN + 1], want[sizeof(got)];
 
 	if (fp && s->t->hs_ambiguous && memcmp(fp, s->t->hs_ambiguous_fp, KEYS_FP_LEN) == 0) {
@@ -630,6 +678,8 @@ failure_reason(const struct session *s, const struct peer *p, const char *why, c
 		} else {
 			snprintf(out, len, "its key %s is pinned by no peer", got);
 		}
+	} else if (mm) {
+		snprintf(out, len, "version/cipher mismatch: %s", mm);
 	} else if (alert) {
 		snprintf(out, len, "rejected by the other side (alert: %s)%s", alert,
 		    strcmp(alert, "bad certificate") == 0 || strcmp(alert, "handshake failure") == 0 ?
@@ -640,29 +690,54 @@ failure_reason(const struct session *s, const struct peer *p, const char *why, c
 	return out;
 }
 
+/* Whether a failure of peer p's handshakes is due at warning: once a
+ * minute, and at once when the kind of reason (its words up to the first
+ * ':' or '(') is not the one logged last. */
+static bool
+log_due(struct peer *p, const char *reason, uint64_t now)
+{
+	char kind[sizeof(p->hs_log_kind)];
+
+	snprintf(kind, sizeof(kind), "%.*s", (int)strcspn(reason, ":("), reason);
+	if (p->hs_log_ms && now - p->hs_log_ms < HANDSHAKE_LOG_MS &&
+	    strcmp(kind, p->hs_log_kind) == 0)
+		return false;
+	p->hs_log_ms = now;
+	memcpy(p->hs_log_kind, kind, sizeof(kind));
+	return true;
+}
+
 struct peer *
 handshake_failed(struct session *s, const char *why)
 {
 	struct peer *p = s->peer, *at;
-	char buf[UTIL_ADDRSTRLEN], reason[230];
+	char buf[UTIL_ADDRSTRLEN], reason[240];
 	uint64_t now = toud_now(s->t);
 
 	count_event(s->t, p, EVENT_HANDSHAKE_FAILED);
 	failure_reason(s, p, why, reason, sizeof(reason));
 	if (p) {
 		p->drops[DROP_HANDSHAKE]++;
-		log_warnx("peer \"%s\" (%s): handshake failed: %s", p->name,
-		    sess_addr(s, buf, sizeof(buf)), reason);
+		if (log_due(p, reason, now))
+			log_warnx("peer \"%s\" (%s): handshake failed: %s", p->name,
+			    sess_addr(s, buf, sizeof(buf)), reason);
+		else
+			log_debug("peer \"%s\" (%s): handshake failed: %s", p->name,
+			    sess_addr(s, buf, sizeof(buf)), reason);
 		snprintf(p->last_error, sizeof(p->last_error), "handshake failed: %s", reason);
 		session_free(s);
 		return p;
 	}
 	s->t->drops[DROP_HANDSHAKE]++;
 	/* From where a configured peer is: the administrator wants to know
-	 * (once a minute), whoever else tries is noise. */
+	 * (once a minute), whoever else tries is noise.  A peer that has no
+	 * session says it in last_error too, unless it already says why more
+	 * precisely (a certificate two peers accept, see ambiguous()). */
 	at = peer_find_by_endpoint(s->t, &s->addr);
-	if (at && (!at->hs_log_ms || now - at->hs_log_ms >= HANDSHAKE_LOG_MS)) {
-		at->hs_log_ms = now;
+	if (at && !at->cur && !at->next && strncmp(at->last_error, "handshake refused: ", 19) != 0)
+		snprintf(at->last_error, sizeof(at->last_error),
+		    "handshake from its endpoint failed: %s", reason);
+	if (at && log_due(at, reason, now)) {
 		log_warnx("handshake from %s, the endpoint of peer \"%s\", failed: %s",
 		    sess_addr(s, buf, sizeof(buf)), at->name, reason);
 	} else {

@@ -35,8 +35,11 @@ void handshake_listen(struct toud *t, uint64_t id, const uint8_t *rec, size_t le
 /* The amplification budget of a server handshake that has not completed
  * (RFC 9000 8.1): a received datagram of len bytes adds to what the source
  * sent; handshake_may_send() says whether a record of len bytes may go out
- * (and counts it), false once it would exceed 3 times that. */
-void handshake_received(struct session *s, size_t len);
+ * (and counts it), false once it would exceed 3 times that.  For a client
+ * handshake, the record rec (rlen bytes, past the prefilter) is noted, so
+ * that one that fails can say whether anything, or only cookie requests,
+ * came back. */
+void handshake_received(struct session *s, const uint8_t *rec, size_t rlen, size_t len);
 bool handshake_may_send(struct session *s, size_t len);
 /* A handshake record advanced the handshake: re-arm its timer. */
 void handshake_progress(struct session *s, uint64_t now);

@@ -511,6 +511,18 @@ family_used(const struct toud *t, int family)
 	return family == AF_INET ? t->udp->fd4 >= 0 : family == AF_INET6 && t->udp->fd6 >= 0;
 }
 
+/* Whether p has a path to keep: a session (without encryption: contact
+ * made), or a reason to make one (keepalive, packets waiting, a
+ * reconnect, a handshake that failed).  A peer configured but never
+ * needed has none: a host change tells it nothing, and a keepalive would
+ * only start a handshake nobody asked for. */
+static bool
+peer_has_path(const struct peer *p)
+{
+	return p->cur || p->state != PEER_IDLE || p->cf->keepalive || p->pending_n ||
+	    p->reconnect;
+}
+
 bool
 peer_netchange_note(struct toud *t, const struct rtnl_event *ev)
 {
@@ -532,7 +544,7 @@ peer_netchange_note(struct toud *t, const struct rtnl_event *ev)
 			const struct peer *p = t->peers[i];
 
 			if (p->has_endpoint && !peer_local_of(p)->family &&
-			    p->endpoint.sa.sa_family == ev->family) {
+			    p->endpoint.sa.sa_family == ev->family && peer_has_path(p)) {
 				if (ev->family == AF_INET)
 					nc->added4 = true;
 				else
@@ -572,7 +584,7 @@ peer_netchange_affects(const struct toud_netchange *nc, const struct peer *p)
 	int fam = p->endpoint.sa.sa_family;
 	unsigned i;
 
-	if (!p->has_endpoint)
+	if (!p->has_endpoint || !peer_has_path(p))
 		return false;
 	if (nc->all || (fam == AF_INET ? nc->route4 : nc->route6))
 		return true;

@@ -75,11 +75,12 @@ struct peer {
 	uint8_t ping_token[PATH_TOKEN_LEN];
 	peer_ping_fn *ping_fn;
 	void *ping_arg;
-	uint64_t hs_log_ms;                /* ... of a failed handshake from its endpoint */
+	uint64_t hs_log_ms;                /* ... of a failed handshake (handshake.c) */
+	char hs_log_kind[40];              /* the kind of failure logged then */
 	/* Why the peer is not up, for `touctl show`: the last handshake
 	 * failure ("" once a session is up), and when the next handshake
 	 * attempt is due (monotonic ms; 0 = none scheduled). */
-	char last_error[256];
+	char last_error[320];
 	uint64_t next_attempt_ms;
 	struct evdns_getaddrinfo_request *dns_req;   /* resolve.c, in flight */
 
@@ -116,8 +117,10 @@ void peer_uninstall(struct peer *p);
 /* Host changes (toud.c's rtnetlink monitor).  A change matters to a peer
  * only if it can move the local address we reach it from: its local
  * address was removed, the default route of its endpoint's family changed,
- * or it has no local address yet and one of that family appeared.  An
- * unrelated change (a container's veth appearing) concerns nobody.
+ * or it has no local address yet and one of that family appeared; and
+ * only a peer with a path to keep (a session, or a reason to make one),
+ * not one configured but never needed.  An unrelated change (a
+ * container's veth appearing) concerns nobody.
  * peer_netchange_note() gathers one event and says whether any peer may be
  * concerned (the caller then arms its debounce); peer_netchange_apply()
  * makes the concerned peers forget their local address and send a

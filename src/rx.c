@@ -287,7 +287,7 @@ rx_dtls(struct rx *x, struct udp_msg *m, uint64_t now)
 		handshake_listen(t, id, rec, rlen, &m->peer, &m->local, now);
 		return;
 	}
-	handshake_received(s, m->len);
+	handshake_received(s, rec, rlen, m->len);
 	r = session_open(s, rec, rlen, out, RX_BUF_SIZE - RX_HEADROOM, &outlen, &seq, now);
 	if (s->early_dropped) {
 		count_drop(t, s->peer, DROP_EARLY_RECORD, s->early_dropped);
@@ -299,6 +299,12 @@ rx_dtls(struct rx *x, struct udp_msg *m, uint64_t now)
 			handshake_progress(s, now);
 		return;
 	case SESSION_ESTABLISHED:
+		/* The record that completed the handshake authenticated: the
+		 * initiator learns the local address the peer reaches, as a
+		 * responder did from its ClientHello (else only data would
+		 * teach it, and until then any new address looks like ours). */
+		if (m->local.family)
+			s->local = m->local;
 		switch (handshake_established(s, now)) {
 		case HANDSHAKE_UP:
 			p = s->peer;

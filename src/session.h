@@ -75,6 +75,9 @@ struct session {
 	const union sockaddr_union *tx_to;
 	const struct ipaddr *tx_local;
 	uint64_t hs_rx, hs_tx;          /* server, until established: the amplification budget */
+	/* Client, until established: records that came back, and how many
+	 * of them were HelloVerifyRequests (why a handshake failed). */
+	unsigned hs_rx_records, hs_rx_cookie_requests;
 	struct event *ev_timer;         /* handshake.c: retransmission and handshake deadline */
 	struct event *ev_drain;         /* drain deadline once replaced */
 	struct event *ev_retire;        /* retire IDs no longer used */

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "conf.h"
@@ -21,6 +23,8 @@
 
 #define TOUCTL_TIMEOUT_S 30             /* a reload may resolve host names */
 #define TOUCTL_REPLY_MAX (64u << 20)
+#define TOUCTL_WAIT_DEFAULT_S 30        /* touctl wait: a handshake's 10 s, and retries */
+#define TOUCTL_WAIT_POLL_MS 250
 
 static void usage(FILE *, int) __attribute__((noreturn));
 
@@ -33,10 +37,13 @@ usage(FILE *f, int status)
 	    "  show [PEER] [--json]   interface and peer state\n"
 	    "  reload                 re-read the configuration (as SIGHUP); fails if refused\n"
 	    "  ping PEER [-c N]       path challenges to the peer, with round-trip times\n"
+	    "  wait PEER [--timeout S]  wait until PEER is up (default %d s; 0: no limit)\n"
+	    "  export [--name NAME] [--endpoint HOST[:PORT]]\n"
+	    "                         this node as a [peer] section for the other side\n"
 	    "  genkey [--force] DIR   write DIR/key.pem and DIR/cert.pem, print the fingerprint\n"
 	    "  fingerprint CERT       print a certificate's fingerprint\n"
 	    "default socket: %s; -i NAME: %s/NAME.sock (toud -i NAME)\n",
-	    CONF_DEFAULT_CONTROL, CONF_INSTANCE_CONTROL_DIR);
+	    TOUCTL_WAIT_DEFAULT_S, CONF_DEFAULT_CONTROL, CONF_INSTANCE_CONTROL_DIR);
 	exit(status);
 }
 
@@ -93,17 +100,22 @@ touctl_fail(const char *path, int e)
 	exit(1);
 }
 
-/* Send the request and read the whole reply; returns its length. */
+/* Send the request and read the whole reply; returns its length.  With
+ * soft, a socket that cannot be reached returns (size_t)-1 with errno
+ * instead of exiting. */
 static size_t
-touctl_request(const char *path, const char *req, char **out)
+touctl_request_soft(const char *path, const char *req, char **out, bool soft)
 {
 	size_t len = strlen(req), off = 0, cap = 4096, n_read = 0;
 	char *buf;
 	ssize_t n;
 	int fd;
 
-	if ((fd = touctl_connect(path)) < 0)
+	if ((fd = touctl_connect(path)) < 0) {
+		if (soft)
+			return (size_t)-1;
 		touctl_fail(path, errno);
+	}
 	while (off < len) {
 		n = send(fd, req + off, len - off, MSG_NOSIGNAL);
 		if (n < 0 && errno == EINTR)
@@ -152,6 +164,12 @@ touctl_request(const char *path, const char *req, char **out)
 	buf[n_read] = '\0';
 	*out = buf;
 	return n_read;
+}
+
+static size_t
+touctl_request(const char *path, const char *req, char **out)
+{
+	return touctl_request_soft(path, req, out, false);
 }
 
 /* Print a reply: "ok\n" + output, or "error: message"; the exit status. */
@@ -283,6 +301,195 @@ touctl_ping(const char *path, int argc, char **argv)
 	return answered ? 0 : 1;
 }
 
+/* export [--name NAME] [--endpoint HOST[:PORT]]: the daemon writes the
+ * section; the words are checked here so they travel in one line. */
+static int
+touctl_export(const char *path, int argc, char **argv)
+{
+	const char *name = NULL, *endpoint = NULL;
+	char req[512];
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--name") == 0 && i + 1 < argc) {
+			name = argv[++i];
+			if (!touctl_valid_peer(name)) {
+				fprintf(stderr, "touctl: export: invalid peer name '%s' "
+				    "(1 to %d of A-Z a-z 0-9 . _ -)\n", name, CONF_NAME_MAX);
+				exit(2);
+			}
+		} else if (strcmp(argv[i], "--endpoint") == 0 && i + 1 < argc) {
+			const char *e;
+
+			endpoint = argv[++i];
+			for (e = endpoint; *e; e++)
+				if ((unsigned char)*e <= ' ' || *e == 0x7f)
+					break;
+			if (!*endpoint || *e || strlen(endpoint) > 255) {
+				fprintf(stderr, "touctl: export: invalid endpoint '%s'\n", endpoint);
+				exit(2);
+			}
+		} else {
+			fprintf(stderr, "touctl: export: unexpected '%s'\n", argv[i]);
+			usage(stderr, 2);
+		}
+	}
+	snprintf(req, sizeof(req), "export%s%s%s%s\n", name ? " --name " : "", name ? name : "",
+	    endpoint ? " --endpoint " : "", endpoint ? endpoint : "");
+	return touctl_run(path, req);
+}
+
+static double
+touctl_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A string field of the (only) peer object of a `show PEER --json` reply,
+ * decoded, control characters shown as '?'; null gives "".  False when
+ * the field is missing. */
+static bool
+touctl_json_peer_str(const char *json, const char *key, char *out, size_t len)
+{
+	const char *p = strstr(json, "\"peers\"");
+	char pat[64];
+	size_t o = 0;
+
+	snprintf(pat, sizeof(pat), "\"%s\": ", key);
+	if (!p || !(p = strstr(p, pat)))
+		return false;
+	p += strlen(pat);
+	out[0] = '\0';
+	if (strncmp(p, "null", 4) == 0)
+		return true;
+	if (*p++ != '"')
+		return false;
+	while (*p && *p != '"') {
+		unsigned char ch = (unsigned char)*p++;
+
+		if (ch == '\\') {
+			ch = (unsigned char)*p++;
+			switch (ch) {
+			case 'b': case 'f': case 'n': case 'r': case 't':
+				ch = '?';
+				break;
+			case 'u': {
+				unsigned v = 0;
+				int k;
+
+				for (k = 0; k < 4 && p[k]; k++)
+					v = v * 16 + (unsigned)(p[k] <= '9' ? p[k] - '0' :
+					    (p[k] | 0x20) - 'a' + 10);
+				if (k < 4)
+					return false;
+				p += 4;
+				ch = v >= 0x20 && v < 0x7f ? (unsigned char)v : '?';
+				break;
+			}
+			case '\0':
+				return false;
+			default:        /* \" \\ \/ */
+				break;
+			}
+		} else if (ch < 0x20 || ch == 0x7f) {
+			ch = '?';
+		}
+		if (o + 1 < len)
+			out[o++] = (char)ch;
+	}
+	out[o] = '\0';
+	return *p == '"';
+}
+
+/* wait PEER [--timeout S]: poll `show PEER --json` until its state is
+ * "up".  A daemon that is not (yet) listening is waited for too; an
+ * error reply (no such peer) ends the wait at once. */
+static int
+touctl_wait(const char *path, int argc, char **argv)
+{
+	const char *peer = NULL;
+	double timeout = TOUCTL_WAIT_DEFAULT_S, deadline, left;
+	char req[64], st[32] = "", last_error[400] = "";
+	int i, conn_err = 0;
+	bool answered = false;
+
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc) {
+			char *end;
+
+			errno = 0;
+			timeout = strtod(argv[++i], &end);
+			if (errno || end == argv[i] || *end || !isfinite(timeout) || timeout < 0 ||
+			    timeout > 31536000) {
+				fprintf(stderr, "touctl: wait: invalid timeout '%s' (seconds, 0: no "
+				    "limit)\n", argv[i]);
+				exit(2);
+			}
+		} else if (argv[i][0] == '-') {
+			fprintf(stderr, "touctl: wait: unknown option '%s'\n", argv[i]);
+			usage(stderr, 2);
+		} else if (peer) {
+			fprintf(stderr, "touctl: wait: more than one peer\n");
+			usage(stderr, 2);
+		} else if (!touctl_valid_peer(argv[i])) {
+			fprintf(stderr, "touctl: wait: invalid peer name '%s'\n", argv[i]);
+			exit(2);
+		} else {
+			peer = argv[i];
+		}
+	}
+	if (!peer) {
+		fprintf(stderr, "touctl: wait: which peer?\n");
+		usage(stderr, 2);
+	}
+	snprintf(req, sizeof(req), "show %s --json\n", peer);
+	deadline = touctl_now() + timeout;
+	for (;;) {
+		char *reply;
+		size_t len = touctl_request_soft(path, req, &reply, true);
+
+		if (len == (size_t)-1) {
+			if (errno != ENOENT && errno != ECONNREFUSED && errno != EAGAIN)
+				touctl_fail(path, errno);
+			conn_err = errno;       /* toud is not there yet, or restarts */
+		} else if (strncmp(reply, "ok\n", 3) != 0) {
+			/* An error (no such peer) or a malformed reply. */
+			i = touctl_reply(path, reply, len);
+			free(reply);
+			return i ? i : 1;
+		} else {
+			answered = true;
+			if (!touctl_json_peer_str(reply, "state", st, sizeof(st))) {
+				fprintf(stderr, "touctl: %s: malformed reply\n", path);
+				free(reply);
+				return 1;
+			}
+			if (!touctl_json_peer_str(reply, "last_error", last_error,
+			    sizeof(last_error)))
+				last_error[0] = '\0';
+			free(reply);
+			if (strcmp(st, "up") == 0)
+				return 0;
+		}
+		left = deadline - touctl_now();
+		if (timeout > 0 && left <= 0)
+			break;
+		left = timeout > 0 && left < TOUCTL_WAIT_POLL_MS / 1000.0 ? left :
+		    TOUCTL_WAIT_POLL_MS / 1000.0;
+		usleep((useconds_t)(left * 1e6));
+	}
+	if (!answered)
+		fprintf(stderr, "touctl: wait: toud did not answer on %s within %g s: %s\n", path,
+		    timeout, strerror(conn_err));
+	else
+		fprintf(stderr, "touctl: wait: peer '%s' is not up after %g s (state %s%s%s)\n",
+		    peer, timeout, st, last_error[0] ? "; last error: " : "", last_error);
+	return 1;
+}
+
 /* genkey: DIR is made (0700) if missing; an existing identity is
  * replaced only with --force, since every peer pins its fingerprint. */
 static int
@@ -389,6 +596,10 @@ main(int argc, char *argv[])
 			usage(stderr, 2);
 		return touctl_run(path, "reload\n");
 	}
+	if (strcmp(argv[0], "wait") == 0)
+		return touctl_wait(path, argc, argv);
+	if (strcmp(argv[0], "export") == 0)
+		return touctl_export(path, argc, argv);
 	if (strcmp(argv[0], "genkey") == 0 && argc == 3 && strcmp(argv[1], "--force") == 0)
 		return touctl_keys(argv[0], argv[2], true);
 	if (strcmp(argv[0], "genkey") == 0 || strcmp(argv[0], "fingerprint") == 0) {

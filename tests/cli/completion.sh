@@ -1,15 +1,23 @@
 #!/bin/bash
 # The bash completion of toud and touctl: options, commands, and the
-# instances under /etc/toud (none here, so none offered).  TAP output.
+# instances under SYSCONFDIR/toud.  The scripts make builds from their .in
+# files name the configured sysconfdir, never a hard-coded /etc; copies
+# made from the same .in files for a directory of this test's offer the
+# instances found there.  TAP output.
 set -u
 srcdir=${TOUD_SRCDIR:?}
+builddir=${TOUD_BUILDDIR:?}
+sysconfdir=${TOUD_SYSCONFDIR:?}
 n=0
 fails=0
 ok() { n=$((n + 1)); echo "ok $n - $*"; }
 nok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $*"; }
 
-. "$srcdir/contrib/bash-completion/toud"
-. "$srcdir/contrib/bash-completion/touctl"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/toud-completion.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+
+. "$builddir/contrib/bash-completion/toud"
+. "$builddir/contrib/bash-completion/touctl"
 
 # comp FUNC WORD...: the completions of the last word.
 comp() {
@@ -27,10 +35,47 @@ is "$(complete -p toud touctl 2>&1 | tr '\n' ' ')" \
     "complete -F _toud toud complete -F _touctl touctl " "both register a completion function"
 is "$(comp _toud toud -)" "-T -V -c -d -i -t " "toud -<TAB>: its options"
 is "$(comp _touctl touctl s)" "show " "touctl s<TAB>: show"
-is "$(comp _touctl touctl "")" "-V -h -i -s fingerprint genkey reload show " "touctl <TAB>: options and commands"
+is "$(comp _touctl touctl "")" "-V -h -i -s export fingerprint genkey ping reload show wait " \
+    "touctl <TAB>: options and commands"
 is "$(comp _touctl touctl -s /run/x.sock sh)" "show " "touctl -s SOCK sh<TAB>: the command after an option's argument"
 is "$(comp _touctl touctl show --j)" "--json " "touctl show --j<TAB>: --json"
 is "$(comp _touctl touctl genkey --f)" "--force " "touctl genkey --f<TAB>: --force"
+is "$(comp _touctl touctl ping bob -)" "-c " "touctl ping PEER -<TAB>: -c"
+is "$(comp _touctl touctl wait bob --)" "--timeout " "touctl wait PEER --<TAB>: --timeout"
+is "$(comp _touctl touctl wait bob --timeout "")" " " "touctl wait PEER --timeout <TAB>: a number, nothing offered"
+is "$(comp _touctl touctl export --)" "--endpoint --name " "touctl export --<TAB>: --name, --endpoint"
+is "$(comp _touctl touctl export --name "")" " " "touctl export --name <TAB>: nothing offered"
+
+# The built scripts look for instances in the configured sysconfdir.
+for f in toud touctl; do
+	built=$builddir/contrib/bash-completion/$f
+	if grep -q "\"$sysconfdir\"/toud/\*\.conf" "$built" && ! grep -q '@sysconfdir@' "$built"; then
+		ok "$f's completion looks for instances in $sysconfdir/toud"
+	else
+		nok "$f's completion looks for instances in $sysconfdir/toud: $(grep -n 'toud/\*' "$built")"
+	fi
+done
+if [ "$sysconfdir" != /etc ] && grep -q -e '"/etc"/toud' -e '[ "]/etc/toud' "$builddir/contrib/bash-completion/toud" \
+    "$builddir/contrib/bash-completion/touctl"; then
+	nok "no /etc/toud left in the completion of a build for $sysconfdir"
+else
+	ok "no /etc/toud left in the completion of a build for $sysconfdir"
+fi
+
+# The same templates for another sysconfdir (with a space in its name):
+# the instances there are offered.
+etc="$tmp/my etc"
+mkdir -p "$etc/toud"
+: >"$etc/toud/office.conf"
+: >"$etc/toud/home.conf"
+: >"$etc/toud/notes.txt"
+for f in toud touctl; do
+	sed "s|@sysconfdir@|$etc|g" "$srcdir/contrib/bash-completion/$f.in" >"$tmp/$f"
+	. "$tmp/$f"
+done
+is "$(comp _toud toud -i "")" "home office " "toud -i <TAB>: the instances in SYSCONFDIR/toud"
+is "$(comp _touctl touctl -i o)" "office " "touctl -i o<TAB>: the instance office"
+is "$(comp _touctl touctl -i office sh)" "show " "touctl -i NAME sh<TAB>: the command after the instance"
 
 echo "1..$n"
 [ $fails -eq 0 ]

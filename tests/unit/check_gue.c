@@ -582,11 +582,13 @@ START_TEST(test_dtls_version)
 			    GUE_DTLS_VERSION);
 		}
 	}
-	/* DTLS 1.0 only for handshake records. */
+	/* DTLS 1.0 only for handshake records, and for the alert that
+	 * refuses a 1.0 hello. */
 	len = dtls_raw(b, 20, 0xfeff, 16, 16);
 	ck_assert_int_eq(gue_dtls_prefilter(b, len, &ct), GUE_DTLS_VERSION);
-	len = dtls_raw(b, 21, 0xfeff, 16, 16);
-	ck_assert_int_eq(gue_dtls_prefilter(b, len, &ct), GUE_DTLS_VERSION);
+	len = dtls_raw(b, 21, 0xfeff, 2, 2);
+	ck_assert_int_eq(gue_dtls_prefilter(b, len, &ct), GUE_DTLS_OK);
+	ck_assert_uint_eq(ct, 21);
 	len = dtls_raw(b, 23, 0xfeff, 16, 16);
 	ck_assert_int_eq(gue_dtls_prefilter(b, len, &ct), GUE_DTLS_VERSION);
 }

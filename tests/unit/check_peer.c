@@ -8,8 +8,11 @@
  * tie-break, rekey, reconnect after the peer closed, the dead-peer rule,
  * the pending-queue bound, the roaming rule, a reload that changes a key,
  * a reload that removes a peer in the middle of its handshake, the rekey
- * timer when a handshake runs at its deadline, send-error recovery of our
- * source address, and a certificate that two peers' configurations accept. */
+ * timer when a handshake runs at its deadline, send-error recovery of
+ * our source address, a certificate that two peers' configurations accept,
+ * the diagnosis of failed handshakes (no answer, a stuck cookie exchange,
+ * no version or cipher suite in common), which peers a host change
+ * concerns, path validation and session IDs that follow the path. */
 #include <check.h>
 #include <errno.h>
 #include <ftw.h>
@@ -36,6 +39,7 @@
 #include "peer.h"
 #include "pkt.h"
 #include "prefix.h"
+#include "rtnl.h"
 #include "rx.h"
 #include "session.h"
 #include "sessid.h"
@@ -71,6 +75,9 @@ struct node {
 static char tmpdir[512];
 static uint64_t fake_now;
 static struct node A, B;
+/* Deliver with the receiver's own address as the local one (as
+ * IP_PKTINFO reports it), instead of none. */
+static bool deliver_local;
 
 static uint64_t
 fake_clock(const struct toud *t)
@@ -216,6 +223,7 @@ setup(void)
 	snprintf(tmpdir, sizeof(tmpdir), "%s/check_peer.XXXXXX", base && *base ? base : "/tmp");
 	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
 	fake_now = 1000000;
+	deliver_local = false;
 	node_keys(&A, "a");
 	node_keys(&B, "b");
 	node_start(&A, node_conf(&A, "10.77.0.1", "b", B.fp, "192.0.2.2", "10.77.0.2"),
@@ -261,6 +269,8 @@ deliver_range(struct node *from, struct node *to, unsigned first, unsigned last,
 		m.buf = from->out[i].buf;
 		m.len = from->out[i].len;
 		m.peer = src ? *src : from->addr;
+		if (deliver_local)
+			util_sa_to_addr(&to->addr, &m.local, NULL);
 		rx_input(&to->t, &m, 1);
 	}
 }
@@ -1091,6 +1101,247 @@ START_TEST(wrong_pin_diagnosed)
 }
 END_TEST
 
+/* The handshake timer of p's running handshake fires (its deadline is
+ * on the fake clock; the timer itself is the event loop's). */
+static void
+hs_timeout(struct node *n, struct peer *p)
+{
+	ck_assert_ptr_nonnull(p->next);
+	event_active(p->next->ev_timer, EV_TIMEOUT, 1);
+	spin(n);
+}
+
+static bool
+starts_with(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* B is silent: A's handshake times out with "no answer", logged at
+ * warning once, not again for the same kind within a minute, and again
+ * after it. */
+START_TEST(no_answer_diagnosed)
+{
+	struct peer *pa = peer_of(&A);
+	uint64_t first;
+	int i;
+
+	ck_assert_int_eq(handshake_initiate(pa, fake_now), 0);
+	spin(&A);
+	ck_assert_uint_ge(A.n_out, 1);
+	A.n_out = 0;
+	fake_now += SESSION_HANDSHAKE_MS;
+	hs_timeout(&A, pa);
+	ck_assert_ptr_null(pa->next);
+	ck_assert_str_eq(pa->last_error,
+	    "handshake failed: no answer: nothing came back from the endpoint within 10 s");
+	ck_assert_uint_eq(pa->events[EVENT_HANDSHAKE_FAILED], 1);
+	ck_assert_str_eq(state(&A), "dead");
+	first = pa->hs_log_ms;
+	ck_assert_uint_eq(first, fake_now);
+	ck_assert_str_eq(pa->hs_log_kind, "no answer");
+	for (i = 0; i < 3; i++) {
+		fake_now += 20000;              /* past the retry back-off */
+		ck_assert_int_eq(handshake_initiate(pa, fake_now), 0);
+		spin(&A);
+		A.n_out = 0;
+		fake_now += SESSION_HANDSHAKE_MS;
+		hs_timeout(&A, pa);
+		ck_assert(starts_with(pa->last_error, "handshake failed: no answer: "));
+		/* 30, 60, 90 s after the first: logged again at 60, and
+		 * then not before 120. */
+		ck_assert_uint_eq(pa->hs_log_ms, i == 0 ? first : first + 60000);
+	}
+	ck_assert_uint_eq(pa->events[EVENT_HANDSHAKE_FAILED], 4);
+	/* B heard nothing. */
+	ck_assert_uint_eq(B.t.events[EVENT_COOKIE_REQUESTED], 0);
+}
+END_TEST
+
+/* B answers the first ClientHello with a cookie request, and A's second
+ * ClientHello (with the cookie) is lost every time: "cookie exchange
+ * stuck", which differs from "no answer" and so is logged at once. */
+START_TEST(cookie_stuck_diagnosed)
+{
+	struct peer *pa = peer_of(&A);
+	uint64_t t1;
+
+	/* First a silent failure. */
+	ck_assert_int_eq(handshake_initiate(pa, fake_now), 0);
+	spin(&A);
+	A.n_out = 0;
+	fake_now += SESSION_HANDSHAKE_MS;
+	hs_timeout(&A, pa);
+	ck_assert(starts_with(pa->last_error, "handshake failed: no answer: "));
+
+	fake_now += 5000;
+	t1 = fake_now + SESSION_HANDSHAKE_MS;
+	ck_assert_int_eq(handshake_initiate(pa, fake_now), 0);
+	spin(&A);
+	ck_assert_uint_eq(deliver(&A, &B), 1);  /* ClientHello */
+	spin(&B);
+	ck_assert_uint_eq(B.t.events[EVENT_COOKIE_REQUESTED], 1);
+	ck_assert_uint_eq(deliver(&B, &A), 1);  /* HelloVerifyRequest */
+	spin(&A);
+	ck_assert_uint_eq(A.n_out, 1);          /* ClientHello with the cookie: lost */
+	A.n_out = 0;
+	ck_assert_uint_eq(pa->next->hs_rx_records, 1);
+	ck_assert_uint_eq(pa->next->hs_rx_cookie_requests, 1);
+	fake_now = t1;
+	hs_timeout(&A, pa);
+	ck_assert_msg(starts_with(pa->last_error, "handshake failed: cookie exchange stuck: 1 cookie "
+	    "request came back, but no answer to the ClientHello that carried the cookie"), "%s",
+	    pa->last_error);
+	ck_assert_uint_eq(pa->hs_log_ms, t1);  /* a new kind: logged within the minute */
+	ck_assert_str_eq(pa->hs_log_kind, "cookie exchange stuck");
+	ck_assert_uint_eq(B.t.n_half_open, 0);
+	ck_assert_ptr_null(peer_of(&B)->cur);
+}
+END_TEST
+
+/* Rewrite the ClientHello in A's output record r, if it is one: its
+ * version to DTLS 1.0, or its cipher suites all to
+ * TLS_RSA_WITH_AES_128_CBC_SHA, which toud does not offer.  The length
+ * stays, so B's cookie (bound to the first hello's length) still fits. */
+static void
+mangle_hello(struct outrec *r, bool version)
+{
+	uint8_t *rec = r->buf + GUE_OUTER_LEN, *b;
+	size_t len, off, n, i;
+
+	ck_assert_uint_gt(r->len, GUE_OUTER_LEN + DTLS_RECORD_HDR + 12);
+	len = r->len - GUE_OUTER_LEN - DTLS_RECORD_HDR - 12;
+	if (rec[0] != DTLS_CT_HANDSHAKE || rec[DTLS_RECORD_HDR] != 1)
+		return;
+	b = rec + DTLS_RECORD_HDR + 12;
+	if (version) {
+		b[0] = 0xfe;
+		b[1] = 0xff;
+		return;
+	}
+	off = 2 + 32;
+	ck_assert_uint_lt(off, len);
+	off += 1 + b[off];                      /* session ID */
+	ck_assert_uint_lt(off, len);
+	off += 1 + b[off];                      /* cookie */
+	ck_assert_uint_lt(off + 2, len);
+	n = bytes_get16(b + off);
+	off += 2;
+	ck_assert_uint_le(off + n, len);
+	for (i = 0; i + 1 < n; i += 2) {
+		b[off + i] = 0x00;
+		b[off + i + 1] = 0x2f;
+	}
+}
+
+/* pump(), with every ClientHello of A rewritten on its way to B. */
+static void
+pump_mangled(bool version)
+{
+	int round;
+
+	for (round = 0; round < 20; round++) {
+		unsigned i, moved;
+
+		spin(&A);
+		for (i = 0; i < A.n_out; i++)
+			mangle_hello(&A.out[i], version);
+		moved = deliver(&A, &B);
+		spin(&B);
+		moved += deliver(&B, &A);
+		if (!moved)
+			return;
+	}
+	ck_abort_msg("the nodes did not settle");
+}
+
+/* No cipher suite in common: B finds none and refuses A's hello; A hears
+ * a handshake_failure alert before any ServerHello, which only a hello
+ * refused for its offer gets.  Both say "version/cipher mismatch". */
+START_TEST(cipher_mismatch_diagnosed)
+{
+	struct peer *pa = peer_of(&A), *pb = peer_of(&B);
+
+	ck_assert_int_eq(handshake_initiate(pa, fake_now), 0);
+	pump_mangled(false);
+	ck_assert_ptr_null(pa->cur);
+	ck_assert_ptr_null(pa->next);
+	ck_assert_ptr_null(pb->cur);
+	ck_assert_str_eq(pa->last_error, "handshake failed: version/cipher mismatch: the other side "
+	    "shares no cipher suite or group with this one (alert: handshake failure)");
+	ck_assert_str_eq(pa->hs_log_kind, "version/cipher mismatch");
+	ck_assert_uint_eq(B.t.events[EVENT_HANDSHAKE_FAILED], 1);
+	ck_assert_str_eq(pb->last_error, "handshake from its endpoint failed: version/cipher "
+	    "mismatch: none of the other side's cipher suites is one of toud's");
+	ck_assert_uint_eq(pb->hs_log_ms, fake_now);
+	ck_assert_uint_eq(B.t.n_half_open, 0);
+}
+END_TEST
+
+/* No DTLS version in common: B refuses the hello with a protocol_version
+ * alert. */
+START_TEST(version_mismatch_diagnosed)
+{
+	struct peer *pa = peer_of(&A), *pb = peer_of(&B);
+
+	ck_assert_int_eq(handshake_initiate(pa, fake_now), 0);
+	pump_mangled(true);
+	ck_assert_ptr_null(pa->cur);
+	ck_assert_ptr_null(pb->cur);
+	ck_assert_str_eq(pa->last_error, "handshake failed: version/cipher mismatch: the other side "
+	    "does not take DTLS 1.2 (alert: protocol version)");
+	ck_assert_str_eq(pb->last_error, "handshake from its endpoint failed: version/cipher "
+	    "mismatch: the other side offers no DTLS 1.2, the one version toud speaks");
+}
+END_TEST
+
+/* Host changes concern a peer only if they can move the path it uses:
+ * not a peer configured but never needed, nor a new address elsewhere for
+ * a peer whose local address is known, which the initiator learns from
+ * the handshake itself (before any data comes back). */
+START_TEST(netchange_concerns)
+{
+	struct peer *pa = peer_of(&A);
+	struct rtnl_event ev = { .kind = RTNL_EV_ADDR_NEW, .family = AF_INET, .ifindex = 42 };
+	struct ipaddr mine;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	ck_assert_int_ge(fd, 0);
+	A.udp.fd4 = fd;                 /* toud has an IPv4 socket */
+	util_sa_to_addr(&A.addr, &mine, NULL);
+	ck_assert_int_eq(util_addr_parse("198.51.100.7", &ev.addr), 0);
+	/* b is configured, idle, not needed. */
+	ck_assert(!peer_netchange_note(&A.t, &ev));
+	ev.kind = RTNL_EV_DEFAULT_ROUTE;
+	ck_assert(peer_netchange_note(&A.t, &ev));
+	ck_assert(!peer_netchange_affects(&A.t.netchange, pa));
+	memset(&A.t.netchange, 0, sizeof(A.t.netchange));
+
+	/* A handshake and nothing else: A knows where B reaches it. */
+	deliver_local = true;
+	ck_assert_int_eq(handshake_initiate(pa, fake_now), 0);
+	pump();
+	ck_assert_str_eq(state(&A), "up");
+	ck_assert_uint_eq(pa->rx_packets, 0);
+	ck_assert(util_addr_equal(&pa->cur->local, &mine));
+	ev.kind = RTNL_EV_ADDR_NEW;
+	ck_assert(!peer_netchange_note(&A.t, &ev));
+	ev.kind = RTNL_EV_ADDR_DEL;
+	ck_assert(!peer_netchange_note(&A.t, &ev));
+	/* Its own address goes, or the default route changes: it is told. */
+	ev.addr = mine;
+	ck_assert(peer_netchange_note(&A.t, &ev));
+	ck_assert(peer_netchange_affects(&A.t.netchange, pa));
+	memset(&A.t.netchange, 0, sizeof(A.t.netchange));
+	ev.kind = RTNL_EV_DEFAULT_ROUTE;
+	ck_assert(peer_netchange_note(&A.t, &ev));
+	ck_assert(peer_netchange_affects(&A.t.netchange, pa));
+	memset(&A.t.netchange, 0, sizeof(A.t.netchange));
+	A.udp.fd4 = -1;
+	close(fd);
+}
+END_TEST
+
 START_TEST(reload_removes_one_changes_another)
 {
 	char text[4096], path[600], err[600], ebuf[300];
@@ -1355,6 +1606,11 @@ peer_suite(void)
 	tcase_add_test(tc, reload_removes_one_changes_another);
 	tcase_add_test(tc, reauthorize_ends_session);
 	tcase_add_test(tc, wrong_pin_diagnosed);
+	tcase_add_test(tc, no_answer_diagnosed);
+	tcase_add_test(tc, netchange_concerns);
+	tcase_add_test(tc, cookie_stuck_diagnosed);
+	tcase_add_test(tc, cipher_mismatch_diagnosed);
+	tcase_add_test(tc, version_mismatch_diagnosed);
 	tcase_add_test(tc, state_names);
 	tcase_add_test(tc, cert_matches_two_peers);
 	tcase_add_test(tc, max_age_both_roles);
