@@ -1,0 +1,143 @@
+#!/bin/bash
+# t41-id-rotation: session IDs follow the path.  During one download the
+# router's NAT gives the client three new mappings (which the client cannot
+# see) and then the client's own address changes (which it can).  The
+# capture between router and server shows: every path its own IDs from the
+# server (no ID towards two addresses), the client's old ID on a new path
+# only for the round trip a rebinding needs and not at all after its own
+# address change, sequence numbers that jump on a new ID, and the same
+# association (no handshake) with the download intact.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib-router.sh"
+need_root
+need_cmd curl nft conntrack tcpdump python3
+
+NEW_UL=10.201.0.3
+
+rt_topo
+for a in 10.201.1.11 10.201.1.12; do
+	nsx r ip addr add "$a/24" dev rs0 || bail_out "cannot add $a to r"
+done
+rt_sysctl c net.ipv4.conf.all.promote_secondaries=1 net.ipv4.conf.ul0.promote_secondaries=1
+rt_nat 10.201.1.1:40000
+rt_start 2
+sid=$(tq s peers.c.session_id)
+
+bg_start r "$E2E_DIR/tcpdump.log" tcpdump -i rs0 -p -n -s 96 -B 8192 --immediate-mode -U \
+    -w "$E2E_DIR/rs0.pcap" udp port "$RT_PORT"
+CAP_PID=$BG_PID
+wait_for 10 grep -q "listening on" "$E2E_DIR/tcpdump.log" || bail_out "tcpdump did not start"
+
+rt_serve_file s "$RT_S_TUN" 8080 64
+rt_rate rc0 40
+rt_fetch_start c "http://$RT_S_TUN:8080/big" "$E2E_DIR/got"
+sleep 1
+for m in 10.201.1.1:41001 10.201.1.11:41002 10.201.1.12:41003; do
+	rt_nat_rebind "$m"
+	if rt_wait_endpoint s c "$m" 4; then
+		ok "NAT rebinding to $m: the server follows in ${RT_EP_MS} ms"
+	else
+		not_ok "NAT rebinding to $m: the server follows within 4 s" "it shows $RT_EP"
+	fi
+	sleep 1
+done
+# The client's own address changes; the NAT maps the new one afresh (the
+# old one keeps its mapping, as a NAT does for a host still there).
+rt_nft "flush chain ip rt_nat post
+	add rule ip rt_nat post oifname \"rs0\" ip saddr $RT_C_UL meta l4proto udp snat to 10.201.1.12:41003
+	add rule ip rt_nat post oifname \"rs0\" ip saddr $NEW_UL meta l4proto udp snat to 10.201.1.1:41004"
+nsx c ip addr add "$NEW_UL/24" dev ul0 || bail_out "cannot add $NEW_UL"
+nsx c ip route replace default via 10.201.0.1 src "$NEW_UL" || bail_out "cannot switch the route"
+nsx c ip addr del "$RT_C_UL/24" dev ul0 || bail_out "cannot delete $RT_C_UL"
+if rt_wait_endpoint s c 10.201.1.1:41004 4; then
+	ok "address change: the server follows in ${RT_EP_MS} ms"
+else
+	not_ok "address change: the server follows within 4 s" "it shows $RT_EP"
+fi
+proc_alive "$FETCH_PID" || not_ok "the download was still running after the last move"
+sleep 1
+rt_rate_off rc0
+rt_fetch_finish "$E2E_DIR/got" "$RT_FILE" 40 "the download survived three rebindings and an address change"
+sleep 0.5
+proc_stop "$CAP_PID" INT 5
+
+is "$(tq s peers.c.session_id)" "$sid" "the same association throughout (no handshake)"
+cmp_ok "$(tq s peers.c.id_rotations)" -ge 4 "the server changed its ID $(tq s peers.c.id_rotations) times"
+cmp_ok "$(tq c peers.s.id_rotations)" -ge 4 "the client changed its ID $(tq c peers.s.id_rotations) times"
+cmp_ok "$(tq s peers.c.events.path_validated)" -ge 4 "every new address was validated before use"
+is "$(tq s peers.c.events.path_failed)" 0 "no validation failed"
+is "$(tq s peers.c.wire_id)" "$(tq c peers.s.wire_id)" "both ends send with the same ID now"
+
+# The capture, by path (the client's side as the server sees it).
+out=$(python3 - "$E2E_DIR/rs0.pcap" "$RT_S_UL" "$RT_PORT" <<'PY'
+import struct, sys
+d = open(sys.argv[1], "rb").read()
+server = (sys.argv[2], int(sys.argv[3]))
+off = 24
+paths, first_t = [], {}
+recs = []          # (time, dir, path, id, seq, len)
+while off + 16 <= len(d):
+    sec, usec, incl, orig = struct.unpack_from("<IIII", d, off)
+    pkt = d[off + 16:off + 16 + incl]
+    off += 16 + incl
+    t = sec + usec / 1e6
+    ihl = 14 + (pkt[14] & 15) * 4
+    src = ".".join(map(str, pkt[26:30])), struct.unpack_from(">H", pkt, ihl)[0]
+    dst = ".".join(map(str, pkt[30:34])), struct.unpack_from(">H", pkt, ihl + 2)[0]
+    udp = pkt[ihl + 8:]
+    if len(udp) < 16 + 11:
+        continue
+    sc = src == server
+    ep = "%s:%d" % (dst if sc else src)
+    if ep not in first_t:
+        first_t[ep] = t
+        paths.append(ep)
+    seq = int.from_bytes(udp[16 + 5:16 + 11], "big")
+    recs.append((t, "sc" if sc else "cs", ep, udp[8:16].hex(), seq, orig - ihl - 8))
+print("paths", len(paths), " ".join(paths))
+# Server to client: no ID ever went to two addresses.
+eps = {}
+for t, dr, ep, i, seq, ln in recs:
+    if dr == "sc":
+        eps.setdefault(i, set()).add(ep)
+print("sc_shared", sum(1 for s in eps.values() if len(s) > 1))
+# Client to server: an ID from an earlier path on a later one only within
+# a second of that path's first datagram (the rebinding's round trip), and
+# never on the last path (the client's own move).
+seen, late, last_shared = {}, 0, 0
+for t, dr, ep, i, seq, ln in recs:
+    if dr != "cs":
+        continue
+    if i in seen and seen[i] != ep:
+        if ep == paths[-1]:
+            last_shared += 1
+        elif t - first_t[ep] > 1.0:
+            late += 1
+    else:
+        seen.setdefault(i, ep)
+print("cs_late", late, "last_shared", last_shared)
+# Sequence numbers: on each new path the server's data (records over 200
+# bytes; challenges are smaller) start 2^16 past everything it sent on the
+# path before; the client's first record after its own move does too.
+jumps_bad = 0
+for k in range(1, len(paths)):
+    prev = [seq for t, dr, ep, i, seq, ln in recs if dr == "sc" and ep == paths[k - 1]]
+    data = [seq for t, dr, ep, i, seq, ln in recs if dr == "sc" and ep == paths[k] and ln > 200]
+    if prev and data and min(data) < max(prev) + (1 << 16):
+        jumps_bad += 1
+before = [seq for t, dr, ep, i, seq, ln in recs if dr == "cs" and ep != paths[-1]]
+after = [seq for t, dr, ep, i, seq, ln in recs if dr == "cs" and ep == paths[-1]]
+cjump = int(bool(before and after and min(after) >= max(before) + (1 << 16)))
+print("jumps_bad", jumps_bad, "client_jump", cjump)
+PY
+)
+diag "$out"
+read -r _ npaths _ <<<"$(grep '^paths' <<<"$out")"
+cmp_ok "${npaths:-0}" -ge 5 "the capture shows the first path and the four new ones"
+is "$(awk '/^sc_shared/ {print $2}' <<<"$out")" 0 "the server never sent one ID to two addresses"
+is "$(awk '/^cs_late/ {print $2}' <<<"$out")" 0 "the client's old ID showed on a rebound path only for the round trip"
+is "$(awk '/^cs_late/ {print $4}' <<<"$out")" 0 "and not at all after its own address change"
+is "$(awk '/^jumps_bad/ {print $2}' <<<"$out")" 0 "the server's sequence numbers jump on every new path"
+is "$(awk '/^jumps_bad/ {print $4}' <<<"$out")" 1 "the client's jump after its own move"
+
+done_testing
