@@ -397,7 +397,7 @@ if [ "$enc" = dtls ]; then
 		sleep 0.02
 	done
 	out "bob: endpoint: $ep ($((t1 - t0)) ms after the move; it was $old:6080)"
-	grep -h -o "peer \"alice\": endpoint .*" "$dir/bob.log" | sed 's/^/bob.log: /' | indent
+	grep -h -o "peer \"alice\": \(endpoint\|records from\) .*" "$dir/bob.log" | sed 's/^/bob.log: /' | indent
 	if kill -0 "$curl_pid" 2>/dev/null; then
 		out "the download is still running"
 	fi
@@ -418,6 +418,12 @@ if [ "$enc" = dtls ]; then
 	[ "$s1" = "$sid" ] && [ "$s2" = "$sid" ] ||
 	    die "the session changed ($sid -> alice $s1, bob $s2): a new handshake, not a roam"
 	out "checksums match; session $sid on both sides, no new handshake"
+	w1=$(pf alice bob "session ID on the wire")
+	w2=$(pf bob alice "session ID on the wire")
+	[ -n "$w1" ] && [ "$w1" = "$w2" ] && [ "$w1" != "$sid" ] ||
+	    die "the session ID on the wire did not follow the path (alice '$w1', bob '$w2')"
+	out "on the wire the session ID changed with the path: $sid -> $w1" \
+	    "(nothing in the clear links alice's old network with her new one)"
 else
 	say "address change: skipped (encryption = none has no session ID: peers are matched by address)"
 fi
