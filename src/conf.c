@@ -489,18 +489,7 @@ fail:
 bool
 conf_instance_valid(const char *name)
 {
-	size_t n = strlen(name), i;
-
-	if (n == 0 || n > CONF_NAME_MAX || name[0] == '.')
-		return false;
-	for (i = 0; i < n; i++) {
-		char ch = name[i];
-
-		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-		    (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-'))
-			return false;
-	}
-	return true;
+	return name[0] != '.' && conf_name_valid(name, CONF_NAME_MAX);
 }
 
 void

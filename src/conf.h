@@ -161,6 +161,9 @@ bool conf_peer_equal(const struct conf_peer *a, const struct conf_peer *b);
  * paths; conf_instance_apply() makes the socket c's unless the file named
  * one (called after every load, so a reload sees the same). */
 bool conf_instance_valid(const char *name);
+/* [A-Za-z0-9._-]{1,max}: the characters of peer, instance, interface and
+ * user names (conf_parse.c). */
+bool conf_name_valid(const char *s, size_t max);
 void conf_instance_paths(const char *name, char *file, size_t file_len, char *sock,
     size_t sock_len);
 int conf_instance_apply(struct conf *c, const char *sock);

@@ -98,9 +98,8 @@ conf_isnamechar(char ch)
 	    (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-';
 }
 
-/* [A-Za-z0-9._-]{1,max} */
-static bool
-conf_valid_name(const char *s, size_t max)
+bool
+conf_name_valid(const char *s, size_t max)
 {
 	size_t n = strlen(s), i;
 
@@ -243,7 +242,7 @@ conf_set_iface_name(struct conf_parser *p, const struct conf_key *k, const char 
 {
 	char q[CONF_QUOTE_MAX + 1];
 
-	if (!conf_valid_name(v, IFNAMSIZ - 1) || strcmp(v, ".") == 0 ||
+	if (!conf_name_valid(v, IFNAMSIZ - 1) || strcmp(v, ".") == 0 ||
 	    strcmp(v, "..") == 0)
 		return conf_perr(p, "%s: '%s' is not a valid interface name "
 		    "(1..%d of A-Z a-z 0-9 . _ -)", k->name,
@@ -413,7 +412,7 @@ conf_set_user(struct conf_parser *p, const struct conf_key *k, const char *v)
 {
 	char q[CONF_QUOTE_MAX + 1];
 
-	if (!conf_valid_name(v, CONF_USER_MAX) || v[0] == '-')
+	if (!conf_name_valid(v, CONF_USER_MAX) || v[0] == '-')
 		return conf_perr(p, "%s: '%s' is not a valid user name", k->name,
 		    conf_quote(v, q, sizeof(q)));
 	return conf_strdup(p, &p->c->iface.user, v);
@@ -918,7 +917,7 @@ conf_section(struct conf_parser *p, char *s)
 	}
 	if (*name == '\0')
 		return conf_perr(p, "missing peer name in [peer]");
-	if (!conf_valid_name(name, CONF_NAME_MAX))
+	if (!conf_name_valid(name, CONF_NAME_MAX))
 		return conf_perr(p, "invalid peer name '%s' (1..%d of A-Z a-z 0-9 . _ -)",
 		    conf_quote(name, q, sizeof(q)), CONF_NAME_MAX);
 	if (c->n_peers >= CONF_MAX_PEERS)

@@ -30,24 +30,6 @@ export_err(char *err, size_t len, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* [A-Za-z0-9._-]{1,CONF_NAME_MAX}, as a [peer NAME] header needs. */
-static bool
-export_valid_name(const char *s)
-{
-	size_t n = strlen(s), i;
-
-	if (n == 0 || n > CONF_NAME_MAX)
-		return false;
-	for (i = 0; i < n; i++) {
-		char ch = s[i];
-
-		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-		    (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-'))
-			return false;
-	}
-	return true;
-}
-
 /* This host's name up to the first dot. */
 static int
 export_host_name(char *buf, size_t len, char *err, size_t errlen)
@@ -135,14 +117,14 @@ export_render(const struct toud *t, const char *name, const char *endpoint, char
 	if (!name) {
 		if (export_host_name(host, sizeof(host), err, errlen) < 0)
 			return NULL;
-		if (!export_valid_name(host)) {
+		if (!conf_name_valid(host, CONF_NAME_MAX)) {
 			export_err(err, errlen, "this host's name '%.64s' cannot name a peer "
 			    "(1 to %d of A-Z a-z 0-9 . _ -): give one with --name", host,
 			    CONF_NAME_MAX);
 			return NULL;
 		}
 		name = host;
-	} else if (!export_valid_name(name)) {
+	} else if (!conf_name_valid(name, CONF_NAME_MAX)) {
 		export_err(err, errlen, "--name: not a peer name (1 to %d of A-Z a-z 0-9 . _ -)",
 		    CONF_NAME_MAX);
 		return NULL;

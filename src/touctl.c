@@ -52,18 +52,7 @@ usage(FILE *f, int status)
 static bool
 touctl_valid_peer(const char *s)
 {
-	size_t n = strlen(s), i;
-
-	if (n == 0 || n > CONF_NAME_MAX)
-		return false;
-	for (i = 0; i < n; i++) {
-		char ch = s[i];
-
-		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-		    (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-'))
-			return false;
-	}
-	return true;
+	return conf_name_valid(s, CONF_NAME_MAX);
 }
 
 static int

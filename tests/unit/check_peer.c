@@ -907,6 +907,38 @@ START_TEST(ids_follow_the_path)
 }
 END_TEST
 
+/* An ID of the sequence that another session of this node already uses
+ * is skipped: it stays the other session's, and a fresh ID passes over
+ * it. */
+START_TEST(ids_skip_a_taken_id)
+{
+	struct peer *pb = peer_of(&B);
+	union sockaddr_union any = B.addr;
+	struct session *s, *other;
+	uint64_t id4;
+	uint32_t idx;
+
+	bring_up();
+	s = pb->cur;
+	id4 = session_ids_wire(s, 4);
+	ck_assert_uint_ne(id4, 0);
+	ck_assert_ptr_null(session_find(&B.t, id4, NULL));     /* beyond the window yet */
+	ck_assert_ptr_nonnull(other = session_alloc(&B.t, id4, &any, fake_now));
+	session_insert(other);
+	ck_assert_uint_eq(session_ids_wire(s, 4), 0);
+	/* The window moves over index 4: it stays the other session's. */
+	session_ids_received(s, 1);
+	ck_assert_ptr_eq(session_find(&B.t, session_ids_wire(s, 3), &idx), s);
+	ck_assert_uint_eq(idx, 3);
+	ck_assert_ptr_eq(session_find(&B.t, id4, NULL), other);
+	/* Our own move from index 3 takes 5, not 4. */
+	session_ids_use(s, 3);
+	ck_assert_uint_eq(session_ids_fresh(s), 5);
+	session_free(other);
+	ck_assert_ptr_null(session_find(&B.t, id4, NULL));
+}
+END_TEST
+
 /* A response that answers no probe (a forged token, or a late one) moves
  * nothing and is counted. */
 START_TEST(path_response_must_match)
@@ -1600,6 +1632,7 @@ peer_suite(void)
 	tcase_add_test(tc, path_unanswered_keeps_endpoint);
 	tcase_add_test(tc, path_response_must_match);
 	tcase_add_test(tc, ids_follow_the_path);
+	tcase_add_test(tc, ids_skip_a_taken_id);
 	tcase_add_test(tc, reload_changes_key);
 	tcase_add_test(tc, reload_removes_peer_mid_handshake);
 	tcase_add_test(tc, send_error_forgets_local);
