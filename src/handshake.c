@@ -486,7 +486,9 @@ handshake_listen(struct toud *t, uint64_t id, const uint8_t *rec, size_t len,
 	struct dtls_sess *ds = NULL;
 	enum dtls_listen_result r;
 
-	if (rec[0] != DTLS_CT_HANDSHAKE) {
+	/* The retired first ID of a live session stays its name inside toud:
+	 * a new handshake may not take it. */
+	if (rec[0] != DTLS_CT_HANDSHAKE || session_named(t, id)) {
 		t->drops[DROP_UNKNOWN_SESSION]++;
 		return;
 	}
@@ -804,7 +806,8 @@ handshake_needs_rekey(const struct peer *p, uint64_t now)
 
 	if (!s || p->next)
 		return false;
-	if (s->bytes >= ifc->rekey_bytes || dtls_sess_records(s->dtls) >= ifc->rekey_records)
+	if (s->bytes >= ifc->rekey_bytes || dtls_sess_records(s->dtls) >= ifc->rekey_records ||
+	    s->seq_low)
 		return true;
 	/* Both roles replace a session at its maximum age, so no key once
 	 * accepted keeps access for longer whoever initiated. */

@@ -15,13 +15,28 @@ path_start(struct path_probe *pp, uint64_t session_id, const union sockaddr_unio
 		pp->local = *local;
 	memcpy(pp->token, token, PATH_TOKEN_LEN);
 	pp->rx_bytes = rx_bytes;
+	pp->newest = true;
 }
 
 void
 path_received(struct path_probe *pp, size_t bytes)
 {
-	if (pp->state == PATH_PROBING)
+	if (pp->state == PATH_PROBING) {
 		pp->rx_bytes += bytes;
+		pp->newest = true;
+	}
+}
+
+void
+path_old_newest(struct path_probe *pp)
+{
+	pp->newest = false;
+}
+
+void
+path_charge(struct path_probe *pp, size_t bytes)
+{
+	pp->tx_bytes += bytes;
 }
 
 bool

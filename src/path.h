@@ -6,10 +6,12 @@
  * rewrite the source of genuine records.  So the receiver sends a path
  * challenge (control type 2, a random 64-bit token, sealed in the session)
  * to the new address and moves there only when the path response (type 3,
- * the token echoed) comes back.  Until then the session keeps sending to
- * the old address, and the new one gets at most PATH_AMPLIFICATION times
- * the bytes received from it; challenges are repeated with a doubling
- * interval and the probe fails after PATH_TRIES.
+ * the token echoed) comes back.  Until then the new address gets at most
+ * PATH_AMPLIFICATION times the bytes received from it, challenges and data
+ * together: data goes there while the newest records come from it (a NAT
+ * rebinding loses nothing) and the budget lasts, else to the old address.
+ * Challenges are repeated with a doubling interval and the probe fails
+ * after PATH_TRIES.
  *
  * Pure: the state and its rules; the caller sends, keeps the timer and
  * draws the tokens. */
@@ -40,6 +42,7 @@ struct path_probe {
 	uint8_t token[PATH_TOKEN_LEN];
 	uint32_t wire_index;            /* the session ID (sessid.h) used towards addr */
 	unsigned tries;                 /* challenges sent */
+	bool newest;                    /* the newest record came from addr */
 	uint64_t next_ms;               /* when the next challenge (or failure) is due */
 	uint64_t rx_bytes, tx_bytes;    /* from / to addr since the probe began */
 };
@@ -54,6 +57,10 @@ void path_received(struct path_probe *pp, size_t bytes);
 bool path_may_send(const struct path_probe *pp, size_t bytes);
 /* A challenge of bytes went out at now: count it, schedule the next. */
 void path_sent(struct path_probe *pp, size_t bytes, uint64_t now);
+/* Anything else of bytes went to addr (data, a response): count it. */
+void path_charge(struct path_probe *pp, size_t bytes);
+/* A newer record came from the session's own address. */
+void path_old_newest(struct path_probe *pp);
 
 enum path_due {
 	PATH_DUE_NOTHING,       /* not probing, or not yet time */

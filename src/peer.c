@@ -395,11 +395,19 @@ peer_authenticated_rx(struct peer *p, struct session *s, const union sockaddr_un
 	if (util_sa_equal(&s->addr, from)) {
 		if (local && local->family)
 			s->local = *local;
-		/* The peer moved to a newer ID on this path: follow it. */
+		if (pp->state == PATH_PROBING && pp->session_id == s->id)
+			path_old_newest(pp);
+		/* The peer moved to a newer ID on this path: follow it.  (The
+		 * outer ID is not authenticated: an on-path attacker can make
+		 * both ends move, within the window, as it could drop their
+		 * traffic.) */
 		if (index > s->tx_index)
 			session_ids_use(s, index);
 		return;
 	}
+	/* No one is at port 0, and a challenge there would fail to send. */
+	if (util_sa_port(from) == 0)
+		return;
 	/* Only the session we send on moves, and only to an address that
 	 * answers a challenge: a source rewritten on the way must not
 	 * point our traffic at someone else. */
@@ -419,8 +427,14 @@ peer_authenticated_rx(struct peer *p, struct session *s, const union sockaddr_un
 	}
 	path_start(pp, s->id, from, local, token, wire_len);
 	/* The new path gets an ID of its own: the peer's if it already
-	 * moved to one nobody used, else the next unused one. */
-	pp->wire_index = index > s->tx_max_index ? index : session_ids_fresh(s);
+	 * moved to one nobody used, else the next unused one of ours (kept
+	 * from then on, answered or not).  None left in the peer's window:
+	 * the current one, until the peer catches up. */
+	if (index > s->tx_max_index)
+		pp->wire_index = index;
+	else if (!(pp->wire_index = session_ids_fresh(s)))
+		pp->wire_index = s->tx_index;
+	session_ids_begin(s, pp->wire_index);
 	peer_timers_path_due(p, now);
 }
 
@@ -614,7 +628,7 @@ peer_netchange_apply(struct toud *t)
 		if (p->cur) {
 			memset(&p->cur->local, 0, sizeof(p->cur->local));
 			if (p->cur->established)
-				session_ids_use(p->cur, session_ids_fresh(p->cur));
+				session_ids_use(p->cur, session_ids_fresh(p->cur));  /* 0: stays */
 		}
 		if (p->next)
 			memset(&p->next->local, 0, sizeof(p->next->local));

@@ -393,6 +393,7 @@ peer_timers_path_due(struct peer *p, uint64_t now)
 			p->events[EVENT_PATH_CHALLENGE_SENT]++;
 			path_sent(pp, TX_PATH_WIRE_MAX, now);
 		} else {
+			p->drops[DROP_SEAL]++;
 			path_sent(pp, 0, now);
 		}
 		break;

@@ -175,12 +175,28 @@ rx_control(struct toud *t, struct peer *p, struct session *s, uint32_t index,
 		if (now - p->last_tx_ms >= RX_KEEPALIVE_ECHO_MS)
 			tx_control(t, p, GUE_CTYPE_KEEPALIVE, NULL, 0);
 		return;
-	case GUE_CTYPE_CHALLENGE:
+	case GUE_CTYPE_CHALLENGE: {
+		struct path_probe *pp = &p->probe;
+		bool to_probe = s && pp->state == PATH_PROBING && pp->session_id == s->id &&
+		    util_sa_equal(&pp->addr, &m->peer);
+
+		/* An address not yet validated gets its answer within its
+		 * amplification budget, like everything else sent there. */
+		if (to_probe && !path_may_send(pp, TX_PATH_WIRE_MAX)) {
+			p->events[EVENT_PATH_BUDGET_BLOCKED]++;
+			return;
+		}
 		if ((s ? tx_path_message(s, GUE_CTYPE_RESPONSE, in->payload, &m->peer, &m->local,
 		    session_ids_wire(s, index)) :
-		    tx_control(t, p, GUE_CTYPE_RESPONSE, in->payload, in->len)) == 0)
-			p->events[EVENT_PATH_RESPONSE_SENT]++;
+		    tx_control(t, p, GUE_CTYPE_RESPONSE, in->payload, in->len)) < 0) {
+			p->drops[DROP_SEAL]++;
+			return;
+		}
+		p->events[EVENT_PATH_RESPONSE_SENT]++;
+		if (to_probe)
+			path_charge(pp, TX_PATH_WIRE_MAX);
 		return;
+	}
 	case GUE_CTYPE_RESPONSE:
 		if (s)
 			peer_path_response(p, s, in->payload, now);

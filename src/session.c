@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include <event2/event.h>
+#include <openssl/crypto.h>
 #include <openssl/rand.h>
 
 #include "dtls.h"
@@ -186,30 +187,58 @@ uint32_t
 session_ids_fresh(const struct session *s)
 {
 	uint32_t i = (s->tx_max_index > s->rx_index ? s->tx_max_index : s->rx_index) + 1;
-	unsigned tries;
+	uint32_t parity = s->initiator ? 1 : 0;
 
-	for (tries = 0; tries < SESSION_ID_SLOTS && !session_ids_wire(s, i); tries++)
-		i++;
-	return i;
+	/* Within the window the peer accepts (it has seen rx_index from us
+	 * at most), and of our own parity: the IDs one side starts a path
+	 * with are never the other's, even when a challenge went unanswered
+	 * and one side does not know the other used it. */
+	for (; i <= s->rx_index + SESSID_WINDOW; i++)
+		if ((i & 1) == parity && session_ids_wire(s, i))
+			return i;
+	return 0;
+}
+
+/* A random jump of 2^16 .. 2^16 + 2^24 sequence numbers before the first
+ * record with the ID of index: the new path's run does not continue the
+ * old one.  Once per index.  Low on numbers (2^23 jumps would take them
+ * all), the session asks for its replacement (handshake_needs_rekey). */
+static void
+ids_jump(struct session *s, uint32_t index)
+{
+	struct record_tx *tx = dtls_sess_record_tx(s->dtls);
+	uint64_t jump;
+
+	if (!tx || index == s->jump_index)
+		return;
+	s->jump_index = index;
+	if (RAND_bytes((unsigned char *)&jump, sizeof(jump)) != 1 ||
+	    record_tx_jump(tx, (UINT64_C(1) << 16) + jump % (UINT64_C(1) << 24)) < 0 ||
+	    tx->seq > RECORD_SEQ_MAX - SESSION_SEQ_RESERVE)
+		s->seq_low = true;
+}
+
+void
+session_ids_begin(struct session *s, uint32_t index)
+{
+	if (index > s->tx_max_index)
+		s->tx_max_index = index;
+	ids_jump(s, index);
 }
 
 void
 session_ids_use(struct session *s, uint32_t index)
 {
-	struct record_tx *tx = dtls_sess_record_tx(s->dtls);
-	uint64_t id = session_ids_wire(s, index), jump;
+	uint64_t id = session_ids_wire(s, index);
 
-	if (index == s->tx_index || !id)
-		return;
+	if (index <= s->tx_index || !id)
+		return;         /* only ever forward */
 	s->tx_index = index;
 	if (index > s->tx_max_index)
 		s->tx_max_index = index;
 	s->wire_id = id;
 	s->rotations++;
-	/* A random jump of 2^16 .. 2^32 sequence numbers: the first record
-	 * on the new path does not continue the old path's run. */
-	if (tx && RAND_bytes((unsigned char *)&jump, sizeof(jump)) == 1)
-		(void)record_tx_jump(tx, (UINT64_C(1) << 16) + jump % (UINT64_C(1) << 32));
+	ids_jump(s, index);
 	ids_sync(s);
 	retire_arm(s);
 }
@@ -252,7 +281,7 @@ session_new_id(struct toud *t)
 	do {
 		if (RAND_bytes((unsigned char *)&id, sizeof(id)) != 1)
 			return 0;
-	} while (id == 0 || session_find(t, id, NULL));
+	} while (id == 0 || session_find(t, id, NULL) || session_named(t, id));
 	return id;
 }
 
@@ -281,6 +310,7 @@ session_free(struct session *s)
 	}
 	if (s->ev_retire)
 		event_free(s->ev_retire);
+	OPENSSL_cleanse(s->id_seed, sizeof(s->id_seed));
 	if (s->ev_timer)
 		event_free(s->ev_timer);
 	if (s->ev_drain)

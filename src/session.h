@@ -38,6 +38,9 @@ struct event;
 #define SESSION_HANDSHAKE_MS 10000      /* a handshake not done by then is abandoned */
 #define SESSION_RETIRE_MS 10000         /* an ID no longer used is still accepted this long */
 #define SESSION_ID_SLOTS 8              /* IDs in the table at once, per session */
+/* Sequence numbers kept in hand: below this many left, a session asks to
+ * be replaced (each change of ID skips up to 2^16 + 2^24). */
+#define SESSION_SEQ_RESERVE (UINT64_C(1) << 32)
 
 struct session;
 
@@ -91,6 +94,8 @@ struct session {
 	uint32_t rx_index;              /* the newest index that authenticated */
 	uint32_t lo_index;              /* the oldest index still accepted */
 	unsigned rotations;             /* times wire_id changed */
+	bool seq_low;                   /* few sequence numbers left: rekey */
+	uint32_t jump_index;            /* the index the sequence number last jumped for */
 	struct session_alias alias[SESSION_ID_SLOTS];   /* by index % SESSION_ID_SLOTS */
 	/* The ID of the record being sealed when it goes elsewhere than
 	 * addr (session_seal_to). */
@@ -117,9 +122,16 @@ struct session *session_named(struct toud *t, uint64_t id);
 void session_ids_start(struct session *s);
 /* A record with ID index authenticated. */
 void session_ids_received(struct session *s, uint32_t index);
-/* An unused index for a new path (past every one sent or received). */
+/* An unused index for a new path: past every one sent or received, of
+ * this side's parity (initiator odd, responder even), and within the
+ * window the peer accepts; 0 if there is none (the peer has to catch up
+ * first: the path keeps its ID). */
 uint32_t session_ids_fresh(const struct session *s);
-/* Send with index from now on (a new path): the sequence number jumps. */
+/* A path that will use index begins (a challenge, data within the budget
+ * towards a new address): the index is taken, the sequence number jumps. */
+void session_ids_begin(struct session *s, uint32_t index);
+/* Send with index from now on (a new path), if it is past the current one:
+ * the sequence number jumps (unless it did when the path began). */
 void session_ids_use(struct session *s, uint32_t index);
 /* The wire ID of index (0: unusable). */
 uint64_t session_ids_wire(const struct session *s, uint32_t index);

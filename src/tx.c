@@ -222,15 +222,16 @@ tx_send(struct toud *t, struct udp_msg *msgs, struct peer **peers, const uint64_
 		}
 		count_drop(t, peers[i], r);
 		/* The source address we pinned may have gone: let the kernel
-		 * choose next time, and (DTLS) use a new session ID on what
-		 * will be a new path.  It is the session's with DTLS, the
-		 * peer's without. */
+		 * choose next time.  It is the session's with DTLS (and if
+		 * the record was on its own path, from an address that is
+		 * gone, the next path gets a new session ID), the peer's
+		 * without. */
 		if (msgs[i].err == -EINVAL || msgs[i].err == -EADDRNOTAVAIL) {
-			struct session *s = ids ? session_named(t, ids[i]) : NULL;
+			struct session *s = ids && ids[i] ? session_named(t, ids[i]) : NULL;
 
-			if (s && s->local.family) {
+			if (s && s->local.family && util_sa_equal(&msgs[i].peer, &s->addr)) {
 				memset(&s->local, 0, sizeof(s->local));
-				if (s->established)
+				if (s->established && msgs[i].err == -EADDRNOTAVAIL)
 					session_ids_use(s, session_ids_fresh(s));
 			}
 			else if (!ids && peers[i])
@@ -313,14 +314,26 @@ tx_session_output(void *arg, const uint8_t *rec, size_t len, const union sockadd
 {
 	struct session *s = arg;
 
+	struct path_probe *pp = s->peer ? &s->peer->probe : NULL;
+
 	if (!handshake_may_send(s, len))
 		return;
-	if (s->tx_to)
+	if (s->tx_to) {
 		tx_queue_record(s->t->tx, s->id, s->tx_to_id, rec, len, s->tx_to, s->tx_local,
 		    s->peer, 0);
-	else
-		tx_queue_record(s->t->tx, s->id, s->wire_id, rec, len, to, &s->local, s->peer,
-		    s->tx_tos);
+		return;
+	}
+	/* A new address being validated, where the peer's newest records
+	 * come from (a NAT rebinding): the data goes there, within the
+	 * budget, under the ID of that path. */
+	if (pp && pp->state == PATH_PROBING && pp->session_id == s->id && pp->newest &&
+	    s->peer->cur == s && path_may_send(pp, GUE_OUTER_LEN + len)) {
+		path_charge(pp, GUE_OUTER_LEN + len);
+		tx_queue_record(s->t->tx, s->id, session_ids_wire(s, pp->wire_index), rec, len,
+		    &pp->addr, &pp->local, s->peer, s->tx_tos);
+		return;
+	}
+	tx_queue_record(s->t->tx, s->id, s->wire_id, rec, len, to, &s->local, s->peer, s->tx_tos);
 }
 
 void
@@ -328,7 +341,8 @@ tx_listen_output(void *arg, const uint8_t *rec, size_t len, const union sockaddr
 {
 	struct toud *t = arg;
 
-	tx_queue_record(t->tx, t->listen_id, t->listen_id, rec, len, to, NULL, NULL, 0);
+	/* No session's: 0 names none (session IDs are never 0). */
+	tx_queue_record(t->tx, 0, t->listen_id, rec, len, to, NULL, NULL, 0);
 }
 
 void

@@ -153,6 +153,16 @@ util_sa_to_addr(const union sockaddr_union *sa, struct ipaddr *a, uint16_t *port
 	}
 }
 
+uint16_t
+util_sa_port(const union sockaddr_union *sa)
+{
+	if (sa->sa.sa_family == AF_INET)
+		return ntohs(sa->in.sin_port);
+	if (sa->sa.sa_family == AF_INET6)
+		return ntohs(sa->in6.sin6_port);
+	return 0;
+}
+
 bool
 util_sa_equal(const union sockaddr_union *a, const union sockaddr_union *b)
 {

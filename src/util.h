@@ -53,6 +53,7 @@ const char *util_prefix_fmt(const struct ipprefix *p, char *buf, size_t len);
 int util_sa_from_addr(union sockaddr_union *sa, const struct ipaddr *a, uint16_t port);
 void util_sa_to_addr(const union sockaddr_union *sa, struct ipaddr *a, uint16_t *port);
 bool util_sa_equal(const union sockaddr_union *a, const union sockaddr_union *b);
+uint16_t util_sa_port(const union sockaddr_union *sa);   /* host order; 0 if none */
 socklen_t util_sa_len(const union sockaddr_union *sa);
 /* "1.2.3.4:6080" or "[fd00::1]:6080"; IPv4-mapped IPv6 printed as IPv4. */
 const char *util_sa_fmt(const union sockaddr_union *sa, char *buf, size_t len);

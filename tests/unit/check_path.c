@@ -40,6 +40,10 @@ START_TEST(budget)
 	path_received(&pp, 10);
 	ck_assert(path_may_send(&pp, 90));
 	ck_assert(!path_may_send(&pp, 91));
+	path_charge(&pp, 40);           /* data and responses count too */
+	ck_assert(path_may_send(&pp, 50));
+	ck_assert(!path_may_send(&pp, 51));
+	ck_assert_uint_eq(pp.tries, 1); /* without counting as a challenge */
 	path_reset(&pp);
 	ck_assert(!path_may_send(&pp, 1));      /* nothing to send when not probing */
 	path_received(&pp, 1000);
@@ -65,6 +69,21 @@ START_TEST(schedule)
 	ck_assert_int_eq(path_due(&pp, 4749), PATH_DUE_NOTHING);
 	ck_assert_int_eq(path_due(&pp, 4750), PATH_DUE_FAILED);
 	ck_assert_uint_eq(pp.tries, PATH_TRIES);
+}
+END_TEST
+
+/* Which address the newest record came from decides where data may go. */
+START_TEST(newest)
+{
+	struct path_probe pp;
+
+	start(&pp, 100);
+	ck_assert(pp.newest);
+	path_old_newest(&pp);
+	ck_assert(!pp.newest);
+	path_received(&pp, 50);
+	ck_assert(pp.newest);
+	ck_assert_uint_eq(pp.rx_bytes, 150);
 }
 END_TEST
 
@@ -99,6 +118,7 @@ main(void)
 	tcase_add_test(tc, budget);
 	tcase_add_test(tc, schedule);
 	tcase_add_test(tc, answers);
+	tcase_add_test(tc, newest);
 	suite_add_tcase(s, tc);
 	return check_run(s);
 }

@@ -920,6 +920,7 @@ START_TEST(ids_skip_a_taken_id)
 
 	bring_up();
 	s = pb->cur;
+	ck_assert(!s->initiator);                              /* B's own IDs are even */
 	id4 = session_ids_wire(s, 4);
 	ck_assert_uint_ne(id4, 0);
 	ck_assert_ptr_null(session_find(&B.t, id4, NULL));     /* beyond the window yet */
@@ -927,15 +928,42 @@ START_TEST(ids_skip_a_taken_id)
 	session_insert(other);
 	ck_assert_uint_eq(session_ids_wire(s, 4), 0);
 	/* The window moves over index 4: it stays the other session's. */
-	session_ids_received(s, 1);
-	ck_assert_ptr_eq(session_find(&B.t, session_ids_wire(s, 3), &idx), s);
-	ck_assert_uint_eq(idx, 3);
+	session_ids_received(s, 3);
+	ck_assert_ptr_eq(session_find(&B.t, session_ids_wire(s, 5), &idx), s);
+	ck_assert_uint_eq(idx, 5);
 	ck_assert_ptr_eq(session_find(&B.t, id4, NULL), other);
-	/* Our own move from index 3 takes 5, not 4. */
-	session_ids_use(s, 3);
-	ck_assert_uint_eq(session_ids_fresh(s), 5);
+	/* B's next own ID passes over 4 (taken) and 5 (the peer's parity). */
+	ck_assert_uint_eq(session_ids_fresh(s), 6);
 	session_free(other);
 	ck_assert_ptr_null(session_find(&B.t, id4, NULL));
+}
+END_TEST
+
+/* A side never starts more IDs ahead than the peer accepts: with the peer
+ * silent, moves stop at the edge of its window and the ID stays, and an
+ * ID never goes backwards. */
+START_TEST(ids_stay_in_the_window)
+{
+	struct session *s;
+	uint32_t i;
+
+	bring_up();
+	s = peer_of(&A)->cur;
+	ck_assert(s->initiator);
+	for (i = 0; i < 10; i++)
+		session_ids_use(s, session_ids_fresh(s));
+	ck_assert_uint_eq(s->tx_index, 3);                    /* 1, 3; then none */
+	ck_assert_uint_eq(s->rotations, 2);
+	ck_assert_uint_eq(session_ids_fresh(s), 0);
+	session_ids_use(s, 1);
+	ck_assert_uint_eq(s->tx_index, 3);
+	/* B still takes A's records, and A still takes B's. */
+	tun_send(&A, true, 51);
+	pump();
+	ck_assert_int_eq(tun_recv(&B), 51);
+	tun_send(&B, false, 52);
+	pump();
+	ck_assert_int_eq(tun_recv(&A), 52);
 }
 END_TEST
 
@@ -1633,6 +1661,7 @@ peer_suite(void)
 	tcase_add_test(tc, path_response_must_match);
 	tcase_add_test(tc, ids_follow_the_path);
 	tcase_add_test(tc, ids_skip_a_taken_id);
+	tcase_add_test(tc, ids_stay_in_the_window);
 	tcase_add_test(tc, reload_changes_key);
 	tcase_add_test(tc, reload_removes_peer_mid_handshake);
 	tcase_add_test(tc, send_error_forgets_local);
