@@ -18,7 +18,9 @@
  *
  * Each direction has its own state (struct record_tx, struct record_rx)
  * with one cipher context set up once: sealing and opening never allocate,
- * and the two directions share nothing, so they may run on two threads. */
+ * and the two directions share nothing, so they may run on two threads
+ * (record_tx_jump() changes the sending state: whoever calls it must own
+ * that direction). */
 #ifndef TOUD_RECORD_H
 #define TOUD_RECORD_H
 

@@ -107,8 +107,10 @@ session_ids_wire(const struct session *s, uint32_t index)
 		return s->id;
 	if (!s->ids_derived || !(id = sessid_derive(s->id_seed, index)))
 		return 0;
-	/* Taken by another session of this node: skipped (both ends agree
-	 * on the sequence, and the peer accepts the next ones too). */
+	/* Taken by another session of this node (a chance of 2^-64 an ID):
+	 * skipped here.  The peer does not know; should it send with that ID,
+	 * the record goes to the other session, fails to authenticate and is
+	 * counted, and the next ID it moves to is accepted again. */
 	owner = session_find(s->t, id, NULL);
 	return owner && owner != s ? 0 : id;
 }
