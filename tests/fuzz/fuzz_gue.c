@@ -72,7 +72,7 @@ fuzz_dtls(const uint8_t *data, size_t size)
 		check(((size_t)rec[11] << 8 | rec[12]) == rlen - 13);
 		check(rlen - 13 <= 16384 + 2048);
 		check(rec[1] == 0xfe && (rec[2] == 0xfd ||
-		    (rec[2] == 0xff && ct == 22)));
+		    (rec[2] == 0xff && (ct == 22 || ct == 21))));
 	}
 }
 
