@@ -72,6 +72,12 @@ path_answered(struct path_probe *pp, const uint8_t token[PATH_TOKEN_LEN])
 	return true;
 }
 
+bool
+path_probing_for(const struct path_probe *pp, uint64_t session_id)
+{
+	return pp->state == PATH_PROBING && pp->session_id == session_id;
+}
+
 void
 path_reset(struct path_probe *pp)
 {

@@ -71,6 +71,8 @@ enum path_due path_due(const struct path_probe *pp, uint64_t now);
 /* A path response with this token: true (and the probe ends) if it
  * answers the running probe. */
 bool path_answered(struct path_probe *pp, const uint8_t token[PATH_TOKEN_LEN]);
+/* Is a probe running for (an address of) the session named session_id? */
+bool path_probing_for(const struct path_probe *pp, uint64_t session_id);
 /* Stop probing (failed, or the session changed). */
 void path_reset(struct path_probe *pp);
 const char *path_state_name(enum path_state st);

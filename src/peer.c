@@ -395,7 +395,7 @@ peer_authenticated_rx(struct peer *p, struct session *s, const union sockaddr_un
 	if (util_sa_equal(&s->addr, from)) {
 		if (local && local->family)
 			s->local = *local;
-		if (pp->state == PATH_PROBING && pp->session_id == s->id)
+		if (path_probing_for(pp, s->id))
 			path_old_newest(pp);
 		/* The peer moved to a newer ID on this path: follow it.  (The
 		 * outer ID is not authenticated: an on-path attacker can make
@@ -413,8 +413,7 @@ peer_authenticated_rx(struct peer *p, struct session *s, const union sockaddr_un
 	 * point our traffic at someone else. */
 	if (s != p->cur)
 		return;
-	if (pp->state == PATH_PROBING && pp->session_id == s->id &&
-	    util_sa_equal(&pp->addr, from)) {
+	if (path_probing_for(pp, s->id) && util_sa_equal(&pp->addr, from)) {
 		path_received(pp, wire_len);
 		return;
 	}

@@ -379,7 +379,7 @@ peer_timers_path_due(struct peer *p, uint64_t now)
 	struct session *s = p->cur;
 	char a[UTIL_ADDRSTRLEN], b[UTIL_ADDRSTRLEN];
 
-	if (pp->state == PATH_PROBING && (!s || s->id != pp->session_id))
+	if (pp->state == PATH_PROBING && (!s || !path_probing_for(pp, s->id)))
 		path_reset(pp);         /* the session it was for is gone */
 	switch (path_due(pp, now)) {
 	case PATH_DUE_NOTHING:

@@ -177,7 +177,7 @@ rx_control(struct toud *t, struct peer *p, struct session *s, uint32_t index,
 		return;
 	case GUE_CTYPE_CHALLENGE: {
 		struct path_probe *pp = &p->probe;
-		bool to_probe = s && pp->state == PATH_PROBING && pp->session_id == s->id &&
+		bool to_probe = s && path_probing_for(pp, s->id) &&
 		    util_sa_equal(&pp->addr, &m->peer);
 
 		/* An address not yet validated gets its answer within its

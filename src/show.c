@@ -260,7 +260,7 @@ show_cipher(const struct peer *p)
 static enum path_state
 show_path(const struct peer *p)
 {
-	if (p->probe.state == PATH_PROBING && p->cur && p->cur->id == p->probe.session_id)
+	if (p->cur && path_probing_for(&p->probe, p->cur->id))
 		return PATH_PROBING;
 	return PATH_VALIDATED;
 }

@@ -326,7 +326,7 @@ tx_session_output(void *arg, const uint8_t *rec, size_t len, const union sockadd
 	/* A new address being validated, where the peer's newest records
 	 * come from (a NAT rebinding): the data goes there, within the
 	 * budget, under the ID of that path. */
-	if (pp && pp->state == PATH_PROBING && pp->session_id == s->id && pp->newest &&
+	if (pp && path_probing_for(pp, s->id) && pp->newest &&
 	    s->peer->cur == s && path_may_send(pp, GUE_OUTER_LEN + len)) {
 		path_charge(pp, GUE_OUTER_LEN + len);
 		tx_queue_record(s->t->tx, s->id, session_ids_wire(s, pp->wire_index), rec, len,

@@ -24,6 +24,8 @@ start(struct path_probe *pp, size_t rx)
 	path_start(pp, 42, &a, NULL, token, rx);
 	ck_assert_int_eq(pp->state, PATH_PROBING);
 	ck_assert_uint_eq(pp->session_id, 42);
+	ck_assert(path_probing_for(pp, 42));
+	ck_assert(!path_probing_for(pp, 43));
 }
 
 /* Never more than three times what the address sent, at the edge too. */
