@@ -17,6 +17,7 @@ static const char *const event_names[EVENT__MAX] = {
 	[EVENT_PATH_FAILED] = "path_failed",
 	[EVENT_PATH_RESPONSE_SENT] = "path_response_sent",
 	[EVENT_PATH_RESPONSE_STALE] = "path_response_stale",
+	[EVENT_TUN_GSO_REFUSED] = "tun_gso_refused",
 };
 
 const char *

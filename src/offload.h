@@ -117,7 +117,8 @@ size_t offload_gso_segment(const struct offload_gso *g, const uint8_t *pkt, unsi
  * false with offload = off, when the kernel lacks it, after a run-time
  * fallback, and while the data path cannot use it. */
 struct offload_status {
-	bool tun_tso;		/* TUN reads super-packets and takes coalesced ones */
+	bool tun_tso;		/* TUN reads super-packets */
+	bool tun_coalesce;	/* TUN writes merge TCP segments (until the kernel refuses) */
 	bool udp_gso;		/* UDP_SEGMENT sends (on any socket) */
 	bool udp_gro;		/* UDP_GRO receives (on any socket) */
 };

@@ -19,7 +19,9 @@
  * pointer into a receive buffer.  With TUN offloads (tun->vnet) every
  * packet for the TUN goes through the coalescer (offload.c), which copies
  * in-order TCP segments of a flow into one super-packet; it is flushed at
- * the end of each receive batch, so nothing waits for a timer. */
+ * the end of each receive batch, so nothing waits for a timer.  A kernel
+ * that refuses such a packet (EINVAL) gets its segments one by one, and
+ * coalescing stops for the life of the TUN (logged once, counted). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,8 +58,22 @@ struct rx {
 	/* vnet TUN: packets for the TUN are coalesced, flushed per batch */
 	bool coalesce;
 	uint8_t *coal_mem;
+	uint8_t *seg;                       /* one segment of a refused merge */
 	struct offload_coal coal;
 };
+
+/* The one place rx.c writes to the TUN.  0 or -errno. */
+static int
+rx_tun_write(struct toud *t, const struct offload_vnet *vh, const uint8_t *pkt, size_t len)
+{
+	static const struct offload_vnet plain;
+
+	if (!vh)
+		vh = &plain;
+	if (t->tun_sink)
+		return t->tun_sink(t, vh, pkt, len);
+	return tun_write_vnet(t->tun, vh, pkt, len);
+}
 
 static inline void
 count_drop(struct toud *t, struct peer *p, enum drop_reason r, unsigned n)
@@ -129,7 +145,7 @@ rx_deliver(struct toud *t, struct peer *p, uint8_t *pkt, size_t len, size_t wire
 		peer_rx(p, wire_len, now);
 		return;
 	}
-	if (tun_write(t->tun, pkt, pi.len) < 0) {
+	if (rx_tun_write(t, NULL, pkt, pi.len) < 0) {
 		p->drops[DROP_TUN_WRITE]++;
 		return;
 	}
@@ -412,15 +428,47 @@ rx_split(struct rx *x, struct udp_msg *m, uint64_t now)
 	}
 }
 
+/* A merged packet the TUN refused: cut it again (offload.c, as the sending
+ * direction cuts the kernel's) and write the segments one by one. */
+static void
+rx_emit_segments(struct rx *x, struct peer *p, const struct offload_vnet *vh,
+    const uint8_t *pkt, size_t len)
+{
+	struct offload_gso g;
+	size_t seg;
+	unsigned i;
+
+	if (offload_gso_prepare(vh, pkt, len, &g) != OFFLOAD_OK) {
+		p->drops[DROP_TUN_WRITE]++;
+		return;
+	}
+	for (i = 0; i < g.nsegs; i++) {
+		seg = offload_gso_segment(&g, pkt, i, x->seg, OFFLOAD_MAX_PKT);
+		if (!seg || rx_tun_write(x->t, NULL, x->seg, seg) < 0)
+			p->drops[DROP_TUN_WRITE]++;
+	}
+}
+
 /* The coalescer's output: one write to the TUN, lone packet or merged. */
 static void
 rx_emit(void *arg, void *owner, const struct offload_vnet *vh, uint8_t *pkt, size_t len)
 {
 	struct rx *x = arg;
 	struct peer *p = owner;
+	int err = rx_tun_write(x->t, vh, pkt, len);
 
-	if (tun_write_vnet(x->t->tun, vh, pkt, len) < 0)
+	if (err == -EINVAL && vh->gso_type != OFFLOAD_GSO_NONE) {
+		x->t->events[EVENT_TUN_GSO_REFUSED]++;
+		if (x->coalesce) {
+			/* What is still held is flushed through here too. */
+			x->coalesce = false;
+			log_warnx("%s: the kernel refuses merged TCP packets (%s); writing "
+			    "them one by one from now on", x->t->tun->name, strerror(-err));
+		}
+		rx_emit_segments(x, p, vh, pkt, len);
+	} else if (err < 0) {
 		p->drops[DROP_TUN_WRITE]++;
+	}
 }
 
 static void
@@ -451,7 +499,7 @@ rx_readable(evutil_socket_t fd, short what, void *arg)
 			else
 				rx_datagram(x, &x->msgs[i], now);
 		}
-		if (x->coalesce)
+		if (x->coal_mem)
 			offload_coal_flush(&x->coal);
 		if (n < UDP_BATCH)
 			break;
@@ -461,8 +509,14 @@ rx_readable(evutil_socket_t fd, short what, void *arg)
 void
 rx_local(struct toud *t, const uint8_t *pkt, size_t len)
 {
-	if (tun_write(t->tun, pkt, len) < 0)
+	if (rx_tun_write(t, NULL, pkt, len) < 0)
 		t->drops[DROP_TUN_WRITE]++;
+}
+
+bool
+rx_coalescing(const struct rx *x)
+{
+	return x && x->coalesce;
 }
 
 void
@@ -483,6 +537,8 @@ rx_input(struct toud *t, const struct udp_msg *msgs, unsigned n)
 		memcpy(m->buf, msgs[i].buf, m->len);
 		rx_datagram(x, m, now);
 	}
+	if (x->coal_mem)
+		offload_coal_flush(&x->coal);
 }
 
 struct rx *
@@ -499,7 +555,8 @@ rx_new(struct toud *t)
 	x->scratch = x->mem + (size_t)RX_BUF_SIZE * UDP_BATCH;
 	if (t->tun->vnet) {
 		x->coal_mem = malloc((size_t)OFFLOAD_COAL_SLOTS * OFFLOAD_COAL_BUF);
-		if (!x->coal_mem)
+		x->seg = malloc(OFFLOAD_MAX_PKT);
+		if (!x->coal_mem || !x->seg)
 			goto err;
 		offload_coal_init(&x->coal, x->coal_mem, OFFLOAD_COAL_SLOTS, rx_emit, x);
 		x->coalesce = true;
@@ -532,5 +589,6 @@ rx_free(struct rx *x)
 		event_free(x->ev6);
 	free(x->mem);
 	free(x->coal_mem);
+	free(x->seg);
 	free(x);
 }

@@ -18,5 +18,7 @@ void rx_input(struct toud *t, const struct udp_msg *msgs, unsigned n);
 /* A packet toud itself answers into the TUN (an ICMP error from the
  * sending direction); a failed write is counted as tun_write. */
 void rx_local(struct toud *t, const uint8_t *pkt, size_t len);
+/* Whether packets for the TUN are merged (TUN offloads on, not refused). */
+bool rx_coalescing(const struct rx *x);
 
 #endif

@@ -16,6 +16,7 @@
 #include "keys.h"
 #include "offload.h"
 #include "peer.h"
+#include "rx.h"
 #include "session.h"
 #include "toud.h"
 #include "tun.h"
@@ -156,6 +157,7 @@ show_offload_status(const struct toud *t, struct offload_status *st)
 	if (t->tun)
 		st->tun_tso = t->tun->vnet &&
 		    (t->tun->offloads & (TUN_OFF_TSO4 | TUN_OFF_TSO6)) != 0;
+	st->tun_coalesce = rx_coalescing(t->rx);
 	if (t->udp) {
 		st->udp_gso = t->udp->gso4 || t->udp->gso6;
 		st->udp_gro = t->udp->gro4 || t->udp->gro6;
@@ -400,9 +402,9 @@ show_json(FILE *b, const struct toud *t, struct peer *const *peers,
 	    "    \"encryption\": ", t->tun_mtu, t->conf->iface.listen_port);
 	show_json_str(b, show_encryption(t));
 	show_offload_status(t, &off);
-	fprintf(b, ",\n    \"offload\": {\"tun_tso\": %s, \"udp_gso\": %s, \"udp_gro\": %s}",
-	    off.tun_tso ? "true" : "false", off.udp_gso ? "true" : "false",
-	    off.udp_gro ? "true" : "false");
+	fprintf(b, ",\n    \"offload\": {\"tun_tso\": %s, \"udp_gso\": %s, \"udp_gro\": %s, "
+	    "\"tun_coalesce\": %s}", off.tun_tso ? "true" : "false", off.udp_gso ? "true" : "false",
+	    off.udp_gro ? "true" : "false", off.tun_coalesce ? "true" : "false");
 	fputs(",\n    \"drops\": ", b);
 	show_json_drops(b, t->drops);
 	fputs(",\n    \"events\": ", b);
@@ -576,8 +578,9 @@ show_text(FILE *b, const struct toud *t, struct peer *const *peers,
 	    t->conf->iface.encryption == CONF_ENC_NONE ?
 	    " (traffic is NOT encrypted: for debugging only)" : "");
 	show_offload_status(t, &off);
-	fprintf(b, "  offload: tun-tso %s, udp-gso %s, udp-gro %s\n",
-	    off.tun_tso ? "on" : "off", off.udp_gso ? "on" : "off", off.udp_gro ? "on" : "off");
+	fprintf(b, "  offload: tun-tso %s, udp-gso %s, udp-gro %s, tun-coalesce %s\n",
+	    off.tun_tso ? "on" : "off", off.udp_gso ? "on" : "off", off.udp_gro ? "on" : "off",
+	    off.tun_coalesce ? "on" : "off");
 	if (show_own_fp(t, fp))
 		fprintf(b, "  fingerprint: %s\n", fp);
 	if (t->fwmark)

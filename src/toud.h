@@ -17,6 +17,7 @@ struct event_base;
 struct event;
 struct tun;
 struct udp;
+struct offload_vnet;
 struct rtnl;
 struct control;
 struct prefix_table;
@@ -73,10 +74,14 @@ struct toud {
 	uint64_t events[EVENT__MAX];    /* events that belong to no peer (events.h) */
 
 	/* Seams for running the core without a kernel (unit tests): the
-	 * monotonic clock (NULL: util_now_ms) and where tx.c's output queue
-	 * goes (NULL: the UDP sockets).  The sink sets each msgs[i].err. */
+	 * monotonic clock (NULL: util_now_ms), where tx.c's output queue
+	 * goes (NULL: the UDP sockets; the sink sets each msgs[i].err) and
+	 * where rx.c's TUN writes go (NULL: the TUN; 0 or -errno, as
+	 * tun_write_vnet()).  Both sinks get sink_arg. */
 	uint64_t (*clock)(const struct toud *t);
 	void (*sink)(struct toud *t, struct udp_msg *msgs, unsigned n);
+	int (*tun_sink)(struct toud *t, const struct offload_vnet *vh, const uint8_t *pkt,
+	    size_t len);
 	void *sink_arg;
 
 	/* encryption = dtls */

@@ -39,7 +39,7 @@ phase() {
 	toud_start b || bail_out "toud on b did not start ($mode)"
 	ping_check a 10.77.0.2 "($mode) ping through the tunnel"
 	js=$(show_json a)
-	for f in tun_tso udp_gso udp_gro; do
+	for f in tun_tso udp_gso udp_gro tun_coalesce; do
 		is "$(json_get "$js" "interface.offload.$f")" "$want" "($mode) show: offload.$f is $want"
 	done
 	is "$(tso_of a)" "$tso" "($mode) the TUN device has tcp-segmentation-offload $tso"
@@ -65,6 +65,11 @@ phase() {
 	is "$(json_get "$(show_json b)" peers.a.drops.tun_write)" 0 "($mode) b: no TUN write failed"
 	is "$(json_get "$(show_json a)" interface.drops.tun_offload)" 0 "($mode) a: no offload drop"
 	is "$(json_get "$(show_json b)" interface.drops.tun_offload)" 0 "($mode) b: no offload drop"
+	for n in a b; do
+		js=$(show_json "$n")
+		is "$(json_get "$js" interface.events.tun_gso_refused)/$(json_get "$js" interface.offload.tun_coalesce)" \
+		    "0/$want" "($mode) $n: the TUN refused no merged packet; coalescing is $want"
+	done
 	toud_stop a
 	is "${TOUD_RC[a]}" 0 "($mode) toud on a exits cleanly"
 	toud_stop b

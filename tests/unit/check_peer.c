@@ -12,7 +12,8 @@
  * our source address, a certificate that two peers' configurations accept,
  * the diagnosis of failed handshakes (no answer, a stuck cookie exchange,
  * no version or cipher suite in common), which peers a host change
- * concerns, path validation and session IDs that follow the path. */
+ * concerns, path validation and session IDs that follow the path, and a
+ * TUN that refuses merged packets (written segment by segment instead). */
 #include <check.h>
 #include <errno.h>
 #include <ftw.h>
@@ -36,6 +37,7 @@
 #include "gue.h"
 #include "handshake.h"
 #include "keys.h"
+#include "offload.h"
 #include "peer.h"
 #include "pkt.h"
 #include "prefix.h"
@@ -376,6 +378,153 @@ bring_up(void)
 	ck_assert_uint_eq(peer_of(&A)->cur->id, peer_of(&B)->cur->id);
 	ck_assert_int_eq(tun_recv(&B), 1);
 }
+
+/* An IPv4 TCP segment from .1 to .2 of a 4000 -> 5000 flow: IPv4 ID 100 + i,
+ * sequence number 1000 + i * TCP_SEG, ACK (and PSH if psh), TCP_SEG bytes
+ * of payload that name i. */
+#define TCP_SEG 1000
+static size_t
+tcp_packet(uint8_t *p, unsigned i, bool psh)
+{
+	struct ipaddr s, d;
+	size_t len = 20 + 20 + TCP_SEG;
+
+	ck_assert_int_eq(util_addr_parse("10.77.0.1", &s), 0);
+	ck_assert_int_eq(util_addr_parse("10.77.0.2", &d), 0);
+	memset(p, 0, len);
+	p[0] = 0x45;
+	bytes_put16(p + 2, (uint16_t)len);
+	bytes_put16(p + 4, (uint16_t)(100 + i));
+	p[6] = 0x40;
+	p[8] = 64;
+	p[9] = IPPROTO_TCP;
+	memcpy(p + 12, s.b, 4);
+	memcpy(p + 16, d.b, 4);
+	bytes_put16(p + 10, ntohs(pkt_csum(p, 20)));
+	bytes_put16(p + 20, 4000);
+	bytes_put16(p + 22, 5000);
+	bytes_put32(p + 24, 1000 + i * TCP_SEG);
+	bytes_put32(p + 28, 1);
+	p[32] = 5 << 4;
+	p[33] = (uint8_t)(0x10 | (psh ? 0x08 : 0));
+	bytes_put16(p + 34, 1000);
+	memset(p + 40, (int)('a' + i), TCP_SEG);
+	bytes_put16(p + 36, ntohs(pkt_l4_csum(AF_INET, &s, &d, IPPROTO_TCP, p + 20, 20 + TCP_SEG)));
+	return len;
+}
+
+/* B's TUN writes, as its tun_sink sees them: merged ones are refused
+ * (-EINVAL, as a kernel without the offload answers), plain ones kept. */
+#define TUNW_MAX 32
+static struct {
+	uint8_t buf[2048];
+	size_t len;
+} tunw[TUNW_MAX];
+static unsigned n_tunw, n_tunw_refused;
+
+static int
+tun_sink_no_gso(struct toud *t, const struct offload_vnet *vh, const uint8_t *pkt, size_t len)
+{
+	(void)t;
+	if (vh->gso_type != OFFLOAD_GSO_NONE) {
+		n_tunw_refused++;
+		return -EINVAL;
+	}
+	ck_assert_uint_lt(n_tunw, TUNW_MAX);
+	ck_assert_uint_le(len, sizeof(tunw[0].buf));
+	memcpy(tunw[n_tunw].buf, pkt, len);
+	tunw[n_tunw++].len = len;
+	return 0;
+}
+
+/* Move everything `from` sent to `to` in one receive batch. */
+static void
+deliver_batch(struct node *from, struct node *to)
+{
+	struct udp_msg m[UDP_BATCH];
+	unsigned i;
+
+	ck_assert_uint_le(from->n_out, UDP_BATCH);
+	memset(m, 0, sizeof(m));
+	for (i = 0; i < from->n_out; i++) {
+		m[i].buf = from->out[i].buf;
+		m[i].len = from->out[i].len;
+		m[i].peer = from->addr;
+	}
+	rx_input(&to->t, m, from->n_out);
+	from->n_out = 0;
+}
+
+/* Segment i of the flow, as B wrote it: whole, checksums right, payload
+ * and sequence number in place, PSH only where it was sent. */
+static void
+tunw_check(unsigned w, unsigned i, bool psh)
+{
+	const uint8_t *p = tunw[w].buf;
+	struct ipaddr s = { .family = AF_INET }, d = { .family = AF_INET };
+	uint8_t tcp[20 + TCP_SEG], want[TCP_SEG];
+
+	ck_assert_uint_eq(tunw[w].len, 20 + 20 + TCP_SEG);
+	ck_assert_uint_eq(pkt_csum(p, 20), 0);
+	ck_assert_uint_eq(bytes_get32(p + 24), 1000 + i * TCP_SEG);
+	ck_assert_uint_eq(p[33], 0x10 | (psh ? 0x08 : 0));
+	memset(want, (int)('a' + i), sizeof(want));
+	ck_assert_mem_eq(p + 40, want, TCP_SEG);
+	memcpy(s.b, p + 12, 4);
+	memcpy(d.b, p + 16, 4);
+	memcpy(tcp, p + 20, sizeof(tcp));
+	tcp[16] = tcp[17] = 0;
+	ck_assert_uint_eq(pkt_l4_csum(AF_INET, &s, &d, IPPROTO_TCP, tcp, sizeof(tcp)),
+	    htons(bytes_get16(p + 36)));
+}
+
+/* A TUN that refuses merged packets: B merges in-order segments of a flow
+ * as long as the kernel takes them; the first refusal writes that packet
+ * segment by segment, counts it, and turns merging off for good. */
+START_TEST(tun_refuses_merged)
+{
+	const unsigned nseg = 6;
+	uint8_t p[2048];
+	unsigned i;
+
+	bring_up();
+	rx_free(B.t.rx);
+	B.tun.vnet = true;
+	ck_assert_ptr_nonnull(B.t.rx = rx_new(&B.t));
+	B.t.tun_sink = tun_sink_no_gso;
+	n_tunw = n_tunw_refused = 0;
+	ck_assert(rx_coalescing(B.t.rx));
+
+	for (i = 0; i < nseg; i++) {
+		size_t len = tcp_packet(p, i, i == nseg - 1);
+
+		ck_assert_int_eq(send(A.tunpair[1], p, len, 0), (ssize_t)len);
+	}
+	spin(&A);
+	ck_assert_uint_eq(A.n_out, nseg);
+	deliver_batch(&A, &B);
+	ck_assert_uint_eq(n_tunw_refused, 1);
+	ck_assert_uint_eq(B.t.events[EVENT_TUN_GSO_REFUSED], 1);
+	ck_assert(!rx_coalescing(B.t.rx));
+	ck_assert_uint_eq(n_tunw, nseg);
+	for (i = 0; i < nseg; i++)
+		tunw_check(i, i, i == nseg - 1);
+
+	/* From now on each segment is written as it comes. */
+	for (i = nseg; i < 2 * nseg; i++) {
+		size_t len = tcp_packet(p, i, false);
+
+		ck_assert_int_eq(send(A.tunpair[1], p, len, 0), (ssize_t)len);
+	}
+	spin(&A);
+	deliver_batch(&A, &B);
+	ck_assert_uint_eq(n_tunw_refused, 1);
+	ck_assert_uint_eq(n_tunw, 2 * nseg);
+	for (i = nseg; i < 2 * nseg; i++)
+		tunw_check(i, i, false);
+	ck_assert_uint_eq(peer_of(&B)->drops[DROP_TUN_WRITE], 0);
+}
+END_TEST
 
 START_TEST(handshake_with_held_packets)
 {
@@ -1676,6 +1825,7 @@ peer_suite(void)
 	tcase_add_test(tc, state_names);
 	tcase_add_test(tc, cert_matches_two_peers);
 	tcase_add_test(tc, max_age_both_roles);
+	tcase_add_test(tc, tun_refuses_merged);
 	suite_add_tcase(s, tc);
 	return s;
 }
