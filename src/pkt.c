@@ -298,16 +298,42 @@ uint32_t
 pkt_csum_partial(const void *data, size_t len, uint32_t sum)
 {
 	const uint8_t *p = data;
-	uint64_t acc = sum;
+	uint64_t acc = 0;
+	uint32_t w[4];
+	uint16_t h;
 
-	while (len >= 2) {
-		acc += (uint32_t)p[0] << 8 | p[1];
+	/* The ones' complement sum does not depend on byte order (RFC 1071
+	 * 2(B)): add 32-bit words as the host reads them, fold, and swap
+	 * once at the end.  A 64-bit accumulator takes 2^32 of them without
+	 * losing a carry, and 2^32 = 1 (mod 2^16 - 1) makes each 32-bit word
+	 * the sum of its two halves. */
+	while (len >= 16) {
+		memcpy(w, p, 16);
+		acc += (uint64_t)w[0] + w[1] + w[2] + w[3];
+		p += 16;
+		len -= 16;
+	}
+	while (len >= 4) {
+		memcpy(w, p, 4);
+		acc += w[0];
+		p += 4;
+		len -= 4;
+	}
+	if (len >= 2) {
+		memcpy(&h, p, 2);
+		acc += h;
 		p += 2;
 		len -= 2;
 	}
-	if (len)
-		acc += (uint32_t)p[0] << 8;
-	/* 2^32 = 1 (mod 2^16 - 1): folding keeps the ones' complement sum. */
+	if (len) {
+		const uint8_t last[2] = { p[0], 0 };
+
+		memcpy(&h, last, 2);
+		acc += h;
+	}
+	while (acc >> 16)
+		acc = (acc & 0xffff) + (acc >> 16);
+	acc = (uint64_t)sum + be16toh((uint16_t)acc);
 	while (acc >> 32)
 		acc = (acc & 0xffffffff) + (acc >> 32);
 	return (uint32_t)acc;

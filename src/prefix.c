@@ -1,10 +1,12 @@
 /* prefix.c - longest-prefix match: one binary trie per address family, one
  * level per prefix bit.  A table holds a few hundred prefixes at most, so
  * the simple trie wins on clarity; lookup walks at most 32 / 128 nodes and
- * never allocates.  Pure: no I/O. */
+ * never allocates, and prefix_lookup_cached() spares even that walk for
+ * the same address asked again.  Pure: no I/O. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "prefix.h"
 
@@ -19,6 +21,7 @@ struct prefix_node {
 struct prefix_table {
 	struct prefix_node *root[2];    /* [0] IPv4, [1] IPv6 */
 	size_t count;
+	uint64_t gen;                   /* changes with every insert or removal; never 0 */
 };
 
 /* Index into root[] and the family's bit count, or -1 for an unknown family. */
@@ -51,6 +54,8 @@ prefix_table_new(void)
 	t = calloc(1, sizeof(*t));
 	if (t == NULL)
 		errno = ENOMEM;
+	else
+		t->gen = 1;
 	return t;
 }
 
@@ -116,6 +121,7 @@ prefix_insert(struct prefix_table *t, const struct ipprefix *p, void *value)
 	n->set = true;
 	n->value = value;
 	t->count++;
+	t->gen++;
 	return 0;
 }
 
@@ -139,6 +145,7 @@ prefix_remove(struct prefix_table *t, const struct ipprefix *p)
 	n->set = false;
 	n->value = NULL;
 	t->count--;
+	t->gen++;
 
 	/* Prune the nodes that no longer lead anywhere, bottom up. */
 	for (i = p->len + 1; i-- > 0;) {
@@ -179,6 +186,7 @@ prefix_remove_value(struct prefix_table *t, const void *v)
 {
 	t->count -= prefix_node_remove_value(&t->root[0], v);
 	t->count -= prefix_node_remove_value(&t->root[1], v);
+	t->gen++;
 }
 
 void *
@@ -200,6 +208,21 @@ prefix_lookup(const struct prefix_table *t, int family, const uint8_t *addr)
 		n = n->child[prefix_bit(addr, i)];
 	}
 	return best != NULL ? best->value : NULL;
+}
+
+void *
+prefix_lookup_cached(const struct prefix_table *t, struct prefix_cache *c, int family,
+    const uint8_t *addr)
+{
+	size_t len = family == AF_INET ? 4 : 16;
+
+	if (c->gen == t->gen && c->family == family && memcmp(c->addr, addr, len) == 0)
+		return c->value;
+	c->value = prefix_lookup(t, family, addr);
+	c->gen = t->gen;
+	c->family = family;
+	memcpy(c->addr, addr, len);
+	return c->value;
 }
 
 void *

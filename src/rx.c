@@ -60,6 +60,7 @@ struct rx {
 	uint8_t *coal_mem;
 	uint8_t *seg;                       /* one segment of a refused merge */
 	struct offload_coal coal;
+	struct prefix_cache route_cache;    /* inner sources: one peer's in a row */
 };
 
 /* The one place rx.c writes to the TUN.  0 or -errno. */
@@ -84,6 +85,15 @@ count_drop(struct toud *t, struct peer *p, enum drop_reason r, unsigned n)
 		t->drops[r] += n;
 }
 
+/* The peer that the inner address addr is routed to. */
+static struct peer *
+rx_route(struct toud *t, int family, const uint8_t *addr)
+{
+	if (t->rx)
+		return prefix_lookup_cached(t->routes, &t->rx->route_cache, family, addr);
+	return prefix_lookup(t->routes, family, addr);
+}
+
 /* Deliver a whole IP packet from p to the TUN: source check, ECN, MSS. */
 static void
 rx_deliver(struct toud *t, struct peer *p, uint8_t *pkt, size_t len, size_t wire_len,
@@ -100,7 +110,7 @@ rx_deliver(struct toud *t, struct peer *p, uint8_t *pkt, size_t len, size_t wire
 		return;
 	}
 	/* Anti-spoofing: the source must be routed to this very peer. */
-	if (prefix_lookup(t->routes, pi.family, pi.src.b) != p) {
+	if (rx_route(t, pi.family, pi.src.b) != p) {
 		p->drops[DROP_SOURCE]++;
 		return;
 	}
@@ -110,13 +120,13 @@ rx_deliver(struct toud *t, struct peer *p, uint8_t *pkt, size_t len, size_t wire
 	case PKT_CLAIM_NONE:
 		break;
 	case PKT_CLAIM_QUOTE:
-		if (!claimed.family || prefix_lookup(t->routes, claimed.family, claimed.b) != p) {
+		if (!claimed.family || rx_route(t, claimed.family, claimed.b) != p) {
 			p->drops[DROP_ICMP_QUOTE]++;
 			return;
 		}
 		break;
 	case PKT_CLAIM_ENCAP:
-		if (!claimed.family || prefix_lookup(t->routes, claimed.family, claimed.b) != p) {
+		if (!claimed.family || rx_route(t, claimed.family, claimed.b) != p) {
 			p->drops[DROP_ENCAP_SOURCE]++;
 			return;
 		}

@@ -79,6 +79,7 @@ struct tx {
 	unsigned n_recs;
 
 	struct ratelimit *too_big_rl;      /* ICMP too-big replies, per destination */
+	struct prefix_cache route_cache;   /* destinations: one peer's in a row */
 };
 
 size_t
@@ -152,7 +153,7 @@ tx_frame(struct toud *t, uint8_t *buf, size_t len, struct udp_msg *m)
 		t->drops[drop_pkt(err)]++;
 		return NULL;
 	}
-	p = prefix_lookup(t->routes, pi.family, pi.dst.b);
+	p = prefix_lookup_cached(t->routes, &t->tx->route_cache, pi.family, pi.dst.b);
 	if (!p) {
 		t->drops[not_unicast(&pi.dst) ? DROP_NOT_UNICAST : DROP_NO_PEER]++;
 		return NULL;

@@ -849,6 +849,20 @@ START_TEST(csum_basics)
 		}
 	}
 
+	/* Every short length at every alignment, after a partial sum that
+	 * already carries (words are read several bytes at a time). */
+	for (len = 0; len <= 70; len++)
+		for (i = 0; i < 8; i++) {
+			const uint8_t *parts[2] = { data, data + 8 + i };
+			size_t lens[2] = { 6, len };
+
+			for (cut = 0; cut < 8 + i + len; cut++)
+				data[cut] = (uint8_t)rnd(&state);
+			s = pkt_csum_partial(data, 6, 0);
+			s = pkt_csum_partial(data + 8 + i, len, s);
+			ck_assert_uint_eq(ntohs(pkt_csum_fold(s)), ref_csum(parts, lens, 2));
+		}
+
 	/* Large inputs do not overflow the accumulator. */
 	{
 		static uint8_t big[300000];

@@ -543,10 +543,19 @@ compare_all(const struct prefix_table *t, const struct ref *refs, size_t n,
     uint8_t bases[][16], int family, unsigned int bits, struct rng *r,
     const char *stage, uint64_t seed)
 {
+	/* The cache lives across stages: the table changes under it. */
+	static struct prefix_cache cache;
+	static uint8_t last[16];
 	uint8_t a[16];
 	void *got, *want;
 	size_t i;
 
+	if (cache.gen && cache.family == family) {
+		got = prefix_lookup_cached(t, &cache, family, last);
+		want = ref_lookup(refs, n, family, last);
+		ck_assert_msg(got == want, "%s: family %d: a cached lookup from before the change: "
+		    "got %p want %p (seed %" PRIu64 ")", stage, family, got, want, seed);
+	}
 	for (i = 0; i < n; i++) {
 		got = prefix_get(t, &refs[i].p);
 		want = refs[i].live ? refs[i].value : NULL;
@@ -562,6 +571,13 @@ compare_all(const struct prefix_table *t, const struct ref *refs, size_t n,
 		ck_assert_msg(got == want,
 		    "%s: family %d lookup #%zu: got %p want %p (seed %" PRIu64 ")",
 		    stage, family, i, got, want, seed);
+		/* Filled, then (usually) the same address again. */
+		if (rng_below(r, 4) == 0)
+			memcpy(last, a, sizeof(last));
+		ck_assert_ptr_eq(prefix_lookup_cached(t, &cache, family, last),
+		    ref_lookup(refs, n, family, last));
+		ck_assert_ptr_eq(prefix_lookup_cached(t, &cache, family, a), want);
+		ck_assert_ptr_eq(prefix_lookup_cached(t, &cache, family, a), want);
 	}
 }
 
