@@ -91,6 +91,11 @@ enum dtls_result dtls_sess_handshake(struct dtls_sess *s);
  * produced data, for the roaming rule. */
 enum dtls_result dtls_sess_input(struct dtls_sess *s, const uint8_t *rec, size_t len,
     uint8_t *out, size_t cap, size_t *outlen, uint64_t *seq);
+/* Where the plaintext of an application-data record starts within the
+ * record (header and explicit nonce before it), once record.c opens them;
+ * else 0.  Such a record may be opened in place: out = rec + this, cap =
+ * len - this.  Other records need an out of their own. */
+size_t dtls_sess_data_prefix(const struct dtls_sess *s);
 /* Encrypt one plaintext datagram; the record leaves through the output
  * callback before this returns.  0 or -errno (-ENOTCONN before the
  * handshake completed, -EMSGSIZE beyond the link MTU, -ENOSPC when the

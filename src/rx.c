@@ -37,6 +37,7 @@
 #include "peer.h"
 #include "pkt.h"
 #include "prefix.h"
+#include "record.h"
 #include "rx.h"
 #include "session.h"
 #include "toud.h"
@@ -53,7 +54,7 @@ struct rx {
 	struct toud *t;
 	struct event *ev4, *ev6;
 	uint8_t *mem;                       /* UDP_BATCH buffers of RX_BUF_SIZE */
-	uint8_t *scratch;                   /* one more: decrypted plaintext */
+	uint8_t *scratch;                   /* one more: plaintext OpenSSL returns */
 	struct udp_msg msgs[UDP_BATCH];
 	/* vnet TUN: packets for the TUN are coalesced, flushed per batch */
 	bool coalesce;
@@ -303,9 +304,9 @@ static void
 rx_dtls(struct rx *x, struct udp_msg *m, uint64_t now)
 {
 	struct toud *t = x->t;
-	const uint8_t *rec = m->buf + GUE_OUTER_LEN;
+	uint8_t *rec = m->buf + GUE_OUTER_LEN;
 	uint8_t *out = x->scratch + RX_HEADROOM;
-	size_t rlen, outlen;
+	size_t rlen, outlen, cap = RX_BUF_SIZE - RX_HEADROOM, pre;
 	struct session *s;
 	struct peer *p;
 	enum session_result r;
@@ -330,7 +331,13 @@ rx_dtls(struct rx *x, struct udp_msg *m, uint64_t now)
 		return;
 	}
 	handshake_received(s, rec, rlen, m->len);
-	r = session_open(s, rec, rlen, out, RX_BUF_SIZE - RX_HEADROOM, &outlen, &seq, now);
+	/* toud's own data records are opened in place, over the record: the
+	 * plaintext needs no copy, and the datagram is done with after. */
+	if (ctype == RECORD_TYPE_APPDATA && (pre = session_data_prefix(s)) && rlen > pre) {
+		out = rec + pre;
+		cap = rlen - pre;
+	}
+	r = session_open(s, rec, rlen, out, cap, &outlen, &seq, now);
 	if (s->early_dropped) {
 		count_drop(t, s->peer, DROP_EARLY_RECORD, s->early_dropped);
 		s->early_dropped = 0;

@@ -372,6 +372,12 @@ session_open(struct session *s, const uint8_t *rec, size_t len, uint8_t *out, si
 	return SESSION_BAD_RECORD;
 }
 
+size_t
+session_data_prefix(const struct session *s)
+{
+	return s->dtls ? dtls_sess_data_prefix(s->dtls) : 0;
+}
+
 int
 session_seal(struct session *s, const uint8_t *payload, size_t len, uint8_t tos)
 {

@@ -153,6 +153,9 @@ void session_drain(struct session *s);
  * sequence). */
 enum session_result session_open(struct session *s, const uint8_t *rec, size_t len,
     uint8_t *out, size_t cap, size_t *outlen, uint64_t *seq, uint64_t now);
+/* How far into an application-data record its plaintext starts when it may
+ * be opened in place (dtls_sess_data_prefix()); 0: it may not. */
+size_t session_data_prefix(const struct session *s);
 /* Seal one inner payload; the record leaves through the session's output
  * callback before this returns.  0 or -errno. */
 int session_seal(struct session *s, const uint8_t *payload, size_t len, uint8_t tos);
