@@ -241,15 +241,6 @@ control_show(struct control *c, char **argv, int argc)
 	return out;
 }
 
-static uint64_t
-control_now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
-
 static void
 control_ping_answer(void *arg, bool answered)
 {
@@ -259,13 +250,13 @@ control_ping_answer(void *arg, bool answered)
 
 	cc->ping_peer = NULL;
 	if (!answered) {
-		control_conn_reply(cc, control_error("no answer from peer '%s' within %d s",
+		control_conn_reply(cc, control_error(CONTROL_PING_LOST "from peer '%s' within %d s",
 		    p->name, PEER_PING_TIMEOUT_MS / 1000));
 		return;
 	}
 	if (asprintf(&out, "ok\nreply from %s (%s): time=%.3f ms\n", p->name,
 	    p->has_endpoint ? util_sa_fmt(&p->endpoint, a, sizeof(a)) : "?",
-	    (double)(control_now_us() - cc->ping_start_us) / 1000) < 0)
+	    (double)(util_now_us() - cc->ping_start_us) / 1000) < 0)
 		out = NULL;
 	control_conn_reply(cc, out);
 }
@@ -283,7 +274,7 @@ control_ping(struct control_conn *cc, char **argv, int argc)
 		return control_error("usage: ping PEER");
 	if (!(p = peer_find_by_name(cc->c->t, argv[1])))
 		return control_error("no such peer '%s'", control_quote(argv[1], q, sizeof(q)));
-	cc->ping_start_us = control_now_us();
+	cc->ping_start_us = util_now_us();
 	if ((r = peer_ping(p, control_ping_answer, cc)) < 0) {
 		if (r == -ENOTCONN)
 			return control_error("peer '%s' has no session", p->name);

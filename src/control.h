@@ -14,6 +14,10 @@
 struct toud;
 struct control;
 
+/* The start of the error a "ping PEER" gets when the challenge went out
+ * and no response came back (touctl counts it as lost and goes on). */
+#define CONTROL_PING_LOST "no answer "
+
 struct control *control_open(struct toud *t, const char *path);  /* NULL with errno */
 void control_close(struct control *c);                          /* also unlinks the socket */
 /* The socket's directory if control_open created it (under /run), so

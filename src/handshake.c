@@ -41,6 +41,9 @@
  * a key no peer has, is logged at warning at most this often per peer
  * (and at once when the kind of failure changes). */
 #define HANDSHAKE_LOG_MS 60000
+/* How last_error starts when a handshake was refused for a reason more
+ * precise than a failure from the peer's endpoint (ambiguous()). */
+#define HS_REFUSED "handshake refused: "
 /* The DTLS handshake message type of a HelloVerifyRequest (RFC 6347). */
 #define HS_HELLO_VERIFY_REQUEST 3
 
@@ -223,11 +226,9 @@ ambiguous(struct toud *t, const uint8_t *fp, struct peer *p1, struct peer *p2)
 	    "its key %s matches both peer \"%s\" and peer \"%s\"", f, p1->name, p2->name);
 	memcpy(t->hs_ambiguous_fp, fp, sizeof(t->hs_ambiguous_fp));
 	t->hs_ambiguous = true;
-	log_warnx("handshake refused: %s", t->hs_ambiguous_why);
-	snprintf(p1->last_error, sizeof(p1->last_error), "handshake refused: %s",
-	    t->hs_ambiguous_why);
-	snprintf(p2->last_error, sizeof(p2->last_error), "handshake refused: %s",
-	    t->hs_ambiguous_why);
+	log_warnx(HS_REFUSED "%s", t->hs_ambiguous_why);
+	snprintf(p1->last_error, sizeof(p1->last_error), HS_REFUSED "%s", t->hs_ambiguous_why);
+	snprintf(p2->last_error, sizeof(p2->last_error), HS_REFUSED "%s", t->hs_ambiguous_why);
 }
 
 static struct peer *
@@ -736,7 +737,8 @@ handshake_failed(struct session *s, const char *why)
 	 * session says it in last_error too, unless it already says why more
 	 * precisely (a certificate two peers accept, see ambiguous()). */
 	at = peer_find_by_endpoint(s->t, &s->addr);
-	if (at && !at->cur && !at->next && strncmp(at->last_error, "handshake refused: ", 19) != 0)
+	if (at && !at->cur && !at->next &&
+	    strncmp(at->last_error, HS_REFUSED, strlen(HS_REFUSED)) != 0)
 		snprintf(at->last_error, sizeof(at->last_error),
 		    "handshake from its endpoint failed: %s", reason);
 	if (at && log_due(at, reason, now)) {

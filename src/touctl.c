@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "conf.h"
+#include "control.h"
 #include "dtls.h"
 
 #define TOUCTL_TIMEOUT_S 30             /* a reload may resolve host names */
@@ -277,7 +278,8 @@ touctl_ping(const char *path, int argc, char **argv)
 		if (i > 0)
 			sleep(1);
 		len = touctl_request(path, req, &reply);
-		lost = strncmp(reply, "error: no answer ", 17) == 0;
+		lost = strncmp(reply, "error: " CONTROL_PING_LOST,
+		    strlen("error: " CONTROL_PING_LOST)) == 0;
 		if (touctl_reply(path, reply, len) == 0)
 			answered++;
 		free(reply);

@@ -63,7 +63,9 @@ int util_strtonum(const char *s, long long min, long long max, long long *out);
 /* Copy with truncation; returns strlen(src). */
 size_t util_strlcpy(char *dst, const char *src, size_t size);
 
-/* CLOCK_MONOTONIC in milliseconds, and the wall clock in seconds. */
+/* CLOCK_MONOTONIC in microseconds and milliseconds, and the wall clock in
+ * seconds. */
+uint64_t util_now_us(void);
 uint64_t util_now_ms(void);
 uint64_t util_wall_s(void);
 
