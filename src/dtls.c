@@ -753,6 +753,8 @@ dtls_sess_input(struct dtls_sess *s, const uint8_t *rec, size_t len,
 		res = DTLS_ERR_RECORD;
 		goto out;
 	}
+	/* SSL_get_error() reads the queue: nothing left over may count. */
+	ERR_clear_error();
 	for (i = 0; i < DTLS_BUFFERED_MAX; i++) {
 		r = SSL_read(s->ssl, out, cap > INT_MAX ? INT_MAX : (int)cap);
 		if (r <= 0 || s->rd == NULL)
@@ -814,8 +816,10 @@ int
 dtls_sess_export(struct dtls_sess *s, const char *label, uint8_t *out, size_t len)
 {
 	if (!s->established ||
-	    SSL_export_keying_material(s->ssl, out, len, label, strlen(label), NULL, 0, 0) != 1)
+	    SSL_export_keying_material(s->ssl, out, len, label, strlen(label), NULL, 0, 0) != 1) {
+		ERR_clear_error();
 		return -1;
+	}
 	return 0;
 }
 

@@ -479,7 +479,7 @@ offload_coal_add(struct offload_coal *c, uint8_t *pkt, size_t len, void *owner)
 			held = sl;
 	}
 	if (held) {
-		if (s.mergeable && can_append(held, pkt, &s)) {
+		if (s.mergeable && !c->no_merge && can_append(held, pkt, &s)) {
 			uint8_t *h = held->buf + OFFLOAD_VNET_HLEN;
 
 			memcpy(h + held->len, pkt + s.ip_hlen + s.tcp_hlen, s.payload);
@@ -498,7 +498,7 @@ offload_coal_add(struct offload_coal *c, uint8_t *pkt, size_t len, void *owner)
 		slot_emit(c, held);
 		free_sl = held;
 	}
-	if (!s.mergeable || c->nslots == 0) {
+	if (!s.mergeable || c->nslots == 0 || c->no_merge) {
 		emit_lone(c, owner, pkt, len);
 		return;
 	}

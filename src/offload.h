@@ -151,6 +151,10 @@ struct offload_coal {
 	offload_emit_fn *emit;
 	void *arg;
 	uint64_t merged;	/* segments appended to another (for counters) */
+	/* Merge nothing more (the TUN refused a merged packet): every packet
+	 * leaves at once, after what is held of its connection, so that the
+	 * switch reorders nothing. */
+	bool no_merge;
 };
 
 /* mem: nslots (<= OFFLOAD_COAL_SLOTS) buffers of OFFLOAD_COAL_BUF bytes. */

@@ -21,7 +21,8 @@
  * in-order TCP segments of a flow into one super-packet; it is flushed at
  * the end of each receive batch, so nothing waits for a timer.  A kernel
  * that refuses such a packet (EINVAL) gets its segments one by one, and
- * coalescing stops for the life of the TUN (logged once, counted). */
+ * merging stops for the life of the TUN (logged once, counted); packets
+ * still pass the coalescer then, which keeps each connection in order. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,7 +58,6 @@ struct rx {
 	uint8_t *scratch;                   /* one more: plaintext OpenSSL returns */
 	struct udp_msg msgs[UDP_BATCH];
 	/* vnet TUN: packets for the TUN are coalesced, flushed per batch */
-	bool coalesce;
 	uint8_t *coal_mem;
 	uint8_t *seg;                       /* one segment of a refused merge */
 	struct offload_coal coal;
@@ -149,7 +149,7 @@ rx_deliver(struct toud *t, struct peer *p, uint8_t *pkt, size_t len, size_t wire
 	}
 	if (pi.proto == IPPROTO_TCP)
 		pkt_mss_clamp(pkt, &pi, pkt_mss_for_mtu(pi.family, t->tun_mtu));
-	if (t->rx && t->rx->coalesce) {
+	if (t->rx && t->rx->coal_mem) {
 		/* Copied or written before this returns; a failed write is
 		 * counted by rx_emit(). */
 		offload_coal_add(&t->rx->coal, pkt, pi.len, p);
@@ -476,9 +476,9 @@ rx_emit(void *arg, void *owner, const struct offload_vnet *vh, uint8_t *pkt, siz
 
 	if (err == -EINVAL && vh->gso_type != OFFLOAD_GSO_NONE) {
 		x->t->events[EVENT_TUN_GSO_REFUSED]++;
-		if (x->coalesce) {
+		if (!x->coal.no_merge) {
 			/* What is still held is flushed through here too. */
-			x->coalesce = false;
+			x->coal.no_merge = true;
 			log_warnx("%s: the kernel refuses merged TCP packets (%s); writing "
 			    "them one by one from now on", x->t->tun->name, strerror(-err));
 		}
@@ -533,7 +533,7 @@ rx_local(struct toud *t, const uint8_t *pkt, size_t len)
 bool
 rx_coalescing(const struct rx *x)
 {
-	return x && x->coalesce;
+	return x && x->coal_mem && !x->coal.no_merge;
 }
 
 void
@@ -576,7 +576,6 @@ rx_new(struct toud *t)
 		if (!x->coal_mem || !x->seg)
 			goto err;
 		offload_coal_init(&x->coal, x->coal_mem, OFFLOAD_COAL_SLOTS, rx_emit, x);
-		x->coalesce = true;
 	}
 	if (t->udp->fd4 >= 0) {
 		x->ev4 = event_new(t->base, t->udp->fd4, EV_READ | EV_PERSIST, rx_readable, x);

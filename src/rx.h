@@ -2,6 +2,7 @@
 #ifndef TOUD_RX_H
 #define TOUD_RX_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 

@@ -842,6 +842,48 @@ START_TEST(tamper)
 }
 END_TEST
 
+/* Data records open in place, over their own header and nonce; other
+ * records (OpenSSL's) refuse an output that overlaps them. */
+START_TEST(open_in_place)
+{
+	struct link l;
+	uint8_t msg[300], out[64];
+	struct rec r, t;
+	size_t n, pre;
+	uint64_t seq;
+
+	link_start(&l, &A, &B, &peer_b);
+	ck_assert_uint_eq(dtls_sess_data_prefix(l.cs), 0);   /* not established */
+	link_free(&l);
+	memset(msg, 0x5a, sizeof(msg));
+	link_up(&l, &A, &B, &peer_b);
+	pre = dtls_sess_data_prefix(l.ss);
+	ck_assert_uint_eq(pre, DTLS_RECORD_HDR + 8);           /* AES-GCM's explicit nonce */
+	ck_assert_int_eq(dtls_sess_seal(l.cs, msg, sizeof(msg)), 0);
+	r = *q_pop(l.c2s);
+	/* tampered, in place: refused, and the genuine record still opens */
+	t = r;
+	t.b[pre + 3] ^= 0x10;
+	ck_assert_int_eq(dtls_sess_input(l.ss, t.b, t.len, t.b + pre, t.len - pre, &n, &seq),
+	    DTLS_ERR_RECORD);
+	ck_assert_int_eq(dtls_sess_input(l.ss, r.b, r.len, r.b + pre, r.len - pre, &n, &seq),
+	    DTLS_DATA);
+	ck_assert_uint_eq(n, sizeof(msg));
+	ck_assert_mem_eq(r.b + pre, msg, sizeof(msg));
+	/* an alert with an overlapping output is refused, not half read */
+	dtls_sess_close(l.cs);
+	r = *q_pop(l.c2s);
+	ck_assert_int_eq(r.b[0], 21);
+	t = r;
+	ck_assert_int_eq(dtls_sess_input(l.ss, t.b, t.len, t.b + 1, sizeof(t.b) - 1, &n, &seq),
+	    DTLS_ERR_RECORD);
+	ck_assert(dtls_sess_established(l.ss));
+	ck_assert_int_eq(dtls_sess_input(l.ss, r.b, r.len, out, sizeof(out), &n, &seq),
+	    DTLS_ERR_CLOSED);
+	link_free(&l);
+}
+END_TEST
+
 START_TEST(close_notify)
 {
 	struct link l;
@@ -1854,6 +1896,7 @@ main(void)
 	tcase_add_test(rec, seal_before_established);
 	tcase_add_test(rec, replay);
 	tcase_add_test(rec, tamper);
+	tcase_add_test(rec, open_in_place);
 	tcase_add_test(rec, close_notify);
 	tcase_add_test(rec, early_data);
 	tcase_add_test(rec, nonce_unique);

@@ -379,12 +379,12 @@ bring_up(void)
 	ck_assert_int_eq(tun_recv(&B), 1);
 }
 
-/* An IPv4 TCP segment from .1 to .2 of a 4000 -> 5000 flow: IPv4 ID 100 + i,
- * sequence number 1000 + i * TCP_SEG, ACK (and PSH if psh), TCP_SEG bytes
- * of payload that name i. */
+/* An IPv4 TCP segment from .1 to .2 of a sport -> 5000 flow: IPv4 ID
+ * 100 + i, sequence number 1000 + i * TCP_SEG, ACK (and PSH if psh),
+ * TCP_SEG bytes of payload that name i. */
 #define TCP_SEG 1000
 static size_t
-tcp_packet(uint8_t *p, unsigned i, bool psh)
+tcp_packet(uint8_t *p, unsigned i, bool psh, uint16_t sport)
 {
 	struct ipaddr s, d;
 	size_t len = 20 + 20 + TCP_SEG;
@@ -401,7 +401,7 @@ tcp_packet(uint8_t *p, unsigned i, bool psh)
 	memcpy(p + 12, s.b, 4);
 	memcpy(p + 16, d.b, 4);
 	bytes_put16(p + 10, ntohs(pkt_csum(p, 20)));
-	bytes_put16(p + 20, 4000);
+	bytes_put16(p + 20, sport);
 	bytes_put16(p + 22, 5000);
 	bytes_put32(p + 24, 1000 + i * TCP_SEG);
 	bytes_put32(p + 28, 1);
@@ -455,10 +455,11 @@ deliver_batch(struct node *from, struct node *to)
 	from->n_out = 0;
 }
 
-/* Segment i of the flow, as B wrote it: whole, checksums right, payload
- * and sequence number in place, PSH only where it was sent. */
+/* Segment i of the flow from sport, as B wrote it (write w): whole,
+ * checksums right, payload and sequence number in place, PSH only where it
+ * was sent. */
 static void
-tunw_check(unsigned w, unsigned i, bool psh)
+tunw_check(unsigned w, unsigned i, bool psh, uint16_t sport)
 {
 	const uint8_t *p = tunw[w].buf;
 	struct ipaddr s = { .family = AF_INET }, d = { .family = AF_INET };
@@ -466,6 +467,7 @@ tunw_check(unsigned w, unsigned i, bool psh)
 
 	ck_assert_uint_eq(tunw[w].len, 20 + 20 + TCP_SEG);
 	ck_assert_uint_eq(pkt_csum(p, 20), 0);
+	ck_assert_uint_eq(bytes_get16(p + 20), sport);
 	ck_assert_uint_eq(bytes_get32(p + 24), 1000 + i * TCP_SEG);
 	ck_assert_uint_eq(p[33], 0x10 | (psh ? 0x08 : 0));
 	memset(want, (int)('a' + i), sizeof(want));
@@ -480,11 +482,13 @@ tunw_check(unsigned w, unsigned i, bool psh)
 
 /* A TUN that refuses merged packets: B merges in-order segments of a flow
  * as long as the kernel takes them; the first refusal writes that packet
- * segment by segment, counts it, and turns merging off for good. */
+ * segment by segment, counts it, and turns merging off for good, without
+ * reordering what comes after it in the same batch. */
 START_TEST(tun_refuses_merged)
 {
-	const unsigned nseg = 6;
+	const unsigned nseg = 6, psh = 2;
 	uint8_t p[2048];
+	size_t len;
 	unsigned i;
 
 	bring_up();
@@ -495,33 +499,42 @@ START_TEST(tun_refuses_merged)
 	n_tunw = n_tunw_refused = 0;
 	ck_assert(rx_coalescing(B.t.rx));
 
+	/* Flow Y's first segment waits in the coalescer; flow X's 0-2 merge
+	 * (PSH on 2 ends the merge) and 3 makes B write them: the TUN
+	 * refuses.  X's 3, 4, 5 and then Y's two segments must follow in
+	 * order. */
+	len = tcp_packet(p, 20, false, 4001);
+	ck_assert_int_eq(send(A.tunpair[1], p, len, 0), (ssize_t)len);
 	for (i = 0; i < nseg; i++) {
-		size_t len = tcp_packet(p, i, i == nseg - 1);
-
+		len = tcp_packet(p, i, i == psh, 4000);
 		ck_assert_int_eq(send(A.tunpair[1], p, len, 0), (ssize_t)len);
 	}
+	len = tcp_packet(p, 21, false, 4001);
+	ck_assert_int_eq(send(A.tunpair[1], p, len, 0), (ssize_t)len);
 	spin(&A);
-	ck_assert_uint_eq(A.n_out, nseg);
+	ck_assert_uint_eq(A.n_out, nseg + 2);
 	deliver_batch(&A, &B);
 	ck_assert_uint_eq(n_tunw_refused, 1);
 	ck_assert_uint_eq(B.t.events[EVENT_TUN_GSO_REFUSED], 1);
 	ck_assert(!rx_coalescing(B.t.rx));
-	ck_assert_uint_eq(n_tunw, nseg);
+	ck_assert_uint_eq(n_tunw, nseg + 2);
 	for (i = 0; i < nseg; i++)
-		tunw_check(i, i, i == nseg - 1);
+		tunw_check(i, i, i == psh, 4000);
+	tunw_check(nseg, 20, false, 4001);
+	tunw_check(nseg + 1, 21, false, 4001);
 
 	/* From now on each segment is written as it comes. */
+	n_tunw = 0;
 	for (i = nseg; i < 2 * nseg; i++) {
-		size_t len = tcp_packet(p, i, false);
-
+		len = tcp_packet(p, i, false, 4000);
 		ck_assert_int_eq(send(A.tunpair[1], p, len, 0), (ssize_t)len);
 	}
 	spin(&A);
 	deliver_batch(&A, &B);
 	ck_assert_uint_eq(n_tunw_refused, 1);
-	ck_assert_uint_eq(n_tunw, 2 * nseg);
-	for (i = nseg; i < 2 * nseg; i++)
-		tunw_check(i, i, false);
+	ck_assert_uint_eq(n_tunw, nseg);
+	for (i = 0; i < nseg; i++)
+		tunw_check(i, nseg + i, false, 4000);
 	ck_assert_uint_eq(peer_of(&B)->drops[DROP_TUN_WRITE], 0);
 }
 END_TEST
