@@ -308,6 +308,27 @@ pump(void)
 	ck_abort_msg("the nodes did not settle");
 }
 
+/* Zeroes len bytes at p and writes an IPv4 header (DF, TTL 64, its
+ * checksum) from .1 to .2 (or back) for a packet of len bytes; s and d get
+ * the addresses. */
+static void
+ip4_header(uint8_t *p, size_t len, uint8_t proto, uint16_t id, bool from_a, struct ipaddr *s,
+    struct ipaddr *d)
+{
+	ck_assert_int_eq(util_addr_parse(from_a ? "10.77.0.1" : "10.77.0.2", s), 0);
+	ck_assert_int_eq(util_addr_parse(from_a ? "10.77.0.2" : "10.77.0.1", d), 0);
+	memset(p, 0, len);
+	p[0] = 0x45;
+	bytes_put16(p + 2, (uint16_t)len);
+	bytes_put16(p + 4, id);
+	p[6] = 0x40;
+	p[8] = 64;
+	p[9] = proto;
+	memcpy(p + 12, s->b, 4);
+	memcpy(p + 16, d->b, 4);
+	bytes_put16(p + 10, ntohs(pkt_csum(p, 20)));
+}
+
 /* An IPv4 UDP packet from .1 to .2 (or back) carrying seq. */
 static size_t
 udp_packet(uint8_t *p, bool from_a, uint32_t seq)
@@ -317,17 +338,7 @@ udp_packet(uint8_t *p, bool from_a, uint32_t seq)
 	size_t len = 20 + 8 + plen;
 	uint16_t ck;
 
-	ck_assert_int_eq(util_addr_parse(from_a ? "10.77.0.1" : "10.77.0.2", &s), 0);
-	ck_assert_int_eq(util_addr_parse(from_a ? "10.77.0.2" : "10.77.0.1", &d), 0);
-	memset(p, 0, len);
-	p[0] = 0x45;
-	bytes_put16(p + 2, (uint16_t)len);
-	p[6] = 0x40;
-	p[8] = 64;
-	p[9] = IPPROTO_UDP;
-	memcpy(p + 12, s.b, 4);
-	memcpy(p + 16, d.b, 4);
-	bytes_put16(p + 10, ntohs(pkt_csum(p, 20)));
+	ip4_header(p, len, IPPROTO_UDP, 0, from_a, &s, &d);
 	bytes_put16(p + 20, 4000);
 	bytes_put16(p + 22, 5000);
 	bytes_put16(p + 24, (uint16_t)(8 + plen));
@@ -389,18 +400,7 @@ tcp_packet(uint8_t *p, unsigned i, bool psh, uint16_t sport)
 	struct ipaddr s, d;
 	size_t len = 20 + 20 + TCP_SEG;
 
-	ck_assert_int_eq(util_addr_parse("10.77.0.1", &s), 0);
-	ck_assert_int_eq(util_addr_parse("10.77.0.2", &d), 0);
-	memset(p, 0, len);
-	p[0] = 0x45;
-	bytes_put16(p + 2, (uint16_t)len);
-	bytes_put16(p + 4, (uint16_t)(100 + i));
-	p[6] = 0x40;
-	p[8] = 64;
-	p[9] = IPPROTO_TCP;
-	memcpy(p + 12, s.b, 4);
-	memcpy(p + 16, d.b, 4);
-	bytes_put16(p + 10, ntohs(pkt_csum(p, 20)));
+	ip4_header(p, len, IPPROTO_TCP, (uint16_t)(100 + i), true, &s, &d);
 	bytes_put16(p + 20, sport);
 	bytes_put16(p + 22, 5000);
 	bytes_put32(p + 24, 1000 + i * TCP_SEG);
