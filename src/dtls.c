@@ -719,6 +719,10 @@ dtls_sess_input(struct dtls_sess *s, const uint8_t *rec, size_t len,
 	if (!rec_whole(rec, len))
 		return DTLS_ERR_RECORD;
 	rseq = bytes_get64(rec + 3);	/* epoch(16) << 48 | sequence(48) */
+	/* Data of the current epoch is toud's record layer's: OpenSSL sees
+	 * none of it, and record.c leaves no error queued. */
+	if (s->established && cap && rec[0] == CT_APPDATA && rseq >> 48 == s->rx.epoch)
+		return sess_open(s, rec, len, out, cap, outlen, seq);
 	s->rd = rec;
 	s->rdlen = len;
 	if (!s->established) {
@@ -739,13 +743,6 @@ dtls_sess_input(struct dtls_sess *s, const uint8_t *rec, size_t len,
 	if (cap == 0) {
 		res = DTLS_ERR_RECORD;
 		goto out;
-	}
-	if (rec[0] == CT_APPDATA && rseq >> 48 == s->rx.epoch) {
-		/* toud's record layer: OpenSSL sees none of it, and record.c
-		 * leaves no error queued (the data path skips the clearing). */
-		s->rd = NULL;
-		s->rdlen = 0;
-		return sess_open(s, rec, len, out, cap, outlen, seq);
 	}
 	/* Handshake retransmissions, alerts, and records of other epochs
 	 * (which OpenSSL drops) are OpenSSL's, and never opened in place. */

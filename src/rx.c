@@ -90,9 +90,7 @@ count_drop(struct toud *t, struct peer *p, enum drop_reason r, unsigned n)
 static struct peer *
 rx_route(struct toud *t, int family, const uint8_t *addr)
 {
-	if (t->rx)
-		return prefix_lookup_cached(t->routes, &t->rx->route_cache, family, addr);
-	return prefix_lookup(t->routes, family, addr);
+	return prefix_lookup_cached(t->routes, &t->rx->route_cache, family, addr);
 }
 
 /* Deliver a whole IP packet from p to the TUN: source check, ECN, MSS. */
@@ -149,7 +147,7 @@ rx_deliver(struct toud *t, struct peer *p, uint8_t *pkt, size_t len, size_t wire
 	}
 	if (pi.proto == IPPROTO_TCP)
 		pkt_mss_clamp(pkt, &pi, pkt_mss_for_mtu(pi.family, t->tun_mtu));
-	if (t->rx && t->rx->coal_mem) {
+	if (t->rx->coal_mem) {
 		/* Copied or written before this returns; a failed write is
 		 * counted by rx_emit(). */
 		offload_coal_add(&t->rx->coal, pkt, pi.len, p);
