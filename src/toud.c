@@ -347,6 +347,12 @@ toud_start(struct toud *t)
 			return rc;
 		}
 	}
+	/* Threads start here, without privileges: capabilities are per
+	 * thread. */
+	if ((rc = tx_start_thread(t->tx)) < 0) {
+		log_errx("cannot start the sending thread: %s", strerror(-rc));
+		return rc;
+	}
 	if ((rc = notify_watchdog_start(t)) < 0)
 		return rc;
 	log_info("%s up: mtu %u, %zu peer%s, listening on port %u", t->tun->name, t->tun_mtu,

@@ -10,9 +10,19 @@
  * record, and tx_queue_record() copies it once into the output queue, the
  * price of batching with sendmmsg.
  *
- * The output queue is flushed in one place, outq_flush(): from a deferred
- * event that runs once the current callback returns, when the queue is
- * full, and at shutdown (tx_flush_records).  A wake-up reads at most
+ * The output queue is a batch of datagrams, flushed in one place,
+ * outq_flush(): from a deferred event that runs once the current callback
+ * returns, when the batch is full, and at shutdown (tx_flush_records).
+ * With encryption = none the TUN is read straight into the batch's
+ * buffers.
+ *
+ * Threads: in the daemon a full batch, or any batch while an earlier one
+ * is still going out, is handed to the sending thread (worker.h), which
+ * makes the sendmmsg calls and nothing else; a batch is accounted (bytes,
+ * drops, a vanished source address) back on the main loop.  A batch that
+ * is not full and finds the thread idle is sent at once from the main
+ * loop: a lone packet (ping, a request) pays no thread wake-up.  Without
+ * the thread (the unit tests' sink) every batch is sent at once.  A wake-up reads at most
  * TX_ROUNDS * UDP_BATCH packets from the TUN, counted as read whatever then
  * happens to them, so a flooded TUN cannot starve the rest of the loop
  * (one batch: the socket, timers and the control socket get their turn
@@ -47,8 +57,10 @@
 #include "tun.h"
 #include "tx.h"
 #include "udp.h"
+#include "worker.h"
 
 #define TX_HEADROOM 64
+#define TX_BATCHES 4         /* output batches: one filled, the rest in flight */
 #define TX_ROUNDS 1          /* batches per wake-up before yielding to the loop */
 /* ICMP too-big replies: per source of the oversize packets, 10 a second
  * after a burst of 10 (a path MTU is learnt from one); 256 sources at once. */
@@ -59,24 +71,32 @@
  * restarted, say): start a new handshake rather than wait for a timer. */
 #define TX_SESSION_STALE_MS 5000
 
+/* Datagrams waiting for sendmmsg, each in its own buffer of the tx's
+ * stride: with encryption = none TUN packets framed in place, with DTLS
+ * framed records. */
+struct tx_batch {
+	struct toud *t;
+	uint8_t *mem;                      /* UDP_BATCH buffers */
+	struct udp_msg msgs[UDP_BATCH];
+	struct peer *peers[UDP_BATCH];     /* NULL: no peer (yet), or forgotten */
+	uint64_t ids[UDP_BATCH];           /* DTLS: session of each record */
+	bool withdrawn[UDP_BATCH];         /* not to be sent */
+	unsigned n;
+};
+
 struct tx {
 	struct toud *t;
 	struct event *ev;
 	struct event *ev_flush;            /* deferred flush of the output queue */
-	size_t buf_size;
-	uint8_t *mem;                      /* UDP_BATCH buffers of buf_size */
+	size_t buf_size;                   /* a TUN packet with its headroom */
+	size_t rec_size;                   /* a framed record */
+	size_t stride;                     /* a batch buffer: the larger of the two */
+	uint8_t *mem;                      /* DTLS: the TUN packet being sealed */
 	uint8_t *super;                    /* vnet TUN: one read, OFFLOAD_MAX_PKT bytes */
-	struct udp_msg msgs[UDP_BATCH];
-	struct peer *peers[UDP_BATCH];
-
-	/* encryption = dtls: framed records waiting for sendmmsg */
-	size_t rec_size;
-	uint8_t *rec_mem;                  /* UDP_BATCH buffers of rec_size */
-	struct udp_msg recs[UDP_BATCH];
-	struct peer *rec_peers[UDP_BATCH]; /* NULL: no peer (yet), or forgotten */
-	uint64_t rec_ids[UDP_BATCH];       /* session of each record */
-	bool rec_void[UDP_BATCH];          /* withdrawn: not to be sent */
-	unsigned n_recs;
+	struct tx_batch batches[TX_BATCHES];
+	struct tx_batch *out;              /* the batch being filled */
+	struct worker *worker;             /* the sending thread (NULL: none) */
+	void *slots[TX_BATCHES];           /* its ring: the batches */
 
 	struct ratelimit *too_big_rl;      /* ICMP too-big replies, per destination */
 	struct prefix_cache route_cache;   /* destinations: one peer's in a row */
@@ -199,20 +219,16 @@ tx_frame(struct toud *t, uint8_t *buf, size_t len, struct udp_msg *m)
 	return p;
 }
 
-/* Send a batch through the sink and account each datagram to its peer
- * (NULL: a handshake datagram to a source that is no peer yet).  ids names
- * each record's session (NULL: encryption = none). */
+/* Account each datagram of a batch that went out to its peer (NULL: a
+ * handshake datagram to a source that is no peer yet); ids names each
+ * record's session (NULL: encryption = none). */
 static void
-tx_send(struct toud *t, struct udp_msg *msgs, struct peer **peers, const uint64_t *ids,
+tx_account(struct toud *t, struct udp_msg *msgs, struct peer **peers, const uint64_t *ids,
     unsigned n)
 {
 	uint64_t now = toud_now(t);
 	unsigned i;
 
-	if (t->sink)
-		t->sink(t, msgs, n);
-	else
-		udp_send_batch(t->udp, msgs, n);
 	for (i = 0; i < n; i++) {
 		enum drop_reason r = msgs[i].err == -EAFNOSUPPORT ? DROP_FAMILY : DROP_SEND;
 
@@ -243,32 +259,80 @@ tx_send(struct toud *t, struct udp_msg *msgs, struct peer **peers, const uint64_
 	}
 }
 
+/* The system call: on the sending thread, or on the main loop. */
+static void
+tx_write(struct toud *t, struct udp_msg *msgs, unsigned n)
+{
+	if (t->sink)
+		t->sink(t, msgs, n);
+	else
+		udp_send_batch(t->udp, msgs, n);
+}
+
+/* Send a batch now, from the main loop, and account it. */
+static void
+tx_send(struct toud *t, struct udp_msg *msgs, struct peer **peers, const uint64_t *ids,
+    unsigned n)
+{
+	tx_write(t, msgs, n);
+	tx_account(t, msgs, peers, ids, n);
+}
+
+/* worker_fn: the sending thread's whole part. */
+static void
+batch_write(void *slot, void *arg)
+{
+	struct tx_batch *b = slot;
+
+	(void)arg;
+	tx_write(b->t, b->msgs, b->n);
+}
+
+/* worker_fn: a batch the sending thread is done with, on the main loop. */
+static void
+batch_done(void *slot, void *arg)
+{
+	struct tx_batch *b = slot;
+
+	(void)arg;
+	tx_account(b->t, b->msgs, b->peers, b->t->dtls ? b->ids : NULL, b->n);
+	b->n = 0;
+}
+
 /* The one place the output queue leaves. */
 static void
 outq_flush(struct tx *x)
 {
+	struct tx_batch *b = x->out;
+	bool full = b->n == UDP_BATCH;
 	unsigned i, n = 0;
 
 	/* Close the gaps of withdrawn records (each entry keeps its buffer
 	 * pointer, so moving entries moves no bytes). */
-	for (i = 0; i < x->n_recs; i++) {
-		if (x->rec_void[i]) {
-			x->rec_void[i] = false;
+	for (i = 0; i < b->n; i++) {
+		if (b->withdrawn[i]) {
+			b->withdrawn[i] = false;
 			continue;
 		}
 		if (n != i) {
-			struct udp_msg m = x->recs[n];
+			struct udp_msg m = b->msgs[n];
 
-			x->recs[n] = x->recs[i];
-			x->recs[i] = m;
-			x->rec_peers[n] = x->rec_peers[i];
-			x->rec_ids[n] = x->rec_ids[i];
+			b->msgs[n] = b->msgs[i];
+			b->msgs[i] = m;
+			b->peers[n] = b->peers[i];
+			b->ids[n] = b->ids[i];
 		}
 		n++;
 	}
-	if (n)
-		tx_send(x->t, x->recs, x->rec_peers, x->rec_ids, n);
-	x->n_recs = 0;
+	b->n = n;
+	if (!n)
+		return;
+	if (x->worker && (full || !worker_reap(x->worker))) {
+		x->out = worker_submit(x->worker);
+		return;
+	}
+	tx_send(x->t, b->msgs, b->peers, x->t->dtls ? b->ids : NULL, n);
+	b->n = 0;
 }
 
 static void
@@ -286,17 +350,20 @@ static void
 tx_queue_record(struct tx *x, uint64_t id, uint64_t wire_id, const uint8_t *rec, size_t len,
     const union sockaddr_union *to, const struct ipaddr *local, struct peer *p, uint8_t tos)
 {
+	struct tx_batch *b;
 	struct udp_msg *m;
 
 	if (GUE_OUTER_LEN + len > x->rec_size) {
 		count_drop(x->t, p, DROP_SEAL);
 		return;
 	}
-	if (x->n_recs == UDP_BATCH)
+	if (x->out->n == UDP_BATCH)
 		outq_flush(x);
-	if (x->n_recs == 0)
+	b = x->out;
+	if (b->n == 0)
 		event_active(x->ev_flush, EV_TIMEOUT, 0);
-	m = &x->recs[x->n_recs];
+	m = &b->msgs[b->n];
+	m->buf = b->mem + (size_t)b->n * x->stride;
 	gue_outer_encode(m->buf, wire_id);
 	memcpy(m->buf + GUE_OUTER_LEN, rec, len);
 	m->len = GUE_OUTER_LEN + len;
@@ -306,8 +373,9 @@ tx_queue_record(struct tx *x, uint64_t id, uint64_t wire_id, const uint8_t *rec,
 	else
 		memset(&m->local, 0, sizeof(m->local));
 	m->tos = tos;
-	x->rec_ids[x->n_recs] = id;
-	x->rec_peers[x->n_recs++] = p;
+	b->ids[b->n] = id;
+	b->withdrawn[b->n] = false;
+	b->peers[b->n++] = p;
 }
 
 void
@@ -349,8 +417,13 @@ tx_listen_output(void *arg, const uint8_t *rec, size_t len, const union sockaddr
 void
 tx_flush_records(struct toud *t)
 {
-	if (t->tx)
-		outq_flush(t->tx);
+	if (!t->tx)
+		return;
+	outq_flush(t->tx);
+	/* Everything in flight leaves and is accounted while its peers
+	 * exist; from here on the main loop sends. */
+	worker_free(t->tx->worker);
+	t->tx->worker = NULL;
 }
 
 void
@@ -358,19 +431,23 @@ tx_withdraw_session(struct tx *x, uint64_t id)
 {
 	unsigned i;
 
-	for (i = 0; i < x->n_recs; i++)
-		if (x->rec_ids[i] == id)
-			x->rec_void[i] = true;
+	/* Only the batch being filled: the others are on their way. */
+	for (i = 0; i < x->out->n; i++)
+		if (x->out->ids[i] == id)
+			x->out->withdrawn[i] = true;
 }
 
 void
 tx_forget_peer(struct tx *x, const struct peer *p)
 {
-	unsigned i;
+	unsigned i, k;
 
-	for (i = 0; i < x->n_recs; i++)
-		if (x->rec_peers[i] == p)
-			x->rec_peers[i] = NULL;
+	/* Every batch, also those the sending thread has: it never reads
+	 * the peers. */
+	for (k = 0; k < TX_BATCHES; k++)
+		for (i = 0; i < UDP_BATCH; i++)
+			if (x->batches[k].peers[i] == p)
+				x->batches[k].peers[i] = NULL;
 }
 
 /* Seal an inner payload to p on the session it sends on, or hold it while
@@ -420,35 +497,45 @@ tx_send_staged(struct peer *p)
 		tx_seal(p, payload, len, tos, true, now);
 }
 
-/* Frame the packet in buffer n (at TX_HEADROOM, len bytes) and seal it, or
- * keep it for the batch (encryption = none, sent when the batch fills).
- * Returns the next free buffer. */
-static unsigned
-tx_packet(struct tx *x, unsigned n, size_t len, uint64_t now)
+/* Where the next TUN packet goes (TX_HEADROOM bytes in): with DTLS the one
+ * buffer it is sealed from, without it the next buffer of the batch. */
+static uint8_t *
+tx_inbuf(struct tx *x)
+{
+	if (x->t->dtls)
+		return x->mem;
+	return x->out->mem + (size_t)x->out->n * x->stride;
+}
+
+/* Frame the packet in tx_inbuf() (at TX_HEADROOM, len bytes) and seal it,
+ * or keep it in the batch (encryption = none, sent when the batch fills or
+ * the read ends). */
+static void
+tx_packet(struct tx *x, size_t len, uint64_t now)
 {
 	struct toud *t = x->t;
+	struct tx_batch *b = x->out;
+	struct udp_msg frame, *m = t->dtls ? &frame : &b->msgs[b->n];
 	struct peer *p;
 
-	if (!(p = tx_frame(t, x->mem + (size_t)n * x->buf_size, len, &x->msgs[n])))
-		return n;
+	if (!(p = tx_frame(t, tx_inbuf(x), len, m)))
+		return;
 	if (t->dtls) {
-		tx_seal(p, x->msgs[n].buf, x->msgs[n].len, x->msgs[n].tos, true, now);
-		return n;
+		tx_seal(p, m->buf, m->len, m->tos, true, now);
+		return;
 	}
 	peer_timers_data_sent(p, now);
-	x->peers[n++] = p;
-	if (n == UDP_BATCH) {
-		tx_send(t, x->msgs, x->peers, NULL, n);
-		n = 0;
-	}
-	return n;
+	b->withdrawn[b->n] = false;
+	b->peers[b->n++] = p;
+	if (b->n == UDP_BATCH)
+		outq_flush(x);
 }
 
 /* A read from a vnet TUN, in x->super: a lone packet (its checksum
  * completed if the kernel left it partial) or the segments of a
- * super-packet, each into buffer n on. */
-static unsigned
-tx_super(struct tx *x, unsigned n, const struct offload_vnet *vh, size_t len, uint64_t now)
+ * super-packet, each cut into tx_inbuf(). */
+static void
+tx_super(struct tx *x, const struct offload_vnet *vh, size_t len, uint64_t now)
 {
 	size_t cap = x->buf_size - TX_HEADROOM, seg;
 	struct offload_gso g;
@@ -457,29 +544,28 @@ tx_super(struct tx *x, unsigned n, const struct offload_vnet *vh, size_t len, ui
 	if ((vh->gso_type & ~OFFLOAD_GSO_ECN) == OFFLOAD_GSO_NONE) {
 		if (len > cap) {
 			x->t->drops[DROP_TUN_OFFLOAD]++;
-			return n;
+			return;
 		}
-		memcpy(x->mem + (size_t)n * x->buf_size + TX_HEADROOM, x->super, len);
+		memcpy(tx_inbuf(x) + TX_HEADROOM, x->super, len);
 		if (vh->flags & OFFLOAD_F_NEEDS_CSUM)
-			offload_csum_complete(x->mem + (size_t)n * x->buf_size + TX_HEADROOM, len, vh);
-		return tx_packet(x, n, len, now);
+			offload_csum_complete(tx_inbuf(x) + TX_HEADROOM, len, vh);
+		tx_packet(x, len, now);
+		return;
 	}
 	if (offload_gso_prepare(vh, x->super, len, &g) != OFFLOAD_OK) {
 		x->t->drops[DROP_TUN_OFFLOAD]++;
-		return n;
+		return;
 	}
 	for (i = 0; i < g.nsegs; i++) {
-		seg = offload_gso_segment(&g, x->super, i,
-		    x->mem + (size_t)n * x->buf_size + TX_HEADROOM, cap);
+		seg = offload_gso_segment(&g, x->super, i, tx_inbuf(x) + TX_HEADROOM, cap);
 		/* The TUN's MTU bounds the kernel's segment size, so a
 		 * segment always fits a buffer; if not, it is counted. */
 		if (!seg) {
 			x->t->drops[DROP_TUN_OFFLOAD]++;
 			continue;
 		}
-		n = tx_packet(x, n, seg, now);
+		tx_packet(x, seg, now);
 	}
-	return n;
 }
 
 static void
@@ -487,7 +573,7 @@ tx_readable(evutil_socket_t fd, short what, void *arg)
 {
 	struct tx *x = arg;
 	struct toud *t = x->t;
-	unsigned round, n, reads;
+	unsigned round, reads;
 	bool empty = false;
 
 	(void)fd;
@@ -497,14 +583,14 @@ tx_readable(evutil_socket_t fd, short what, void *arg)
 
 		/* Every packet read counts towards the batch, whether it is
 		 * sent, sealed into the output queue or dropped. */
-		for (n = 0, reads = 0; reads < UDP_BATCH; reads++) {
+		for (reads = 0; reads < UDP_BATCH; reads++) {
 			struct offload_vnet vh;
 			ssize_t len;
 
 			if (x->super)
 				len = tun_read_vnet(t->tun, &vh, x->super, OFFLOAD_MAX_PKT);
 			else
-				len = tun_read(t->tun, x->mem + (size_t)n * x->buf_size + TX_HEADROOM,
+				len = tun_read(t->tun, tx_inbuf(x) + TX_HEADROOM,
 				    x->buf_size - TX_HEADROOM);
 			if (len == -EBADMSG) {
 				t->drops[DROP_TUN_OFFLOAD]++;
@@ -517,12 +603,12 @@ tx_readable(evutil_socket_t fd, short what, void *arg)
 				break;
 			}
 			if (x->super)
-				n = tx_super(x, n, &vh, (size_t)len, now);
+				tx_super(x, &vh, (size_t)len, now);
 			else
-				n = tx_packet(x, n, (size_t)len, now);
+				tx_packet(x, (size_t)len, now);
 		}
-		if (n)
-			tx_send(t, x->msgs, x->peers, NULL, n);
+		if (!t->dtls)
+			outq_flush(x);
 	}
 }
 
@@ -572,7 +658,8 @@ tx_new(struct toud *t)
 {
 	struct tx *x = calloc(1, sizeof(*x));
 	uint8_t secret[RATELIMIT_SECRET_LEN];
-	unsigned i;
+	bool ok = true;
+	unsigned k;
 
 	if (!x)
 		return NULL;
@@ -585,9 +672,14 @@ tx_new(struct toud *t)
 	    secret);
 	explicit_bzero(secret, sizeof(secret));
 	x->buf_size = TX_HEADROOM + t->tun_mtu + 64;
-	x->mem = malloc(x->buf_size * UDP_BATCH);
 	x->rec_size = GUE_OUTER_LEN + t->conf->iface.path_mtu;
-	x->rec_mem = malloc(x->rec_size * UDP_BATCH);
+	x->stride = x->buf_size > x->rec_size ? x->buf_size : x->rec_size;
+	x->mem = malloc(x->buf_size);
+	for (k = 0; k < TX_BATCHES; k++) {
+		x->batches[k].t = t;
+		ok = ok && (x->batches[k].mem = malloc(x->stride * UDP_BATCH));
+	}
+	x->out = &x->batches[0];
 	if (t->tun->vnet && !(x->super = malloc(OFFLOAD_MAX_PKT))) {
 		tx_free(x);
 		errno = ENOMEM;
@@ -595,9 +687,7 @@ tx_new(struct toud *t)
 	}
 	x->ev = event_new(t->base, t->tun->fd, EV_READ | EV_PERSIST, tx_readable, x);
 	x->ev_flush = event_new(t->base, -1, 0, flush_cb, x);
-	for (i = 0; x->rec_mem && i < UDP_BATCH; i++)
-		x->recs[i].buf = x->rec_mem + (size_t)i * x->rec_size;
-	if (!x->mem || !x->rec_mem || !x->ev || !x->ev_flush || !x->too_big_rl || event_add(x->ev, NULL) < 0) {
+	if (!ok || !x->mem || !x->ev || !x->ev_flush || !x->too_big_rl || event_add(x->ev, NULL) < 0) {
 		tx_free(x);
 		errno = ENOMEM;
 		return NULL;
@@ -605,17 +695,37 @@ tx_new(struct toud *t)
 	return x;
 }
 
+int
+tx_start_thread(struct tx *x)
+{
+	void *slots[TX_BATCHES];
+	unsigned k;
+
+	/* The batch being filled stays first in the ring. */
+	for (k = 0; k < TX_BATCHES; k++)
+		slots[k] = &x->batches[(x->out - x->batches + k) % TX_BATCHES];
+	memcpy(x->slots, slots, sizeof(slots));
+	if (!(x->worker = worker_new(x->t->base, "toud-send", x->slots, TX_BATCHES, batch_write,
+	    batch_done, x)))
+		return -errno;
+	return 0;
+}
+
 void
 tx_free(struct tx *x)
 {
+	unsigned k;
+
 	if (!x)
 		return;
+	worker_free(x->worker);
 	if (x->ev)
 		event_free(x->ev);
 	if (x->ev_flush)
 		event_free(x->ev_flush);
 	free(x->mem);
-	free(x->rec_mem);
+	for (k = 0; k < TX_BATCHES; k++)
+		free(x->batches[k].mem);
 	ratelimit_free(x->too_big_rl);
 	free(x->super);
 	free(x);

@@ -13,6 +13,11 @@ struct tx;
 struct session;
 
 struct tx *tx_new(struct toud *t);        /* also starts reading the TUN */
+/* Hand the sends to a thread of their own (worker.h; the model is at the
+ * top of tx.c).  Called once privileges are dropped, since capabilities
+ * belong to each thread.  0 or -errno; without it, the main loop sends. */
+int tx_start_thread(struct tx *x);
+/* Finishes the sends in flight first. */
 void tx_free(struct tx *x);
 /* Send a control message (gue.h ctype) with an optional body to p (with
  * DTLS: sealed into the output queue, or held while a handshake starts). */
@@ -37,7 +42,8 @@ void tx_send_staged(struct peer *p);
 void tx_withdraw_session(struct tx *x, uint64_t id);
 /* p goes away: queued records stay queued but are accounted to nobody. */
 void tx_forget_peer(struct tx *x, const struct peer *p);
-/* Shutdown only: send the output queue now (it flushes itself otherwise). */
+/* Shutdown only: send the output queue now (it flushes itself otherwise)
+ * and end the sending thread. */
 void tx_flush_records(struct toud *t);
 /* The largest inner GUE payload (word + segment, or whole IP packet) that
  * fits the path to p. */
