@@ -434,6 +434,23 @@ conf_set_encryption(struct conf_parser *p, const struct conf_key *k, const char 
 }
 
 static int
+conf_set_threads(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	char q[CONF_QUOTE_MAX + 1];
+
+	if (strcasecmp(v, "auto") == 0)
+		p->c->iface.threads = CONF_THREADS_AUTO;
+	else if (strcasecmp(v, "on") == 0)
+		p->c->iface.threads = CONF_THREADS_ON;
+	else if (strcasecmp(v, "off") == 0)
+		p->c->iface.threads = CONF_THREADS_OFF;
+	else
+		return conf_perr(p, "%s: unknown value '%s' (auto, on or off)", k->name,
+		    conf_quote(v, q, sizeof(q)));
+	return 0;
+}
+
+static int
 conf_set_offload(struct conf_parser *p, const struct conf_key *k, const char *v)
 {
 	char q[CONF_QUOTE_MAX + 1];
@@ -802,6 +819,7 @@ static const struct conf_key conf_keys[] = {
 	{ "user", SEC_IFACE, false, conf_set_user },
 	{ "encryption", SEC_IFACE, false, conf_set_encryption },
 	{ "offload", SEC_IFACE, false, conf_set_offload },
+	{ "threads", SEC_IFACE, false, conf_set_threads },
 	{ "log-level", SEC_IFACE, false, conf_set_log_level },
 	{ "control", SEC_IFACE, false, conf_set_control },
 	{ "rekey-time", SEC_IFACE, false, conf_set_rekey_time },
@@ -1004,6 +1022,7 @@ conf_new(const char *file)
 	c->iface.path_mtu = CONF_DEFAULT_PATH_MTU;
 	c->iface.encryption = CONF_ENC_DTLS;
 	c->iface.offload = CONF_OFFLOAD_AUTO;
+	c->iface.threads = CONF_THREADS_AUTO;
 	c->iface.log_level = LOG_LEVEL_INFO;
 	c->iface.rekey_seconds = CONF_DEFAULT_REKEY_SECONDS;
 	c->iface.rekey_bytes = CONF_DEFAULT_REKEY_BYTES;

@@ -91,6 +91,8 @@ conf_print_iface(FILE *b, const struct conf_iface *i)
 	conf_kv_opt(b, "user", i->user);
 	conf_kv(b, "encryption", i->encryption == CONF_ENC_NONE ? "none" : "dtls");
 	conf_kv(b, "offload", i->offload == CONF_OFFLOAD_OFF ? "off" : "auto");
+	conf_kv(b, "threads", i->threads == CONF_THREADS_ON ? "on" :
+	    i->threads == CONF_THREADS_OFF ? "off" : "auto");
 	conf_kv(b, "log-level", log_level_name((enum log_level)i->log_level));
 	conf_kv(b, "control", i->control ? i->control : CONF_DEFAULT_CONTROL);
 	conf_kv_uint(b, "rekey-time", i->rekey_seconds);
@@ -222,6 +224,7 @@ conf_iface_equal(const struct conf_iface *a, const struct conf_iface *b)
 	    conf_str_equal(a->user, b->user) &&
 	    a->encryption == b->encryption &&
 	    a->offload == b->offload &&
+	    a->threads == b->threads &&
 	    a->log_level == b->log_level &&
 	    conf_str_equal(a->control, b->control) &&
 	    a->rekey_seconds == b->rekey_seconds &&

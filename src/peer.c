@@ -19,6 +19,7 @@
 #include "resolve.h"
 #include "rtnl.h"
 #include "tx.h"
+#include "rx.h"
 #include "session.h"
 #include "toud.h"
 #include "tun.h"
@@ -130,6 +131,8 @@ peer_free(struct peer *p)
 		session_free(p->cur ? p->cur : p->next ? p->next : p->prev);
 	if (p->toud->tx)
 		tx_forget_peer(p->toud->tx, p);
+	if (p->toud->rx)
+		rx_forget_peer(p->toud->rx, p);
 	peer_timers_free(p);
 	keys_ca_free(p->ca_store);
 	free(p->pending_mem);

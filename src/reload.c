@@ -66,6 +66,8 @@ iface_restart_key(const struct conf_iface *a, const struct conf_iface *b)
 		return "encryption";
 	if (a->offload != b->offload)
 		return "offload";
+	if (a->threads != b->threads)
+		return "threads";
 	if (!str_eq(a->control, b->control))
 		return "control";
 	if (a->fwmark != b->fwmark)

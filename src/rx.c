@@ -1,7 +1,8 @@
 /* rx.c - the receiving direction: datagrams from the UDP sockets, validated,
- * matched to a peer, rebuilt into IP packets and written to the TUN.  The
- * only code that writes to the TUN: what toud itself answers into it (ICMP
- * too big for the sending direction) goes through rx_local() too.
+ * matched to a peer, rebuilt into IP packets and written to the TUN through
+ * tunout.c, the TUN's one writer (which has the threading model of this
+ * direction); what toud itself answers into the TUN (ICMP too big for the
+ * sending direction) goes through rx_local() to it too.
  *
  * With DTLS this file owns the whole demux: outer GUE header, prefilter,
  * session lookup; an unknown ID goes to handshake_listen(), a known one to
@@ -20,9 +21,7 @@
  * packet for the TUN goes through the coalescer (offload.c), which copies
  * in-order TCP segments of a flow into one super-packet; it is flushed at
  * the end of each receive batch, so nothing waits for a timer.  A kernel
- * that refuses such a packet (EINVAL) gets its segments one by one, and
- * merging stops for the life of the TUN (logged once, counted); packets
- * still pass the coalescer then, which keeps each connection in order. */
+ * that refuses such a packet stops the merging (tunout.c). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +42,7 @@
 #include "session.h"
 #include "toud.h"
 #include "tun.h"
+#include "tunout.h"
 #include "tx.h"
 #include "udp.h"
 
@@ -59,23 +59,10 @@ struct rx {
 	struct udp_msg msgs[UDP_BATCH];
 	/* vnet TUN: packets for the TUN are coalesced, flushed per batch */
 	uint8_t *coal_mem;
-	uint8_t *seg;                       /* one segment of a refused merge */
 	struct offload_coal coal;
+	struct tunout *out;                 /* the TUN's writer */
 	struct prefix_cache route_cache;    /* inner sources: one peer's in a row */
 };
-
-/* The one place rx.c writes to the TUN.  0 or -errno. */
-static int
-rx_tun_write(struct toud *t, const struct offload_vnet *vh, const uint8_t *pkt, size_t len)
-{
-	static const struct offload_vnet plain;
-
-	if (!vh)
-		vh = &plain;
-	if (t->tun_sink)
-		return t->tun_sink(t, vh, pkt, len);
-	return tun_write_vnet(t->tun, vh, pkt, len);
-}
 
 static inline void
 count_drop(struct toud *t, struct peer *p, enum drop_reason r, unsigned n)
@@ -154,10 +141,9 @@ rx_deliver(struct toud *t, struct peer *p, uint8_t *pkt, size_t len, size_t wire
 		peer_rx(p, wire_len, now);
 		return;
 	}
-	if (rx_tun_write(t, NULL, pkt, pi.len) < 0) {
-		p->drops[DROP_TUN_WRITE]++;
+	/* A failed write is counted by tunout.c. */
+	if (tunout_packet(t->rx->out, p, NULL, pkt, pi.len) < 0)
 		return;
-	}
 	peer_rx(p, wire_len, now);
 }
 
@@ -443,47 +429,13 @@ rx_split(struct rx *x, struct udp_msg *m, uint64_t now)
 	}
 }
 
-/* A merged packet the TUN refused: cut it again (offload.c, as the sending
- * direction cuts the kernel's) and write the segments one by one. */
-static void
-rx_emit_segments(struct rx *x, struct peer *p, const struct offload_vnet *vh,
-    const uint8_t *pkt, size_t len)
-{
-	struct offload_gso g;
-	size_t seg;
-	unsigned i;
-
-	if (offload_gso_prepare(vh, pkt, len, &g) != OFFLOAD_OK) {
-		p->drops[DROP_TUN_WRITE]++;
-		return;
-	}
-	for (i = 0; i < g.nsegs; i++) {
-		seg = offload_gso_segment(&g, pkt, i, x->seg, OFFLOAD_MAX_PKT);
-		if (!seg || rx_tun_write(x->t, NULL, x->seg, seg) < 0)
-			p->drops[DROP_TUN_WRITE]++;
-	}
-}
-
-/* The coalescer's output: one write to the TUN, lone packet or merged. */
+/* The coalescer's output: one packet for the TUN, lone or merged. */
 static void
 rx_emit(void *arg, void *owner, const struct offload_vnet *vh, uint8_t *pkt, size_t len)
 {
 	struct rx *x = arg;
-	struct peer *p = owner;
-	int err = rx_tun_write(x->t, vh, pkt, len);
 
-	if (err == -EINVAL && vh->gso_type != OFFLOAD_GSO_NONE) {
-		x->t->events[EVENT_TUN_GSO_REFUSED]++;
-		if (!x->coal.no_merge) {
-			/* What is still held is flushed through here too. */
-			x->coal.no_merge = true;
-			log_warnx("%s: the kernel refuses merged TCP packets (%s); writing "
-			    "them one by one from now on", x->t->tun->name, strerror(-err));
-		}
-		rx_emit_segments(x, p, vh, pkt, len);
-	} else if (err < 0) {
-		p->drops[DROP_TUN_WRITE]++;
-	}
+	tunout_packet(x->out, owner, vh, pkt, len);
 }
 
 static void
@@ -516,6 +468,7 @@ rx_readable(evutil_socket_t fd, short what, void *arg)
 		}
 		if (x->coal_mem)
 			offload_coal_flush(&x->coal);
+		tunout_flush(x->out);
 		if (n < UDP_BATCH)
 			break;
 	}
@@ -524,8 +477,25 @@ rx_readable(evutil_socket_t fd, short what, void *arg)
 void
 rx_local(struct toud *t, const uint8_t *pkt, size_t len)
 {
-	if (rx_tun_write(t, NULL, pkt, len) < 0)
-		t->drops[DROP_TUN_WRITE]++;
+	tunout_local(t->rx->out, pkt, len);
+}
+
+int
+rx_start_thread(struct rx *x)
+{
+	return tunout_start_thread(x->out);
+}
+
+void
+rx_forget_peer(struct rx *x, const struct peer *p)
+{
+	tunout_forget_peer(x->out, p);
+}
+
+bool
+rx_threaded(const struct rx *x)
+{
+	return x && tunout_threaded(x->out);
 }
 
 bool
@@ -554,6 +524,7 @@ rx_input(struct toud *t, const struct udp_msg *msgs, unsigned n)
 	}
 	if (x->coal_mem)
 		offload_coal_flush(&x->coal);
+	tunout_flush(x->out);
 }
 
 struct rx *
@@ -570,11 +541,12 @@ rx_new(struct toud *t)
 	x->scratch = x->mem + (size_t)RX_BUF_SIZE * UDP_BATCH;
 	if (t->tun->vnet) {
 		x->coal_mem = malloc((size_t)OFFLOAD_COAL_SLOTS * OFFLOAD_COAL_BUF);
-		x->seg = malloc(OFFLOAD_MAX_PKT);
-		if (!x->coal_mem || !x->seg)
+		if (!x->coal_mem)
 			goto err;
 		offload_coal_init(&x->coal, x->coal_mem, OFFLOAD_COAL_SLOTS, rx_emit, x);
 	}
+	if (!(x->out = tunout_new(t, x->coal_mem ? &x->coal : NULL)))
+		goto err;
 	if (t->udp->fd4 >= 0) {
 		x->ev4 = event_new(t->base, t->udp->fd4, EV_READ | EV_PERSIST, rx_readable, x);
 		if (!x->ev4 || event_add(x->ev4, NULL) < 0)
@@ -597,12 +569,12 @@ rx_free(struct rx *x)
 {
 	if (!x)
 		return;
+	tunout_free(x->out);
 	if (x->ev4)
 		event_free(x->ev4);
 	if (x->ev6)
 		event_free(x->ev6);
 	free(x->mem);
 	free(x->coal_mem);
-	free(x->seg);
 	free(x);
 }

@@ -17,6 +17,7 @@
 #include "offload.h"
 #include "peer.h"
 #include "rx.h"
+#include "tx.h"
 #include "session.h"
 #include "toud.h"
 #include "tun.h"
@@ -405,6 +406,8 @@ show_json(FILE *b, const struct toud *t, struct peer *const *peers,
 	fprintf(b, ",\n    \"offload\": {\"tun_tso\": %s, \"udp_gso\": %s, \"udp_gro\": %s, "
 	    "\"tun_coalesce\": %s}", off.tun_tso ? "true" : "false", off.udp_gso ? "true" : "false",
 	    off.udp_gro ? "true" : "false", off.tun_coalesce ? "true" : "false");
+	fprintf(b, ",\n    \"threads\": {\"udp_send\": %s, \"tun_write\": %s}",
+	    tx_threaded(t->tx) ? "true" : "false", rx_threaded(t->rx) ? "true" : "false");
 	fputs(",\n    \"drops\": ", b);
 	show_json_drops(b, t->drops);
 	fputs(",\n    \"events\": ", b);
@@ -581,6 +584,8 @@ show_text(FILE *b, const struct toud *t, struct peer *const *peers,
 	fprintf(b, "  offload: tun-tso %s, udp-gso %s, udp-gro %s, tun-coalesce %s\n",
 	    off.tun_tso ? "on" : "off", off.udp_gso ? "on" : "off", off.udp_gro ? "on" : "off",
 	    off.tun_coalesce ? "on" : "off");
+	fprintf(b, "  threads: udp-send %s, tun-write %s\n", tx_threaded(t->tx) ? "on" : "off",
+	    rx_threaded(t->rx) ? "on" : "off");
 	if (show_own_fp(t, fp))
 		fprintf(b, "  fingerprint: %s\n", fp);
 	if (t->fwmark)

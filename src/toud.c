@@ -7,6 +7,7 @@
 #include <getopt.h>
 #include <net/if.h>
 #include <pwd.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -278,6 +279,19 @@ setup_signals(struct toud *t)
 	return 0;
 }
 
+/* threads = auto: with two CPUs or fewer the data threads only take turns
+ * with the main loop and the applications on the same cores, and cost
+ * more than they give (bench/RESULTS.md). */
+static bool
+threads_wanted(const struct conf_iface *ifc)
+{
+	cpu_set_t set;
+
+	if (ifc->threads != CONF_THREADS_AUTO)
+		return ifc->threads == CONF_THREADS_ON;
+	return sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 2;
+}
+
 /* Start-up, in order; each step's failure is logged where it happens. */
 static int
 toud_start(struct toud *t)
@@ -349,9 +363,12 @@ toud_start(struct toud *t)
 	}
 	/* Threads start here, without privileges: capabilities are per
 	 * thread. */
-	if ((rc = tx_start_thread(t->tx)) < 0) {
-		log_errx("cannot start the sending thread: %s", strerror(-rc));
-		return rc;
+	if (threads_wanted(ifc)) {
+		if ((rc = tx_start_thread(t->tx)) < 0 || (rc = rx_start_thread(t->rx)) < 0) {
+			log_errx("cannot start the data threads: %s", strerror(-rc));
+			return rc;
+		}
+		log_info("data threads: UDP sends and TUN writes run beside the main loop");
 	}
 	if ((rc = notify_watchdog_start(t)) < 0)
 		return rc;

@@ -711,6 +711,12 @@ tx_start_thread(struct tx *x)
 	return 0;
 }
 
+bool
+tx_threaded(const struct tx *x)
+{
+	return x && x->worker;
+}
+
 void
 tx_free(struct tx *x)
 {

@@ -2,6 +2,7 @@
 #ifndef TOUD_TX_H
 #define TOUD_TX_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,6 +18,8 @@ struct tx *tx_new(struct toud *t);        /* also starts reading the TUN */
  * top of tx.c).  Called once privileges are dropped, since capabilities
  * belong to each thread.  0 or -errno; without it, the main loop sends. */
 int tx_start_thread(struct tx *x);
+/* Whether that thread runs. */
+bool tx_threaded(const struct tx *x);
 /* Finishes the sends in flight first. */
 void tx_free(struct tx *x);
 /* Send a control message (gue.h ctype) with an optional body to p (with

@@ -19,6 +19,7 @@
 #                           (default: tests/e2e next to toud's src/)
 #   TOUD_E2E_ENCRYPTION     none (default) or dtls
 #   TOUD_E2E_OFFLOAD        toud's offload key: auto (default) or off
+#   TOUD_E2E_THREADS        toud's threads key: on (default), off or auto
 #   TOUD_E2E_LOG_LEVEL      toud's log level (default debug)
 #   TOUD_SKIP_E2E=1         skip every test
 #   TOUD_E2E_SKIP_STATUS    exit status of a skipped test (default 77; automake's
@@ -52,6 +53,7 @@ TOUCTL=${TOUCTL:-$E2E_TOP/_build/src/touctl}
 E2E_HELPERS=${TOUD_E2E_HELPERS:-$(dirname "$TOUD")/../tests/e2e}
 E2E_ENCRYPTION=${TOUD_E2E_ENCRYPTION:-none}
 E2E_OFFLOAD=${TOUD_E2E_OFFLOAD:-auto}
+E2E_THREADS=${TOUD_E2E_THREADS:-on}
 E2E_LOG_LEVEL=${TOUD_E2E_LOG_LEVEL:-debug}
 E2E_PREFIX="te$$-"
 E2E_DIR=
@@ -431,6 +433,7 @@ conf_interface() {
 		echo "listen = $listen"
 		echo "encryption = $E2E_ENCRYPTION"
 		echo "offload = $E2E_OFFLOAD"
+		echo "threads = $E2E_THREADS"
 		echo "control = $(sock_of "$node")"
 		echo "log-level = $E2E_LOG_LEVEL"
 	} >"$f"

@@ -29,6 +29,42 @@ sum_lines() {
 	awk '{ s += $1 } END { print s }'
 }
 
+# Whether toud runs its data threads with threads = E2E_THREADS (auto: on
+# more than two CPUs).
+threads_on() {
+	[ "$E2E_THREADS" = on ] || { [ "$E2E_THREADS" = auto ] && [ "$(nproc)" -gt 2 ]; }
+}
+
+# The data threads of NODE's toud: show's "threads" and the threads named
+# in /proc agree with E2E_THREADS (on: both, off: neither).
+threads_check() {
+	local n=$1 tag=$2 want=false pid=${TOUD_PID[$1]} names
+	threads_on && want=true
+	js=$(show_json "$n")
+	is "$(json_get "$js" interface.threads.udp_send)/$(json_get "$js" interface.threads.tun_write)" \
+	    "$want/$want" "$tag $n: show says the data threads run: $want (threads = $E2E_THREADS)"
+	names=$(cat /proc/"$pid"/task/*/comm | grep -c '^toud-\(send\|tun\)$')
+	if [ "$want" = true ]; then
+		is "$names" 2 "$tag $n: toud-send and toud-tun run"
+	else
+		is "$names" 0 "$tag $n: no data thread runs"
+	fi
+}
+
+# With threads on, both of NODE's data threads took CPU time during the
+# transfers (batches went to them, not only to the main loop).
+threads_worked() {
+	local n=$1 tag=$2 pid=${TOUD_PID[$1]} task name ticks
+	threads_on || return 0
+	for task in /proc/"$pid"/task/*; do
+		name=$(cat "$task/comm")
+		case $name in toud-send|toud-tun) ;; *) continue ;; esac
+		# utime and stime: fields 14 and 15, after the ")" of comm.
+		ticks=$(sed 's/.*) //' "$task/stat" | awk '{ print $12 + $13 }')
+		cmp_ok "$ticks" -gt 0 "$tag $n: $name did work ($ticks ticks)"
+	done
+}
+
 # phase MODE: start a and b with offload = MODE and check (a) or (b).
 phase() {
 	local mode=$1 want=true tso=on js f rx0 rcv0 rx1 rcv1
@@ -43,6 +79,7 @@ phase() {
 		is "$(json_get "$js" "interface.offload.$f")" "$want" "($mode) show: offload.$f is $want"
 	done
 	is "$(tso_of a)" "$tso" "($mode) the TUN device has tcp-segmentation-offload $tso"
+	threads_check a "($mode)"
 
 	# The kernel's count first at the start and last at the end: every
 	# datagram toud counted in between was received by the kernel in between.
@@ -69,6 +106,9 @@ phase() {
 		js=$(show_json "$n")
 		is "$(json_get "$js" interface.events.tun_gso_refused)/$(json_get "$js" interface.offload.tun_coalesce)" \
 		    "0/$want" "($mode) $n: the TUN refused no merged packet; coalescing is $want"
+	done
+	for n in a b; do
+		threads_worked "$n" "($mode)"
 	done
 	toud_stop a
 	is "${TOUD_RC[a]}" 0 "($mode) toud on a exits cleanly"

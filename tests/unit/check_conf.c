@@ -203,6 +203,7 @@ START_TEST(test_defaults)
 	ck_assert_ptr_null(i->user);
 	ck_assert_int_eq(i->encryption, CONF_ENC_DTLS);
 	ck_assert_int_eq(i->offload, CONF_OFFLOAD_AUTO);
+	ck_assert_int_eq(i->threads, CONF_THREADS_AUTO);
 	ck_assert_int_eq(i->log_level, LOG_LEVEL_INFO);
 	ck_assert_str_eq(i->control, "/run/toud/toud.sock");
 	ck_assert_uint_eq(i->rekey_seconds, 3600);
@@ -252,6 +253,7 @@ START_TEST(test_full)
 	ck_assert_str_eq(i->user, "toud");
 	ck_assert_int_eq(i->encryption, CONF_ENC_DTLS);
 	ck_assert_int_eq(i->offload, CONF_OFFLOAD_OFF);
+	ck_assert_int_eq(i->threads, CONF_THREADS_ON);
 	ck_assert_int_eq(i->log_level, LOG_LEVEL_DEBUG);
 	ck_assert_str_eq(i->control, "/run/toud/tou7.sock");
 	ck_assert_uint_eq(i->rekey_seconds, 600);
@@ -264,13 +266,13 @@ START_TEST(test_full)
 
 	p = &c->peers[0];
 	ck_assert_str_eq(p->name, "bob");
-	ck_assert_int_eq(p->line, 23);
+	ck_assert_int_eq(p->line, 24);
 	ck_assert(p->has_fingerprint);
 	util_hex(p->fingerprint, sizeof(p->fingerprint), hex);
 	ck_assert_str_eq(hex, FP_A2);
 	ck_assert_str_eq(p->endpoint_host, "bob.example.net");
 	ck_assert_uint_eq(p->endpoint_port, 6081);
-	ck_assert_int_eq(p->endpoint_line, 25);
+	ck_assert_int_eq(p->endpoint_line, 26);
 	ck_assert_uint_eq(p->n_address, 2);
 	ck_assert_str_eq(pfx_str(&p->address[0]), "10.77.0.2/32");
 	ck_assert_str_eq(pfx_str(&p->address[1]), "fd77::2/128");
@@ -278,14 +280,14 @@ START_TEST(test_full)
 	ck_assert_str_eq(pfx_str(&p->allowed_ips[0]), "192.168.50.0/24");
 	ck_assert_str_eq(pfx_str(&p->allowed_ips[1]), "2001:db8:50::/48");
 	ck_assert_str_eq(pfx_str(&p->allowed_ips[2]), "10.200.0.0/16");
-	ck_assert_int_eq(p->allowed_ips[2].line, 28);
+	ck_assert_int_eq(p->allowed_ips[2].line, 29);
 	ck_assert_uint_eq(p->keepalive, 25);
 
 	p = &c->peers[1];
 	ck_assert_str_eq(p->name, "carol");
 	ck_assert(!p->has_fingerprint);
 	ck_assert_str_eq(p->ca, fixture_path("ca.pem"));
-	ck_assert_int_eq(p->ca_line, 32);
+	ck_assert_int_eq(p->ca_line, 33);
 	ck_assert_str_eq(p->cert_name, "carol.example.net");
 	ck_assert_str_eq(p->endpoint_host, "2001:db8::7");
 	ck_assert_uint_eq(p->endpoint_port, 6080);
@@ -654,6 +656,7 @@ START_TEST(test_iface_values)
 	    "t.conf:5: log-level: unknown value 'warn' (error, warning, info or debug)");
 	bad(HEAD "encryption = DTLS1.2\n", "t.conf:5: encryption: unknown value 'DTLS1.2' (dtls or none)");
 	bad(HEAD "offload = yes\n", "t.conf:5: offload: unknown value 'yes' (auto or off)");
+	bad(HEAD "threads = 2\n", "t.conf:5: threads: unknown value '2' (auto, on or off)");
 	bad(HEAD "address = 10.77.0.1/-1\n", "t.conf:5: address: bad prefix length in '10.77.0.1/-1'");
 	bad(HEAD "address = 10.77.0.1/\n", "t.conf:5: address: bad prefix length in '10.77.0.1/'");
 	bad(HEAD "address = 10.77.0.9/0\n", "t.conf:5: address: prefix length 0 in '10.77.0.9/0'");
@@ -1063,6 +1066,7 @@ START_TEST(test_print)
 	    "path-mtu    = 1500\n"
 	    "encryption  = dtls\n"
 	    "offload     = auto\n"
+	    "threads     = auto\n"
 	    "log-level   = info\n"
 	    "control     = /run/toud/toud.sock\n"
 	    "rekey-time  = 3600\n"
