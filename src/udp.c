@@ -399,7 +399,7 @@ plan_send(int fd, struct send_plan *pl, struct udp_msg *msgs, bool *suspect)
 
 /* Send msgs[0..n) that all go out of fd; returns how many were sent. */
 static unsigned
-send_run(int fd, int family, struct udp_msg *msgs, unsigned n, bool *gso)
+send_run(int fd, int family, struct udp_msg *msgs, unsigned n, atomic_bool *gso)
 {
 	struct send_plan pl, retry;
 	bool suspect[UDP_BATCH];
@@ -419,8 +419,7 @@ send_run(int fd, int family, struct udp_msg *msgs, unsigned n, bool *gso)
 		 * give up GSO on this socket only if that works. */
 		plan_build(&retry, family, m, pl.count[e], false);
 		plan_send(fd, &retry, m, NULL);
-		if (m[0].err == 0 && *gso) {
-			*gso = false;
+		if (m[0].err == 0 && atomic_exchange(gso, false)) {
 			log_warnx("udp %s: the kernel refuses UDP_SEGMENT sends (%s); sending "
 			    "datagram by datagram from now on", family == AF_INET ? "IPv4" : "IPv6",
 			    strerror(gerr));

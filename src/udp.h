@@ -4,6 +4,7 @@
 #ifndef TOUD_UDP_H
 #define TOUD_UDP_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -25,8 +26,10 @@ struct udp {
 	int fd4, fd6;                 /* -1 when that family is not enabled */
 	uint16_t port;
 	/* Offloads in use per socket.  GSO is dropped for good on a socket
-	 * whose kernel or egress device refuses it (logged once). */
-	bool gso4, gso6, gro4, gro6;
+	 * whose kernel or egress device refuses it (logged once), by whichever
+	 * thread sends: hence atomic. */
+	atomic_bool gso4, gso6;
+	bool gro4, gro6;
 };
 
 /* One datagram of a batch.  For receive, buf/cap are the caller's buffer;
