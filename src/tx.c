@@ -16,17 +16,20 @@
  * With encryption = none the TUN is read straight into the batch's
  * buffers.
  *
- * Threads: in the daemon a full batch, or any batch while an earlier one
- * is still going out, is handed to the sending thread (worker.h), which
- * makes the sendmmsg calls and nothing else; a batch is accounted (bytes,
- * drops, a vanished source address) back on the main loop.  A batch that
- * is not full and finds the thread idle is sent at once from the main
- * loop: a lone packet (ping, a request) pays no thread wake-up.  Without
- * the thread (the unit tests' sink) every batch is sent at once.  A wake-up reads at most
- * TX_ROUNDS * UDP_BATCH packets from the TUN, counted as read whatever then
- * happens to them, so a flooded TUN cannot starve the rest of the loop
- * (one batch: the socket, timers and the control socket get their turn
- * every 64 packets; the TUN event fires again at once while readable).
+ * Threads (threads = on, or auto with more than two CPUs): a full batch,
+ * or any batch while an earlier one is still going out, is handed to the
+ * sending thread (worker.h), which makes the sendmmsg calls and nothing
+ * else; each batch is accounted (bytes, drops, a vanished source address)
+ * back on the main loop, the one writer of peer state.  A batch that is
+ * not full and finds the thread idle is sent at once from the main loop:
+ * a lone packet (ping, a request) pays no thread wake-up.  Without the
+ * thread (threads = off, the unit tests) every batch is sent at once.
+ *
+ * A wake-up reads at most TX_ROUNDS * UDP_BATCH packets from the TUN,
+ * counted as read whatever then happens to them, so a flooded TUN cannot
+ * starve the rest of the loop (one batch: the socket, timers and the
+ * control socket get their turn every 64 packets; the TUN event fires
+ * again at once while readable).
  *
  * With TUN offloads (tun->vnet) a read may return a TCP or UDP super-packet
  * of up to 64 KB with a virtio_net_hdr: it lands in x->super and is cut
