@@ -418,50 +418,59 @@ conf_set_user(struct conf_parser *p, const struct conf_key *k, const char *v)
 	return conf_strdup(p, &p->c->iface.user, v);
 }
 
+/* v as one of names[0..n) (any case): its index, or an error naming the
+ * choices (expect: "dtls or none"). */
+static int
+conf_choice(struct conf_parser *p, const struct conf_key *k, const char *v,
+    const char *const *names, size_t n, const char *expect)
+{
+	char q[CONF_QUOTE_MAX + 1];
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (strcasecmp(v, names[i]) == 0)
+			return (int)i;
+	return conf_perr(p, "%s: unknown value '%s' (%s)", k->name, conf_quote(v, q, sizeof(q)),
+	    expect);
+}
+
 static int
 conf_set_encryption(struct conf_parser *p, const struct conf_key *k, const char *v)
 {
-	char q[CONF_QUOTE_MAX + 1];
+	static const char *const names[] = { [CONF_ENC_DTLS] = "dtls", [CONF_ENC_NONE] = "none" };
+	int i = conf_choice(p, k, v, names, ARRAY_SIZE(names), "dtls or none");
 
-	if (strcasecmp(v, "dtls") == 0)
-		p->c->iface.encryption = CONF_ENC_DTLS;
-	else if (strcasecmp(v, "none") == 0)
-		p->c->iface.encryption = CONF_ENC_NONE;
-	else
-		return conf_perr(p, "%s: unknown value '%s' (dtls or none)", k->name,
-		    conf_quote(v, q, sizeof(q)));
+	if (i < 0)
+		return i;
+	p->c->iface.encryption = (enum conf_encryption)i;
 	return 0;
 }
 
 static int
 conf_set_threads(struct conf_parser *p, const struct conf_key *k, const char *v)
 {
-	char q[CONF_QUOTE_MAX + 1];
+	static const char *const names[] = {
+		[CONF_THREADS_AUTO] = "auto", [CONF_THREADS_ON] = "on", [CONF_THREADS_OFF] = "off",
+	};
+	int i = conf_choice(p, k, v, names, ARRAY_SIZE(names), "auto, on or off");
 
-	if (strcasecmp(v, "auto") == 0)
-		p->c->iface.threads = CONF_THREADS_AUTO;
-	else if (strcasecmp(v, "on") == 0)
-		p->c->iface.threads = CONF_THREADS_ON;
-	else if (strcasecmp(v, "off") == 0)
-		p->c->iface.threads = CONF_THREADS_OFF;
-	else
-		return conf_perr(p, "%s: unknown value '%s' (auto, on or off)", k->name,
-		    conf_quote(v, q, sizeof(q)));
+	if (i < 0)
+		return i;
+	p->c->iface.threads = (enum conf_threads)i;
 	return 0;
 }
 
 static int
 conf_set_offload(struct conf_parser *p, const struct conf_key *k, const char *v)
 {
-	char q[CONF_QUOTE_MAX + 1];
+	static const char *const names[] = {
+		[CONF_OFFLOAD_AUTO] = "auto", [CONF_OFFLOAD_OFF] = "off",
+	};
+	int i = conf_choice(p, k, v, names, ARRAY_SIZE(names), "auto or off");
 
-	if (strcasecmp(v, "auto") == 0)
-		p->c->iface.offload = CONF_OFFLOAD_AUTO;
-	else if (strcasecmp(v, "off") == 0)
-		p->c->iface.offload = CONF_OFFLOAD_OFF;
-	else
-		return conf_perr(p, "%s: unknown value '%s' (auto or off)", k->name,
-		    conf_quote(v, q, sizeof(q)));
+	if (i < 0)
+		return i;
+	p->c->iface.offload = (enum conf_offload)i;
 	return 0;
 }
 
