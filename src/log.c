@@ -1,6 +1,7 @@
 /* log.c - daemon logging.  The level and output style are process-wide by
  * nature (one stderr), so they live here rather than in struct toud. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,8 @@
 #include "util.h"
 
 static struct {
-	enum log_level level;
+	/* Set on the main loop (reload), read by any thread that logs. */
+	_Atomic int level;
 	bool journal;             /* "<N>" prefixes, no time stamps */
 	const char *progname;
 	uint64_t rl_stamp_ms;     /* token bucket of log_debug_rl */
@@ -47,7 +49,7 @@ log_set_level(enum log_level level)
 enum log_level
 log_get_level(void)
 {
-	return log_state.level;
+	return (enum log_level)log_state.level;
 }
 
 int
@@ -79,7 +81,7 @@ vlog(enum log_level level, int errnum, const char *fmt, va_list ap)
 	static const int prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG };
 	char msg[1024];
 
-	if (level > log_state.level)
+	if ((int)level > log_state.level)
 		return;
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	if (log_state.journal) {

@@ -136,12 +136,13 @@ rx_deliver(struct toud *t, struct peer *p, uint8_t *pkt, size_t len, size_t wire
 		pkt_mss_clamp(pkt, &pi, pkt_mss_for_mtu(pi.family, t->tun_mtu));
 	if (t->rx->coal_mem) {
 		/* Copied or written before this returns; a failed write is
-		 * counted by rx_emit(). */
+		 * counted by tunout.c. */
 		offload_coal_add(&t->rx->coal, pkt, pi.len, p);
 		peer_rx(p, wire_len, now);
 		return;
 	}
-	/* A failed write is counted by tunout.c. */
+	/* A failed write is counted by tunout.c (if it fails later, on
+	 * the TUN thread, the packet has been counted here too). */
 	if (tunout_packet(t->rx->out, p, NULL, pkt, pi.len) < 0)
 		return;
 	peer_rx(p, wire_len, now);

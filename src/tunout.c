@@ -18,7 +18,13 @@
  * one, cut again as the sending direction cuts the kernel's (offload.c),
  * and merging stops for the life of the TUN (logged once, counted);
  * packets still pass the coalescer then, which keeps each connection in
- * order.  The one buffer for those segments is used by whoever writes a
+ * order.  With the thread the main loop learns of the refusal when the
+ * batch comes back: merged packets already on their way are refused and
+ * cut again too, each counted.
+ *
+ * A packet counts as received (peer_rx, rx.c) once it is handed over; a
+ * write that then fails counts as a tun_write drop as well, as a merged
+ * packet always did.  The one buffer for those segments is used by whoever writes a
  * batch: the thread, or the main loop when nothing is in flight. */
 #include <errno.h>
 #include <stdbool.h>
@@ -168,6 +174,7 @@ batch_leave(struct tunout *o, bool full)
 	if (!b->n)
 		return;
 	if (full || !worker_reap(o->worker)) {
+		o->t->events[EVENT_TUN_THREAD_BATCHES]++;
 		o->cur = worker_submit(o->worker);
 		return;
 	}

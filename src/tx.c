@@ -12,9 +12,9 @@
  *
  * The output queue is a batch of datagrams, flushed in one place,
  * outq_flush(): from a deferred event that runs once the current callback
- * returns, when the batch is full, and at shutdown (tx_flush_records).
- * With encryption = none the TUN is read straight into the batch's
- * buffers.
+ * returns (with encryption = none: at the end of each TUN read round), when
+ * the batch is full, and at shutdown (tx_flush_records).  With encryption =
+ * none the TUN is read straight into the batch's buffers.
  *
  * Threads (threads = on, or auto with more than two CPUs): a full batch,
  * or any batch while an earlier one is still going out, is handed to the
@@ -22,8 +22,10 @@
  * else; each batch is accounted (bytes, drops, a vanished source address)
  * back on the main loop, the one writer of peer state.  A batch that is
  * not full and finds the thread idle is sent at once from the main loop:
- * a lone packet (ping, a request) pays no thread wake-up.  Without the
- * thread (threads = off, the unit tests) every batch is sent at once.
+ * a lone packet (ping, a request) pays no thread wake-up.  Control
+ * messages with encryption = none leave at once too (nothing orders them
+ * against data).  Without the thread (threads = off, the unit tests)
+ * every batch is sent at once.
  *
  * A wake-up reads at most TX_ROUNDS * UDP_BATCH packets from the TUN,
  * counted as read whatever then happens to them, so a flooded TUN cannot
@@ -331,6 +333,7 @@ outq_flush(struct tx *x)
 	if (!n)
 		return;
 	if (x->worker && (full || !worker_reap(x->worker))) {
+		x->t->events[EVENT_SEND_THREAD_BATCHES]++;
 		x->out = worker_submit(x->worker);
 		return;
 	}

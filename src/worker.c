@@ -91,8 +91,11 @@ worker_reap(struct worker *w)
 {
 	uint64_t upto = atomic_load_explicit(&w->finished, memory_order_acquire);
 
-	for (; w->reaped != upto; w->reaped++)
-		w->done(w->slots[w->reaped % w->n], w->arg);
+	while (w->reaped != upto) {
+		void *slot = w->slots[w->reaped++ % w->n];
+
+		w->done(slot, w->arg);
+	}
 	return w->reaped == atomic_load_explicit(&w->submitted, memory_order_relaxed);
 }
 

@@ -3,17 +3,19 @@
  * Threading model.  The main loop is the one writer of the daemon's state:
  * peers, sessions, timers, counters.  A worker is one more thread that only
  * makes one kind of system call on batches the main loop has filled (tx.c:
- * the UDP sends), so that the kernel's work behind those calls (over a veth
- * or a TUN, the whole receive path of the other side) runs beside the main
- * loop instead of inside it.
+ * the UDP sends; tunout.c: the TUN writes), so that the kernel's work
+ * behind those calls (over a veth or a TUN, the whole receive path of the
+ * other side) runs beside the main loop instead of inside it.
  *
  * The ring holds n batches ("slots") that the caller allocated.  The main
  * loop fills the current slot and hands it over with worker_submit(); from
  * then until it is finished the slot is the worker's, and work() may touch
- * only that slot and what stays fixed while the worker lives (the file
- * descriptors).  Finished slots come back to the main loop in order: it runs
- * done() on each (the accounting), from a libevent callback, so nothing the
- * rest of the daemon reads is written by the worker.  The two counters,
+ * only that slot, what stays fixed while the worker lives (the file
+ * descriptors), and what its user keeps for it alone (tunout.c's segment
+ * buffer, which the main loop uses only while nothing is in flight; udp.c's
+ * atomic GSO switch).  Finished slots come back to the main loop in order:
+ * it runs done() on each (the accounting), from a libevent callback, so no
+ * counter or peer state is written by the worker.  The two counters,
  * submitted and finished, are each written by one side with release and
  * read by the other with acquire; one eventfd wakes the worker, another the
  * main loop.  There is no lock.  When every slot is in flight, submitting

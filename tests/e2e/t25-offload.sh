@@ -51,18 +51,19 @@ threads_check() {
 	fi
 }
 
-# With threads on, both of NODE's data threads took CPU time during the
-# transfers (batches went to them, not only to the main loop).
+# During the transfers bulk batches went to NODE's data threads (with
+# threads on), or none did (off): the events count the hand-overs.
 threads_worked() {
-	local n=$1 tag=$2 pid=${TOUD_PID[$1]} task name ticks
-	threads_on || return 0
-	for task in /proc/"$pid"/task/*; do
-		name=$(cat "$task/comm")
-		case $name in toud-send|toud-tun) ;; *) continue ;; esac
-		# utime and stime: fields 14 and 15, after the ")" of comm.
-		ticks=$(sed 's/.*) //' "$task/stat" | awk '{ print $12 + $13 }')
-		cmp_ok "$ticks" -gt 0 "$tag $n: $name did work ($ticks ticks)"
-	done
+	local n=$1 tag=$2 js send tun
+	js=$(show_json "$n")
+	send=$(json_get "$js" interface.events.send_thread_batches)
+	tun=$(json_get "$js" interface.events.tun_thread_batches)
+	if threads_on; then
+		cmp_ok "$send" -gt 0 "$tag $n: batches went to the send thread ($send)"
+		cmp_ok "$tun" -gt 0 "$tag $n: batches went to the TUN thread ($tun)"
+	else
+		is "$send/$tun" 0/0 "$tag $n: no batch went to a thread"
+	fi
 }
 
 # phase MODE: start a and b with offload = MODE and check (a) or (b).
