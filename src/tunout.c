@@ -182,6 +182,19 @@ batch_leave(struct tunout *o, bool full)
 	batch_done(b, NULL);
 }
 
+/* Write one packet from the main loop and account it: 0, or < 0 when (some
+ * of) it was lost. */
+static int
+write_now(struct tunout *o, struct peer *p, const struct offload_vnet *vh,
+    const uint8_t *pkt, size_t len)
+{
+	struct tunout_pkt one = { .vh = vh ? *vh : plain, .len = len, .peer = p };
+
+	write_one(o, &one, pkt);
+	account_one(o, &one);
+	return one.refused ? -(int)one.failed : one.err;
+}
+
 int
 tunout_packet(struct tunout *o, struct peer *p, const struct offload_vnet *vh,
     const uint8_t *pkt, size_t len)
@@ -189,13 +202,8 @@ tunout_packet(struct tunout *o, struct peer *p, const struct offload_vnet *vh,
 	struct tunout_batch *b = o->cur;
 	struct tunout_pkt *r;
 
-	if (!o->worker) {
-		struct tunout_pkt one = { .vh = vh ? *vh : plain, .len = len, .peer = p };
-
-		write_one(o, &one, pkt);
-		account_one(o, &one);
-		return one.refused ? -(int)one.failed : one.err;
-	}
+	if (!o->worker)
+		return write_now(o, p, vh, pkt, len);
 	if (len > TUNOUT_BATCH_BYTES) {
 		(p ? p->drops : o->t->drops)[DROP_TUN_WRITE]++;
 		return -EMSGSIZE;
@@ -225,10 +233,7 @@ tunout_flush(struct tunout *o)
 void
 tunout_local(struct tunout *o, const uint8_t *pkt, size_t len)
 {
-	struct tunout_pkt one = { .len = len };
-
-	write_one(o, &one, pkt);
-	account_one(o, &one);
+	write_now(o, NULL, NULL, pkt, len);
 }
 
 void
