@@ -228,7 +228,7 @@ dgram_write(BIO *b, const char *data, int dlen)
 		    DTLS_RECORD_HDR + (size_t)bytes_get16(p + 11) <= left)
 			n = DTLS_RECORD_HDR + bytes_get16(p + 11);
 		if (s->listener || sess_write_check(s, p, n))
-			out(arg, p, n, to);
+			out(arg, p, n, to, NULL);
 		p += n;
 		left -= n;
 	}
@@ -803,9 +803,9 @@ dtls_sess_seal(struct dtls_sess *s, const uint8_t *in, size_t len)
 		return -EMSGSIZE;
 	m.out = s->txbuf;
 	m.out_cap = s->c->link_mtu;
-	if (record_seal(&s->tx, &m, 1) != 1)
+	if ((m.status = record_frame(&s->tx, &m)) != RECORD_OK)
 		return m.status == RECORD_ERR_EXHAUSTED ? -ENOSPC : -EIO;
-	s->out(s->out_arg, s->txbuf, m.out_len, &s->peer);
+	s->out(s->out_arg, s->txbuf, m.out_len, &s->peer, s->tx.sealer);
 	return 0;
 }
 

@@ -28,9 +28,16 @@ struct x509_store_ctx_st;
 #define DTLS_RECORD_HDR 13
 #define DTLS_CT_HANDSHAKE 22           /* record content type of handshake messages */
 
-/* One datagram (exactly one record) to send to `to`. */
+struct record_sealer;
+
+/* One datagram (exactly one record) to send to `to`.  seal is NULL for a
+ * record ready to go (OpenSSL's: handshake, alerts); else the record is
+ * framed but not yet encrypted (record_frame()), and must be finished with
+ * record_finish(seal, ...) before it leaves, from a copy: rec is only
+ * valid during the call, and so is seal unless the callee takes a
+ * reference (record_sealer_get()). */
 typedef void dtls_output_fn(void *arg, const uint8_t *rec, size_t len,
-    const union sockaddr_union *to);
+    const union sockaddr_union *to, struct record_sealer *seal);
 
 /* Map the certificate a peer presented to the peer object it authenticates,
  * or NULL to refuse it.  fp is the SHA-256 of its public key; xs the chain
@@ -96,8 +103,8 @@ enum dtls_result dtls_sess_input(struct dtls_sess *s, const uint8_t *rec, size_t
  * else 0.  Such a record may be opened in place: out = rec + this, cap =
  * len - this.  Other records need an out of their own. */
 size_t dtls_sess_data_prefix(const struct dtls_sess *s);
-/* Encrypt one plaintext datagram; the record leaves through the output
- * callback before this returns.  0 or -errno (-ENOTCONN before the
+/* Frame one plaintext datagram as a record; it leaves through the output
+ * callback, to be encrypted there (dtls_output_fn), before this returns.  0 or -errno (-ENOTCONN before the
  * handshake completed, -EMSGSIZE beyond the link MTU, -ENOSPC when the
  * epoch has no sequence number left). */
 int dtls_sess_seal(struct dtls_sess *s, const uint8_t *in, size_t len);

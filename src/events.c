@@ -20,6 +20,7 @@ static const char *const event_names[EVENT__MAX] = {
 	[EVENT_TUN_GSO_REFUSED] = "tun_gso_refused",
 	[EVENT_SEND_THREAD_BATCHES] = "send_thread_batches",
 	[EVENT_TUN_THREAD_BATCHES] = "tun_thread_batches",
+	[EVENT_OPEN_THREAD_BATCHES] = "open_thread_batches",
 };
 
 const char *

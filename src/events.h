@@ -23,6 +23,7 @@ enum toud_event {
 	EVENT_TUN_GSO_REFUSED,          /* the TUN refused a merged packet: sent as segments */
 	EVENT_SEND_THREAD_BATCHES,      /* a batch of UDP sends went to the send thread */
 	EVENT_TUN_THREAD_BATCHES,       /* a batch of TUN writes went to the TUN thread */
+	EVENT_OPEN_THREAD_BATCHES,      /* a batch of records went to the opening thread */
 	EVENT__MAX
 };
 

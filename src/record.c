@@ -4,7 +4,8 @@
  * Per record: the nonce and the AAD are built on the stack, the context
  * made at set-up is re-keyed with the nonce only, and the AEAD runs over
  * the caller's buffers (in place if they are the same).  Nothing is
- * allocated and no state is shared between the two directions. */
+ * allocated after set-up and no state is shared between the two
+ * directions. */
 #include <errno.h>
 #include <string.h>
 
@@ -176,48 +177,65 @@ ctx_new(const struct record_keys *k, int enc)
 	return ctx;
 }
 
+/* The cipher half of a sending direction (record.h).  For AES-GCM the
+ * context counts the explicit nonce itself (TLS record mode); next is where
+ * that count stands, so that a record framed with another nonce (numbers
+ * skipped, a framed record never sealed) restarts it first. */
+struct record_sealer {
+	EVP_CIPHER_CTX *ctx;
+	enum record_cipher cipher;
+	uint8_t iv[12];
+	uint64_t next;                  /* GCM: the context's next nonce_explicit */
+	bool synced;                    /* GCM: next is known */
+	unsigned refs;
+};
+
+struct record_sealer *
+record_sealer_get(struct record_sealer *s)
+{
+	s->refs++;
+	return s;
+}
+
+void
+record_sealer_put(struct record_sealer *s)
+{
+	if (!s || --s->refs)
+		return;
+	EVP_CIPHER_CTX_free(s->ctx);
+	OPENSSL_cleanse(s, sizeof(*s));
+	OPENSSL_free(s);
+}
+
 int
 record_tx_init(struct record_tx *tx, const struct record_keys *k, uint16_t epoch,
     uint64_t first_seq, uint64_t first_nonce)
 {
+	struct record_sealer *s;
+
 	memset(tx, 0, sizeof(*tx));
-	if (first_seq > RECORD_SEQ_MAX || (tx->ctx = ctx_new(k, 1)) == NULL)
+	if (first_seq > RECORD_SEQ_MAX || (s = OPENSSL_zalloc(sizeof(*s))) == NULL)
 		return -EINVAL;
-	tx->cipher = k->cipher;
-	memcpy(tx->iv, k->iv, k->iv_len);
+	s->refs = 1;
+	tx->sealer = s;
+	if ((s->ctx = ctx_new(k, 1)) == NULL)
+		return -EINVAL;
+	s->cipher = tx->cipher = k->cipher;
+	memcpy(s->iv, k->iv, k->iv_len);
 	tx->epoch = epoch;
 	tx->seq = first_seq;
 	tx->nonce = first_nonce;
-	if (is_gcm(k->cipher)) {
-		/* salt | first nonce_explicit; the cipher counts up from it */
-		uint8_t iv[NONCE_LEN];
-
-		nonce_make(k->iv, first_nonce, iv);
-		if (EVP_CIPHER_CTX_ctrl(tx->ctx, EVP_CTRL_GCM_SET_IV_FIXED, -1, iv) != 1) {
-			ERR_clear_error();
-			return -EINVAL;
-		}
-	}
 	return 0;
 }
 
 int
 record_tx_jump(struct record_tx *tx, uint64_t n)
 {
-	uint8_t iv[NONCE_LEN];
-
+	/* The explicit nonce is a 64-bit counter that may wrap; OpenSSL's
+	 * own are 2^63 away (record.h).  The sealer follows at the next
+	 * record it seals. */
 	if (n > RECORD_SEQ_MAX - tx->seq)
 		return -1;
-	if (is_gcm(tx->cipher)) {
-		/* The cipher counts the explicit nonce itself: restart it at
-		 * the new value (the explicit nonce is a 64-bit counter that
-		 * may wrap; OpenSSL's own are 2^63 away, see record.h). */
-		nonce_make(tx->iv, tx->nonce + n, iv);
-		if (EVP_CIPHER_CTX_ctrl(tx->ctx, EVP_CTRL_GCM_SET_IV_FIXED, -1, iv) != 1) {
-			ERR_clear_error();
-			return -1;
-		}
-	}
 	tx->seq += n;
 	tx->nonce += n;
 	return 0;
@@ -226,18 +244,47 @@ record_tx_jump(struct record_tx *tx, uint64_t n)
 void
 record_tx_free(struct record_tx *tx)
 {
-	EVP_CIPHER_CTX_free(tx->ctx);
+	record_sealer_put(tx->sealer);
 	OPENSSL_cleanse(tx, sizeof(*tx));
+}
+
+/* The cipher half of a receiving direction (record.h). */
+struct record_opener {
+	EVP_CIPHER_CTX *ctx;
+	enum record_cipher cipher;
+	unsigned refs;
+};
+
+struct record_opener *
+record_opener_get(struct record_opener *o)
+{
+	o->refs++;
+	return o;
+}
+
+void
+record_opener_put(struct record_opener *o)
+{
+	if (!o || --o->refs)
+		return;
+	EVP_CIPHER_CTX_free(o->ctx);
+	OPENSSL_cleanse(o, sizeof(*o));
+	OPENSSL_free(o);
 }
 
 int
 record_rx_init(struct record_rx *rx, const struct record_keys *k, uint16_t epoch)
 {
+	struct record_opener *o;
+
 	memset(rx, 0, sizeof(*rx));
-	if ((rx->ctx = ctx_new(k, 0)) == NULL)
+	if ((o = OPENSSL_zalloc(sizeof(*o))) == NULL)
 		return -EINVAL;
-	rx->cipher = k->cipher;
-	memcpy(rx->iv, k->iv, k->iv_len);
+	o->refs = 1;
+	rx->opener = o;
+	if ((o->ctx = ctx_new(k, 0)) == NULL)
+		return -EINVAL;
+	o->cipher = rx->cipher = k->cipher;
 	rx->epoch = epoch;
 	replay_init(&rx->win);
 	return 0;
@@ -246,7 +293,7 @@ record_rx_init(struct record_rx *rx, const struct record_keys *k, uint16_t epoch
 void
 record_rx_free(struct record_rx *rx)
 {
-	EVP_CIPHER_CTX_free(rx->ctx);
+	record_opener_put(rx->opener);
 	OPENSSL_cleanse(rx, sizeof(*rx));
 }
 
@@ -272,50 +319,80 @@ tls_aad(EVP_CIPHER_CTX *ctx, uint8_t aad[AAD_LEN])
 	return EVP_CIPHER_CTX_set_params(ctx, p) == 1;
 }
 
-static enum record_status
-seal_one(struct record_tx *tx, struct record_msg *m)
+enum record_status
+record_frame(struct record_tx *tx, struct record_msg *m)
 {
 	size_t pre = record_prefix(tx->cipher), len = m->in_len;
-	uint8_t aad[AAD_LEN], *p = m->out;
-	uint64_t seq;
+	uint8_t *p = m->out;
 
+	m->out_len = 0;
+	m->seq = 0;
 	if (len > RECORD_MAX_PLAIN)
 		return RECORD_ERR_MALFORMED;
 	if (m->out_cap < len + pre + RECORD_TAG)
 		return RECORD_ERR_SPACE;
 	if (tx->seq > RECORD_SEQ_MAX)
 		return RECORD_ERR_EXHAUSTED;
-	seq = (uint64_t)tx->epoch << 48 | tx->seq;
+	m->seq = (uint64_t)tx->epoch << 48 | tx->seq;
 	/* The plaintext to its place first: it may overlap the header's. */
 	if (m->in != p + pre)
 		memmove(p + pre, m->in, len);
 	p[0] = RECORD_TYPE_APPDATA;
 	bytes_put16(p + 1, RECORD_VERSION);
-	bytes_put64(p + 3, seq);
+	bytes_put64(p + 3, m->seq);
 	bytes_put16(p + 11, (uint16_t)(len + pre - RECORD_HDR + RECORD_TAG));
-	/* OpenSSL's TLS record mode, in place: for AES-GCM the cipher writes
-	 * nonce_explicit from its counter (set up in record_tx_init) and
-	 * takes it off the AAD length; ChaCha20 XORs the AAD's epoch |
-	 * sequence into the IV (RFC 7905).  One call per record. */
-	aad_make(aad, seq, len + pre - RECORD_HDR);
-	if (!tls_aad(tx->ctx, aad) ||
-	    EVP_Cipher(tx->ctx, p + RECORD_HDR, p + RECORD_HDR,
-	    (unsigned int)(len + pre - RECORD_HDR + RECORD_TAG)) < 0) {
-		ERR_clear_error();
-		return RECORD_ERR_CRYPTO;
-	}
-	/* The cipher's counter and tx->nonce move together.  Should they
-	 * ever part (a failed call after the counter moved), every later
-	 * record of this key is refused, and the session must be replaced,
-	 * rather than a nonce nobody accounted for goes out. */
-	if (is_gcm(tx->cipher) && bytes_get64(p + RECORD_HDR) != tx->nonce)
-		return RECORD_ERR_CRYPTO;
-	/* Only a record that was made consumes its sequence number. */
-	m->seq = seq;
+	if (is_gcm(tx->cipher))
+		bytes_put64(p + RECORD_HDR, tx->nonce);
+	/* A framed record has its numbers, sealed or not: none is used twice. */
 	m->out_len = len + pre + RECORD_TAG;
 	tx->seq++;
 	tx->nonce++;
 	tx->sealed++;
+	return RECORD_OK;
+}
+
+enum record_status
+record_finish(struct record_sealer *s, uint8_t *rec, size_t len)
+{
+	size_t pre = record_prefix(s->cipher);
+	uint8_t aad[AAD_LEN], iv[NONCE_LEN];
+	uint64_t nonce = 0;
+
+	if (len < pre + RECORD_TAG || len - RECORD_HDR != bytes_get16(rec + 11))
+		return RECORD_ERR_MALFORMED;
+	if (is_gcm(s->cipher)) {
+		/* The cipher writes nonce_explicit from its own counter:
+		 * start it at the framed one unless it stands there. */
+		nonce = bytes_get64(rec + RECORD_HDR);
+		if (!s->synced || s->next != nonce) {
+			nonce_make(s->iv, nonce, iv);
+			if (EVP_CIPHER_CTX_ctrl(s->ctx, EVP_CTRL_GCM_SET_IV_FIXED, -1, iv) != 1) {
+				ERR_clear_error();
+				s->synced = false;
+				return RECORD_ERR_CRYPTO;
+			}
+		}
+		s->next = nonce + 1;
+		s->synced = true;
+	}
+	/* OpenSSL's TLS record mode, in place: for AES-GCM the cipher writes
+	 * nonce_explicit and takes it off the AAD length; ChaCha20 XORs the
+	 * AAD's epoch | sequence into the IV (RFC 7905).  One call per
+	 * record. */
+	aad_make(aad, bytes_get64(rec + 3), len - RECORD_HDR - RECORD_TAG);
+	if (!tls_aad(s->ctx, aad) ||
+	    EVP_Cipher(s->ctx, rec + RECORD_HDR, rec + RECORD_HDR,
+	    (unsigned int)(len - RECORD_HDR)) < 0) {
+		ERR_clear_error();
+		s->synced = false;
+		return RECORD_ERR_CRYPTO;
+	}
+	/* A nonce other than the framed one would be one nobody accounted
+	 * for: such a record never leaves. */
+	if (is_gcm(s->cipher) && bytes_get64(rec + RECORD_HDR) != nonce) {
+		s->synced = false;
+		return RECORD_ERR_CRYPTO;
+	}
 	return RECORD_OK;
 }
 
@@ -325,47 +402,97 @@ record_seal(struct record_tx *tx, struct record_msg *m, size_t n)
 	size_t i, ok = 0;
 
 	for (i = 0; i < n; i++) {
-		m[i].out_len = 0;
-		m[i].seq = 0;
-		m[i].status = seal_one(tx, &m[i]);
+		m[i].status = record_frame(tx, &m[i]);
+		if (m[i].status == RECORD_OK)
+			m[i].status = record_finish(tx->sealer, m[i].out, m[i].out_len);
+		if (m[i].status != RECORD_OK)
+			m[i].out_len = 0;
 		ok += m[i].status == RECORD_OK;
 	}
 	return ok;
 }
 
-static enum record_status
-open_one(struct record_rx *rx, struct record_msg *m)
+enum record_status
+record_check(const struct record_rx *rx, const uint8_t *r, size_t len, uint64_t *seq)
 {
-	size_t pre = record_prefix(rx->cipher), len;
-	const uint8_t *r = m->in;
-	uint8_t aad[AAD_LEN], *work;
-	uint64_t seq, seq48;
-	size_t flen;
+	size_t pre = record_prefix(rx->cipher);
 
-	if (m->in_len < pre + RECORD_TAG || m->in_len > RECORD_HDR + MAX_FRAGMENT ||
+	*seq = 0;
+	if (len < pre + RECORD_TAG || len > RECORD_HDR + MAX_FRAGMENT ||
 	    r[0] != RECORD_TYPE_APPDATA || bytes_get16(r + 1) != RECORD_VERSION ||
-	    RECORD_HDR + (size_t)bytes_get16(r + 11) != m->in_len)
+	    RECORD_HDR + (size_t)bytes_get16(r + 11) != len ||
+	    len - pre - RECORD_TAG > RECORD_MAX_PLAIN)
 		return RECORD_ERR_MALFORMED;
-	len = m->in_len - pre - RECORD_TAG;
-	if (len > RECORD_MAX_PLAIN)
-		return RECORD_ERR_MALFORMED;
-	seq = bytes_get64(r + 3);
-	seq48 = seq & RECORD_SEQ_MAX;
-	m->seq = seq;
-	if (seq >> 48 != rx->epoch)
+	*seq = bytes_get64(r + 3);
+	if (*seq >> 48 != rx->epoch)
 		return RECORD_ERR_EPOCH;
-	switch (replay_check(&rx->win, seq48)) {
+	switch (replay_check(&rx->win, *seq & RECORD_SEQ_MAX)) {
+	case REPLAY_OK:
+		return RECORD_OK;
+	case REPLAY_DUP:
+		return RECORD_ERR_DUP;
+	default:
+		return RECORD_ERR_OLD;
+	}
+}
+
+enum record_status
+record_unseal(struct record_opener *o, uint64_t seq, uint8_t *frag, size_t flen)
+{
+	uint8_t aad[AAD_LEN];
+
+	if (flen < record_prefix(o->cipher) - RECORD_HDR + RECORD_TAG)
+		return RECORD_ERR_MALFORMED;
+	/* TLS record mode, in place over nonce_explicit, ciphertext and tag.
+	 * The AAD length counts what the cipher takes off. */
+	aad_make(aad, seq, flen);
+	if (!tls_aad(o->ctx, aad)) {
+		ERR_clear_error();
+		return RECORD_ERR_CRYPTO;
+	}
+	if (EVP_Cipher(o->ctx, frag, frag, (unsigned int)flen) < 0) {
+		ERR_clear_error();
+		return RECORD_ERR_AUTH;
+	}
+	return RECORD_OK;
+}
+
+enum record_status
+record_accept(struct record_rx *rx, uint64_t seq, enum record_status st)
+{
+	if (st == RECORD_ERR_AUTH)
+		rx->failed++;
+	if (st != RECORD_OK)
+		return st;
+	/* Checked again: a copy may have been accepted since the first look
+	 * (both opened elsewhere at once).  RFC 6479: the window moves only
+	 * for a record that authenticated. */
+	switch (replay_check(&rx->win, seq & RECORD_SEQ_MAX)) {
 	case REPLAY_OK:
 		break;
 	case REPLAY_DUP:
 		return RECORD_ERR_DUP;
-	case REPLAY_OLD:
+	default:
 		return RECORD_ERR_OLD;
 	}
-	/* TLS record mode, in place over nonce_explicit, ciphertext and tag:
-	 * the record itself when the caller asked for that, else a copy in
-	 * out, and the plaintext moved to its start.  The AAD length counts
-	 * what the cipher takes off. */
+	replay_update(&rx->win, seq & RECORD_SEQ_MAX);
+	rx->opened++;
+	return RECORD_OK;
+}
+
+static enum record_status
+open_one(struct record_rx *rx, struct record_msg *m)
+{
+	size_t pre = record_prefix(rx->cipher), len, flen;
+	const uint8_t *r = m->in;
+	enum record_status st;
+	uint8_t *work;
+
+	if ((st = record_check(rx, r, m->in_len, &m->seq)) != RECORD_OK)
+		return st;
+	len = m->in_len - pre - RECORD_TAG;
+	/* In place: the record itself when the caller asked for that, else
+	 * a copy in out, and the plaintext moved to its start. */
 	flen = m->in_len - RECORD_HDR;
 	if (m->out == r + pre) {
 		if (m->out_cap < len + RECORD_TAG)
@@ -377,21 +504,11 @@ open_one(struct record_rx *rx, struct record_msg *m)
 		work = m->out;
 		memcpy(work, r + RECORD_HDR, flen);
 	}
-	aad_make(aad, seq, flen);
-	if (!tls_aad(rx->ctx, aad)) {
-		ERR_clear_error();
-		return RECORD_ERR_CRYPTO;
-	}
-	if (EVP_Cipher(rx->ctx, work, work, (unsigned int)flen) < 0) {
-		ERR_clear_error();
-		rx->failed++;
-		return RECORD_ERR_AUTH;
-	}
+	st = record_accept(rx, m->seq, record_unseal(rx->opener, m->seq, work, flen));
+	if (st != RECORD_OK)
+		return st;
 	if (work == m->out && pre > RECORD_HDR)
 		memmove(m->out, m->out + (pre - RECORD_HDR), len);
-	/* RFC 6479: the window moves only for a record that authenticated. */
-	replay_update(&rx->win, seq48);
-	rx->opened++;
 	m->out_len = len;
 	return RECORD_OK;
 }

@@ -18,9 +18,11 @@
  *
  * Each direction has its own state (struct record_tx, struct record_rx)
  * with one cipher context set up once: sealing and opening never allocate,
- * and the two directions share nothing, so they may run on two threads
- * (record_tx_jump() changes the sending state: whoever calls it must own
- * that direction). */
+ * and the two directions share nothing.  Sealing comes in two steps:
+ * record_frame() numbers a record and writes its header, cheaply, where
+ * the records are ordered (the main loop); record_finish() encrypts it in
+ * place with the direction's sealer, wherever the record then goes (the
+ * sending thread).  record_seal() does both. */
 #ifndef TOUD_RECORD_H
 #define TOUD_RECORD_H
 
@@ -81,20 +83,32 @@ struct record_keys {
 	size_t iv_len;                  /* 4 (GCM) or 12 (ChaCha20) */
 };
 
+/* The cipher half of a sending direction: the context and its fixed IV.
+ * It does the expensive part of sealing (record_finish()), and may do it
+ * on another thread than the one that numbers the records, one thread at
+ * a time.  It lives until its last reference is put; references are
+ * taken and put by one thread only (the main loop: tx.c). */
+struct record_sealer;
+
+/* A sending direction: the numbers (record_frame()) and the sealer. */
 struct record_tx {
-	struct evp_cipher_ctx_st *ctx;
+	struct record_sealer *sealer;
 	enum record_cipher cipher;
-	uint8_t iv[12];
 	uint16_t epoch;
 	uint64_t seq;                   /* next sequence number */
 	uint64_t nonce;                 /* next GCM nonce_explicit */
-	uint64_t sealed;                /* records sealed */
+	uint64_t sealed;                /* records framed (numbers used) */
 };
 
+/* The cipher half of a receiving direction, as struct record_sealer is of
+ * a sending one (record_unseal()). */
+struct record_opener;
+
+/* A receiving direction: the replay window and the counts (record_check(),
+ * record_accept()), and the opener. */
 struct record_rx {
-	struct evp_cipher_ctx_st *ctx;
+	struct record_opener *opener;
 	enum record_cipher cipher;
-	uint8_t iv[12];
 	uint16_t epoch;
 	struct replay win;
 	uint64_t opened;                /* records that authenticated */
@@ -148,6 +162,33 @@ void record_rx_free(struct record_rx *rx);
 
 /* Seal / open n records in order; the number with status RECORD_OK. */
 size_t record_seal(struct record_tx *tx, struct record_msg *m, size_t n);
+/* Number one record and lay it out in m->out (as record_seal() would):
+ * header, nonce_explicit (AES-GCM), the plaintext, and room for the tag;
+ * m->out_len is the whole record, m->seq its (epoch << 48 | sequence).
+ * The record's numbers are used even if it is never sealed. */
+enum record_status record_frame(struct record_tx *tx, struct record_msg *m);
+/* Encrypt a framed record of len bytes in place and write its tag.
+ * Records may be finished in another order than framed, and some never. */
+enum record_status record_finish(struct record_sealer *s, uint8_t *rec, size_t len);
+struct record_sealer *record_sealer_get(struct record_sealer *s);
+void record_sealer_put(struct record_sealer *s);
+/* Opening in three steps, record_open() in one:
+ * record_check(): one whole record of this epoch, not yet accepted
+ *   (nothing changes); *seq its (epoch << 48 | sequence).
+ * record_unseal(): decrypt the fragment (the record after its header,
+ *   flen bytes) in place and verify its tag; the plaintext starts at
+ *   frag + record_prefix() - RECORD_HDR.  Uses only the opener, so it
+ *   may run on another thread, one at a time.
+ * record_accept(): what record_unseal() returned, back where the window
+ *   is kept: a record that authenticated and is still new moves the
+ *   window; RECORD_OK or why it is refused. */
+enum record_status record_check(const struct record_rx *rx, const uint8_t *rec, size_t len,
+    uint64_t *seq);
+enum record_status record_unseal(struct record_opener *o, uint64_t seq, uint8_t *frag,
+    size_t flen);
+enum record_status record_accept(struct record_rx *rx, uint64_t seq, enum record_status st);
+struct record_opener *record_opener_get(struct record_opener *o);
+void record_opener_put(struct record_opener *o);
 size_t record_open(struct record_rx *rx, struct record_msg *m, size_t n);
 
 #endif

@@ -39,6 +39,7 @@
 #include "prefix.h"
 #include "record.h"
 #include "rx.h"
+#include "rxopen.h"
 #include "session.h"
 #include "toud.h"
 #include "tun.h"
@@ -61,6 +62,7 @@ struct rx {
 	uint8_t *coal_mem;
 	struct offload_coal coal;
 	struct tunout *out;                 /* the TUN's writer */
+	struct rxopen *open;                /* DTLS: toud's data records, opened in batches */
 	struct prefix_cache route_cache;    /* inner sources: one peer's in a row */
 };
 
@@ -284,6 +286,70 @@ rx_handshake_failed(struct session *s, const char *why)
 		peer_timers_handshake_failed(p, why);
 }
 
+/* The plaintext (out, len) of an authenticated record (seq) of session s,
+ * from datagram m with the ID of index. */
+static void
+rx_data(struct toud *t, struct session *s, const struct udp_msg *m, uint32_t index,
+    uint64_t seq, uint8_t *out, size_t len, uint64_t now)
+{
+	struct peer *p = s->peer;
+
+	if (!p || !s->established) {
+		count_drop(t, NULL, DROP_NO_SESSION_PEER, 1);
+		return;
+	}
+	peer_authenticated_rx(p, s, &m->peer, &m->local, seq, index, m->len, now);
+	peer_timers_authenticated_rx(p, now);
+	rx_inner(t, p, s, index, m, out, len, m->len, m->tos, now);
+}
+
+/* rxopen_fn: a data record back from rxopen.c, opened or not; accepted
+ * here, where the replay window is. */
+static void
+rx_opened(void *arg, struct rxopen_rec *r)
+{
+	struct rx *x = arg;
+	struct toud *t = x->t;
+	struct session *s = session_named(t, r->session);
+	struct record_rx *rrx = s ? session_record_rx(s) : NULL;
+	uint64_t now = toud_now(t);
+	size_t pre, len;
+
+	if (!rrx) {
+		/* the session ended while its record was being opened */
+		t->drops[DROP_UNKNOWN_SESSION]++;
+		return;
+	}
+	switch (record_accept(rrx, r->seq, r->status)) {
+	case RECORD_OK:
+		break;
+	case RECORD_ERR_DUP:
+		count_drop(t, s->peer, DROP_REPLAY, 1);
+		return;
+	case RECORD_ERR_OLD:
+		count_drop(t, s->peer, DROP_REPLAY_OLD, 1);
+		return;
+	default:
+		count_drop(t, s->peer, DROP_BAD_RECORD, 1);
+		return;
+	}
+	pre = record_prefix(rrx->cipher);
+	len = r->m.len - r->off - pre - RECORD_TAG;
+	session_opened(s, len, now);
+	rx_data(t, s, &r->m, r->index, r->seq, r->m.buf + r->off + pre, len, now);
+}
+
+/* rxopen_end_fn: what a batch of records delivered leaves for the TUN. */
+static void
+rx_opened_end(void *arg)
+{
+	struct rx *x = arg;
+
+	if (x->coal_mem)
+		offload_coal_flush(&x->coal);
+	tunout_flush(x->out);
+}
+
 /* One datagram of encryption = dtls: outer GUE header and one record. */
 static void
 rx_dtls(struct rx *x, struct udp_msg *m, uint64_t now)
@@ -293,6 +359,7 @@ rx_dtls(struct rx *x, struct udp_msg *m, uint64_t now)
 	uint8_t *out = x->scratch + RX_HEADROOM;
 	size_t rlen, outlen, cap = RX_BUF_SIZE - RX_HEADROOM, pre;
 	struct session *s;
+	struct record_rx *rrx;
 	struct peer *p;
 	enum session_result r;
 	enum gue_err gerr;
@@ -316,6 +383,21 @@ rx_dtls(struct rx *x, struct udp_msg *m, uint64_t now)
 		return;
 	}
 	handshake_received(s, rec, rlen, m->len);
+	/* toud's own data records of an established session are opened in
+	 * batches (rxopen.c), maybe on the opening thread: checked against
+	 * the window now, accepted when they come back (rx_opened). */
+	if (ctype == RECORD_TYPE_APPDATA && x->open && (rrx = session_record_rx(s)) &&
+	    record_check(rrx, rec, rlen, &seq) == RECORD_OK) {
+		if (rxopen_add(x->open, m, GUE_OUTER_LEN, rrx->opener, s->id, index, seq))
+			return;
+		/* Larger than the batches take (a peer with a larger MTU):
+		 * opened here, once everything before it is back. */
+		rxopen_drain(x->open);
+		if (!(s = session_find(t, id, &index))) {
+			t->drops[DROP_UNKNOWN_SESSION]++;
+			return;
+		}
+	}
 	/* toud's own data records are opened in place, over the record: the
 	 * plaintext needs no copy, and the datagram is done with after. */
 	if (ctype == RECORD_TYPE_APPDATA && (pre = session_data_prefix(s)) && rlen > pre) {
@@ -356,13 +438,7 @@ rx_dtls(struct rx *x, struct udp_msg *m, uint64_t now)
 		}
 		return;
 	case SESSION_DATA:
-		if (!(p = s->peer) || !s->established) {
-			count_drop(t, NULL, DROP_NO_SESSION_PEER, 1);
-			return;
-		}
-		peer_authenticated_rx(p, s, &m->peer, &m->local, seq, index, m->len, now);
-		peer_timers_authenticated_rx(p, now);
-		rx_inner(t, p, s, index, m, out, outlen, m->len, m->tos, now);
+		rx_data(t, s, m, index, seq, out, outlen, now);
 		return;
 	case SESSION_FAILED:
 		rx_handshake_failed(s, s->peer ? "refused" : "unknown key");
@@ -439,6 +515,16 @@ rx_emit(void *arg, void *owner, const struct offload_vnet *vh, uint8_t *pkt, siz
 	tunout_packet(x->out, owner, vh, pkt, len);
 }
 
+/* The end of a receive round: the records to open, and then the packets
+ * for the TUN, leave. */
+static void
+rx_round_end(struct rx *x)
+{
+	if (x->open)
+		rxopen_flush(x->open);
+	rx_opened_end(x);
+}
+
 static void
 rx_readable(evutil_socket_t fd, short what, void *arg)
 {
@@ -467,9 +553,7 @@ rx_readable(evutil_socket_t fd, short what, void *arg)
 			else
 				rx_datagram(x, &x->msgs[i], now);
 		}
-		if (x->coal_mem)
-			offload_coal_flush(&x->coal);
-		tunout_flush(x->out);
+		rx_round_end(x);
 		if (n < UDP_BATCH)
 			break;
 	}
@@ -484,7 +568,24 @@ rx_local(struct toud *t, const uint8_t *pkt, size_t len)
 int
 rx_start_thread(struct rx *x)
 {
-	return tunout_start_thread(x->out);
+	int rc = tunout_start_thread(x->out);
+
+	if (rc == 0 && x->open)
+		rc = rxopen_start_thread(x->open);
+	return rc;
+}
+
+bool
+rx_opening_threaded(const struct rx *x)
+{
+	return x && rxopen_threaded(x->open);
+}
+
+void
+rx_flush_records(struct toud *t)
+{
+	if (t->rx && t->rx->open)
+		rxopen_drain(t->rx->open);
 }
 
 void
@@ -523,9 +624,7 @@ rx_input(struct toud *t, const struct udp_msg *msgs, unsigned n)
 		memcpy(m->buf, msgs[i].buf, m->len);
 		rx_datagram(x, m, now);
 	}
-	if (x->coal_mem)
-		offload_coal_flush(&x->coal);
-	tunout_flush(x->out);
+	rx_round_end(x);
 }
 
 struct rx *
@@ -547,6 +646,11 @@ rx_new(struct toud *t)
 		offload_coal_init(&x->coal, x->coal_mem, OFFLOAD_COAL_SLOTS, rx_emit, x);
 	}
 	if (!(x->out = tunout_new(t, x->coal_mem ? &x->coal : NULL)))
+		goto err;
+	/* a datagram of toud's own path MTU at most; a larger one is opened
+	 * on the main loop */
+	if (t->conf->iface.encryption == CONF_ENC_DTLS && !(x->open = rxopen_new(t->base, t->conf->iface.path_mtu, RX_HEADROOM,
+	    &t->events[EVENT_OPEN_THREAD_BATCHES], rx_opened, rx_opened_end, x)))
 		goto err;
 	if (t->udp->fd4 >= 0) {
 		x->ev4 = event_new(t->base, t->udp->fd4, EV_READ | EV_PERSIST, rx_readable, x);
@@ -570,6 +674,7 @@ rx_free(struct rx *x)
 {
 	if (!x)
 		return;
+	rxopen_free(x->open);
 	tunout_free(x->out);
 	if (x->ev4)
 		event_free(x->ev4);

@@ -21,11 +21,15 @@ void rx_input(struct toud *t, const struct udp_msg *msgs, unsigned n);
 void rx_local(struct toud *t, const uint8_t *pkt, size_t len);
 /* Whether packets for the TUN are merged (TUN offloads on, not refused). */
 bool rx_coalescing(const struct rx *x);
-/* Hand the TUN writes to a thread of their own (tunout.c), once
- * privileges are dropped.  0 or -errno. */
+/* Hand the TUN writes to a thread of their own (tunout.c) and, with DTLS,
+ * the opening of records to another (rxopen.c), once privileges are
+ * dropped.  0 or -errno. */
 int rx_start_thread(struct rx *x);
-/* Whether that thread runs. */
+/* Whether those threads run. */
 bool rx_threaded(const struct rx *x);
+bool rx_opening_threaded(const struct rx *x);
+/* Shutdown: every record being opened is handed back and delivered. */
+void rx_flush_records(struct toud *t);
 /* p goes away: its packets still being written are accounted to nobody. */
 void rx_forget_peer(struct rx *x, const struct peer *p);
 

@@ -354,9 +354,7 @@ session_open(struct session *s, const uint8_t *rec, size_t len, uint8_t *out, si
 	case DTLS_DONE:
 		return SESSION_ESTABLISHED;
 	case DTLS_DATA:
-		s->last_rx_ms = now;
-		s->unanswered_ms = 0;
-		s->bytes += *outlen;
+		session_opened(s, *outlen, now);
 		return SESSION_DATA;
 	case DTLS_ERR_HANDSHAKE:
 		return SESSION_FAILED;
@@ -370,6 +368,20 @@ session_open(struct session *s, const uint8_t *rec, size_t len, uint8_t *out, si
 		return SESSION_CLOSED;
 	}
 	return SESSION_BAD_RECORD;
+}
+
+void
+session_opened(struct session *s, size_t len, uint64_t now)
+{
+	s->last_rx_ms = now;
+	s->unanswered_ms = 0;
+	s->bytes += len;
+}
+
+struct record_rx *
+session_record_rx(struct session *s)
+{
+	return s->established && s->dtls ? dtls_sess_record_rx(s->dtls) : NULL;
 }
 
 size_t

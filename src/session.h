@@ -32,6 +32,7 @@
 struct toud;
 struct peer;
 struct dtls_sess;
+struct record_rx;
 struct event;
 
 #define SESSION_DRAIN_MS 10000          /* an old session still receives this long */
@@ -156,6 +157,11 @@ enum session_result session_open(struct session *s, const uint8_t *rec, size_t l
 /* How far into an application-data record its plaintext starts when it may
  * be opened in place (dtls_sess_data_prefix()); 0: it may not. */
 size_t session_data_prefix(const struct session *s);
+/* The receiving record state of an established session (NULL otherwise),
+ * for rx.c's batch opening; session_opened() is session_open()'s
+ * bookkeeping for a data record it accepted (len bytes of plaintext). */
+struct record_rx *session_record_rx(struct session *s);
+void session_opened(struct session *s, size_t len, uint64_t now);
 /* Seal one inner payload; the record leaves through the session's output
  * callback before this returns.  0 or -errno. */
 int session_seal(struct session *s, const uint8_t *payload, size_t len, uint8_t tos);

@@ -406,8 +406,9 @@ show_json(FILE *b, const struct toud *t, struct peer *const *peers,
 	fprintf(b, ",\n    \"offload\": {\"tun_tso\": %s, \"udp_gso\": %s, \"udp_gro\": %s, "
 	    "\"tun_coalesce\": %s}", off.tun_tso ? "true" : "false", off.udp_gso ? "true" : "false",
 	    off.udp_gro ? "true" : "false", off.tun_coalesce ? "true" : "false");
-	fprintf(b, ",\n    \"threads\": {\"udp_send\": %s, \"tun_write\": %s}",
-	    tx_threaded(t->tx) ? "true" : "false", rx_threaded(t->rx) ? "true" : "false");
+	fprintf(b, ",\n    \"threads\": {\"udp_send\": %s, \"tun_write\": %s, \"record_open\": %s}",
+	    tx_threaded(t->tx) ? "true" : "false", rx_threaded(t->rx) ? "true" : "false",
+	    rx_opening_threaded(t->rx) ? "true" : "false");
 	fputs(",\n    \"drops\": ", b);
 	show_json_drops(b, t->drops);
 	fputs(",\n    \"events\": ", b);
@@ -584,8 +585,9 @@ show_text(FILE *b, const struct toud *t, struct peer *const *peers,
 	fprintf(b, "  offload: tun-tso %s, udp-gso %s, udp-gro %s, tun-coalesce %s\n",
 	    off.tun_tso ? "on" : "off", off.udp_gso ? "on" : "off", off.udp_gro ? "on" : "off",
 	    off.tun_coalesce ? "on" : "off");
-	fprintf(b, "  threads: udp-send %s, tun-write %s\n", tx_threaded(t->tx) ? "on" : "off",
-	    rx_threaded(t->rx) ? "on" : "off");
+	fprintf(b, "  threads: udp-send %s, tun-write %s, record-open %s\n",
+	    tx_threaded(t->tx) ? "on" : "off", rx_threaded(t->rx) ? "on" : "off",
+	    rx_opening_threaded(t->rx) ? "on" : "off");
 	if (show_own_fp(t, fp))
 		fprintf(b, "  fingerprint: %s\n", fp);
 	if (t->fwmark)

@@ -368,7 +368,8 @@ toud_start(struct toud *t)
 			log_errx("cannot start the data threads: %s", strerror(-rc));
 			return rc;
 		}
-		log_info("data threads: UDP sends and TUN writes run beside the main loop");
+		log_info("data threads: %sUDP sends and TUN writes run beside the main loop",
+		    t->dtls ? "sealing, opening, " : "");
 	}
 	if ((rc = notify_watchdog_start(t)) < 0)
 		return rc;
@@ -402,6 +403,8 @@ toud_stop(struct toud *t)
 	if (t->ev_sighup)
 		event_free(t->ev_sighup);
 	control_close(t->control);
+	/* Records still being opened are delivered while their peers exist. */
+	rx_flush_records(t);
 	/* Tell the peers, so they need not wait for a timeout. */
 	for (i = 0; t->dtls && i < t->n_peers; i++)
 		if (t->peers[i]->cur)

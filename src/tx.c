@@ -56,6 +56,7 @@
 #include "pkt.h"
 #include "prefix.h"
 #include "ratelimit.h"
+#include "record.h"
 #include "rx.h"
 #include "session.h"
 #include "toud.h"
@@ -85,6 +86,9 @@ struct tx_batch {
 	struct udp_msg msgs[UDP_BATCH];
 	struct peer *peers[UDP_BATCH];     /* NULL: no peer (yet), or forgotten */
 	uint64_t ids[UDP_BATCH];           /* DTLS: session of each record */
+	/* DTLS: what encrypts each record framed by toud before it leaves
+	 * (a reference; NULL for OpenSSL's records, sealed already). */
+	struct record_sealer *seal[UDP_BATCH];
 	bool withdrawn[UDP_BATCH];         /* not to be sent */
 	unsigned n;
 };
@@ -235,7 +239,8 @@ tx_account(struct toud *t, struct udp_msg *msgs, struct peer **peers, const uint
 	unsigned i;
 
 	for (i = 0; i < n; i++) {
-		enum drop_reason r = msgs[i].err == -EAFNOSUPPORT ? DROP_FAMILY : DROP_SEND;
+		enum drop_reason r = msgs[i].err == -EAFNOSUPPORT ? DROP_FAMILY :
+		    msgs[i].err == -ENOKEY ? DROP_SEAL : DROP_SEND;
 
 		if (msgs[i].err == 0) {
 			if (peers[i])
@@ -283,24 +288,77 @@ tx_send(struct toud *t, struct udp_msg *msgs, struct peer **peers, const uint64_
 	tx_account(t, msgs, peers, ids, n);
 }
 
-/* worker_fn: the sending thread's whole part. */
+/* Swap two entries of a batch (each keeps its buffer: no bytes move). */
+static void
+batch_swap(struct tx_batch *b, unsigned i, unsigned k)
+{
+	struct udp_msg m = b->msgs[i];
+	struct peer *p = b->peers[i];
+	uint64_t id = b->ids[i];
+	struct record_sealer *s = b->seal[i];
+
+	b->msgs[i] = b->msgs[k];
+	b->peers[i] = b->peers[k];
+	b->ids[i] = b->ids[k];
+	b->seal[i] = b->seal[k];
+	b->msgs[k] = m;
+	b->peers[k] = p;
+	b->ids[k] = id;
+	b->seal[k] = s;
+}
+
+/* Encrypt the records of a batch that toud framed, in place.  One that
+ * fails (a cipher error) is marked -ENOKEY and moved behind the rest, which
+ * keep their order: it is never sent.  Returns how many are to be sent.
+ * Runs where the batch is sent; a sealer is used by one thread at a time
+ * because the main loop seals a batch only while none is in flight
+ * (outq_flush). */
+static unsigned
+batch_seal(struct tx_batch *b)
+{
+	unsigned i, k;
+
+	for (i = k = 0; i < b->n; i++) {
+		struct udp_msg *m = &b->msgs[i];
+
+		m->err = 0;
+		if (b->seal[i] && record_finish(b->seal[i], m->buf + GUE_OUTER_LEN,
+		    m->len - GUE_OUTER_LEN) != RECORD_OK) {
+			m->err = -ENOKEY;
+			continue;
+		}
+		if (k != i)
+			batch_swap(b, k, i);
+		k++;
+	}
+	return k;
+}
+
+/* Seal and send a batch: on the sending thread, or on the main loop. */
 static void
 batch_write(void *slot, void *arg)
 {
 	struct tx_batch *b = slot;
 
 	(void)arg;
-	tx_write(b->t, b->msgs, b->n);
+	tx_write(b->t, b->msgs, batch_seal(b));
 }
 
-/* worker_fn: a batch the sending thread is done with, on the main loop. */
+/* A batch that went out, on the main loop: account it and put its
+ * sealers (the last reference to a session's frees it, now that no
+ * thread can be using it). */
 static void
 batch_done(void *slot, void *arg)
 {
 	struct tx_batch *b = slot;
+	unsigned i;
 
 	(void)arg;
 	tx_account(b->t, b->msgs, b->peers, b->t->dtls ? b->ids : NULL, b->n);
+	for (i = 0; i < b->n; i++) {
+		record_sealer_put(b->seal[i]);
+		b->seal[i] = NULL;
+	}
 	b->n = 0;
 }
 
@@ -312,33 +370,31 @@ outq_flush(struct tx *x)
 	bool full = b->n == UDP_BATCH;
 	unsigned i, n = 0;
 
-	/* Close the gaps of withdrawn records (each entry keeps its buffer
-	 * pointer, so moving entries moves no bytes). */
+	/* Close the gaps of withdrawn records. */
 	for (i = 0; i < b->n; i++) {
 		if (b->withdrawn[i]) {
 			b->withdrawn[i] = false;
+			record_sealer_put(b->seal[i]);
+			b->seal[i] = NULL;
 			continue;
 		}
-		if (n != i) {
-			struct udp_msg m = b->msgs[n];
-
-			b->msgs[n] = b->msgs[i];
-			b->msgs[i] = m;
-			b->peers[n] = b->peers[i];
-			b->ids[n] = b->ids[i];
-		}
+		if (n != i)
+			batch_swap(b, n, i);
 		n++;
 	}
 	b->n = n;
 	if (!n)
 		return;
+	/* Sealing is part of sending: what the thread does for a batch it
+	 * has, the main loop does for one it sends itself, and only while
+	 * the thread has none (so a sealer is never used by both). */
 	if (x->worker && (full || !worker_reap(x->worker))) {
 		x->t->events[EVENT_SEND_THREAD_BATCHES]++;
 		x->out = worker_submit(x->worker);
 		return;
 	}
-	tx_send(x->t, b->msgs, b->peers, x->t->dtls ? b->ids : NULL, n);
-	b->n = 0;
+	batch_write(b, NULL);
+	batch_done(b, NULL);
 }
 
 static void
@@ -354,7 +410,8 @@ flush_cb(evutil_socket_t fd, short what, void *arg)
  * accounted to p (or nobody). */
 static void
 tx_queue_record(struct tx *x, uint64_t id, uint64_t wire_id, const uint8_t *rec, size_t len,
-    const union sockaddr_union *to, const struct ipaddr *local, struct peer *p, uint8_t tos)
+    const union sockaddr_union *to, const struct ipaddr *local, struct peer *p, uint8_t tos,
+    struct record_sealer *seal)
 {
 	struct tx_batch *b;
 	struct udp_msg *m;
@@ -380,12 +437,14 @@ tx_queue_record(struct tx *x, uint64_t id, uint64_t wire_id, const uint8_t *rec,
 		memset(&m->local, 0, sizeof(m->local));
 	m->tos = tos;
 	b->ids[b->n] = id;
+	b->seal[b->n] = seal ? record_sealer_get(seal) : NULL;
 	b->withdrawn[b->n] = false;
 	b->peers[b->n++] = p;
 }
 
 void
-tx_session_output(void *arg, const uint8_t *rec, size_t len, const union sockaddr_union *to)
+tx_session_output(void *arg, const uint8_t *rec, size_t len, const union sockaddr_union *to,
+    struct record_sealer *seal)
 {
 	struct session *s = arg;
 
@@ -395,7 +454,7 @@ tx_session_output(void *arg, const uint8_t *rec, size_t len, const union sockadd
 		return;
 	if (s->tx_to) {
 		tx_queue_record(s->t->tx, s->id, s->tx_to_id, rec, len, s->tx_to, s->tx_local,
-		    s->peer, 0);
+		    s->peer, 0, seal);
 		return;
 	}
 	/* A new address being validated, where the peer's newest records
@@ -405,19 +464,21 @@ tx_session_output(void *arg, const uint8_t *rec, size_t len, const union sockadd
 	    s->peer->cur == s && path_may_send(pp, GUE_OUTER_LEN + len)) {
 		path_charge(pp, GUE_OUTER_LEN + len);
 		tx_queue_record(s->t->tx, s->id, session_ids_wire(s, pp->wire_index), rec, len,
-		    &pp->addr, &pp->local, s->peer, s->tx_tos);
+		    &pp->addr, &pp->local, s->peer, s->tx_tos, seal);
 		return;
 	}
-	tx_queue_record(s->t->tx, s->id, s->wire_id, rec, len, to, &s->local, s->peer, s->tx_tos);
+	tx_queue_record(s->t->tx, s->id, s->wire_id, rec, len, to, &s->local, s->peer, s->tx_tos,
+	    seal);
 }
 
 void
-tx_listen_output(void *arg, const uint8_t *rec, size_t len, const union sockaddr_union *to)
+tx_listen_output(void *arg, const uint8_t *rec, size_t len, const union sockaddr_union *to,
+    struct record_sealer *seal)
 {
 	struct toud *t = arg;
 
 	/* No session's: 0 names none (session IDs are never 0). */
-	tx_queue_record(t->tx, 0, t->listen_id, rec, len, to, NULL, NULL, 0);
+	tx_queue_record(t->tx, 0, t->listen_id, rec, len, to, NULL, NULL, 0, seal);
 }
 
 void

@@ -119,6 +119,16 @@ worker_wait(struct worker *w)
 			eventfd_clear(w->done_fd);
 }
 
+void
+worker_drain(struct worker *w)
+{
+	struct pollfd pfd = { .fd = w->done_fd, .events = POLLIN };
+
+	while (!worker_reap(w))
+		if (poll(&pfd, 1, -1) > 0)
+			eventfd_clear(w->done_fd);
+}
+
 void *
 worker_slot(const struct worker *w)
 {

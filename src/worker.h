@@ -47,5 +47,7 @@ void *worker_submit(struct worker *w);
 /* Run done() on the slots the worker has finished; true when nothing
  * submitted is left in flight (a send made now would not overtake one). */
 bool worker_reap(struct worker *w);
+/* Wait until nothing submitted is left in flight, running done() on it. */
+void worker_drain(struct worker *w);
 
 #endif

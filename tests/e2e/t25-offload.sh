@@ -36,16 +36,20 @@ threads_on() {
 }
 
 # The data threads of NODE's toud: show's "threads" and the threads named
-# in /proc agree with E2E_THREADS (on: both, off: neither).
+# in /proc agree with E2E_THREADS (on: all, off: none).  With DTLS a third
+# thread opens the records.
 threads_check() {
-	local n=$1 tag=$2 want=false pid=${TOUD_PID[$1]} names
+	local n=$1 tag=$2 want=false pid=${TOUD_PID[$1]} names open=false count=2
 	threads_on && want=true
+	[ "$want" = true ] && [ "$E2E_ENCRYPTION" = dtls ] && open=true count=3
 	js=$(show_json "$n")
 	is "$(json_get "$js" interface.threads.udp_send)/$(json_get "$js" interface.threads.tun_write)" \
 	    "$want/$want" "$tag $n: show says the data threads run: $want (threads = $E2E_THREADS)"
-	names=$(cat /proc/"$pid"/task/*/comm | grep -c '^toud-\(send\|tun\)$')
+	is "$(json_get "$js" interface.threads.record_open)" "$open" \
+	    "$tag $n: show says the opening thread runs: $open"
+	names=$(cat /proc/"$pid"/task/*/comm | grep -c '^toud-\(send\|tun\|open\)$')
 	if [ "$want" = true ]; then
-		is "$names" 2 "$tag $n: toud-send and toud-tun run"
+		is "$names" "$count" "$tag $n: the $count data threads run"
 	else
 		is "$names" 0 "$tag $n: no data thread runs"
 	fi
@@ -54,15 +58,21 @@ threads_check() {
 # During the transfers bulk batches went to NODE's data threads (with
 # threads on), or none did (off): the events count the hand-overs.
 threads_worked() {
-	local n=$1 tag=$2 js send tun
+	local n=$1 tag=$2 js send tun open
 	js=$(show_json "$n")
 	send=$(json_get "$js" interface.events.send_thread_batches)
 	tun=$(json_get "$js" interface.events.tun_thread_batches)
+	open=$(json_get "$js" interface.events.open_thread_batches)
 	if threads_on; then
 		cmp_ok "$send" -gt 0 "$tag $n: batches went to the send thread ($send)"
 		cmp_ok "$tun" -gt 0 "$tag $n: batches went to the TUN thread ($tun)"
+		if [ "$E2E_ENCRYPTION" = dtls ]; then
+			cmp_ok "$open" -gt 0 "$tag $n: batches went to the opening thread ($open)"
+		else
+			is "$open" 0 "$tag $n: no opening thread without DTLS"
+		fi
 	else
-		is "$send/$tun" 0/0 "$tag $n: no batch went to a thread"
+		is "$send/$tun/$open" 0/0/0 "$tag $n: no batch went to a thread"
 	fi
 }
 

@@ -15,6 +15,7 @@
 #include <openssl/err.h>
 
 #include "dtls.h"
+#include "record.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -60,7 +61,8 @@ check(int cond)
 }
 
 static void
-q_out(void *arg, const uint8_t *rec, size_t len, const union sockaddr_union *to)
+q_out(void *arg, const uint8_t *rec, size_t len, const union sockaddr_union *to,
+    struct record_sealer *seal)
 {
 	struct queue *q = arg;
 	struct rec *r;
@@ -76,6 +78,8 @@ q_out(void *arg, const uint8_t *rec, size_t len, const union sockaddr_union *to)
 	r = &q->r[(q->head + q->n) % QMAX];
 	memcpy(r->b, rec, len);
 	r->len = len;
+	if (seal)
+		check(record_finish(seal, r->b, len) == RECORD_OK);
 	q->n++;
 }
 

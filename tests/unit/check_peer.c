@@ -12,12 +12,15 @@
  * our source address, a certificate that two peers' configurations accept,
  * the diagnosis of failed handshakes (no answer, a stuck cookie exchange,
  * no version or cipher suite in common), which peers a host change
- * concerns, path validation and session IDs that follow the path, and a
- * TUN that refuses merged packets (written segment by segment instead). */
+ * concerns, path validation and session IDs that follow the path, a
+ * TUN that refuses merged packets (written segment by segment instead),
+ * and records sealed on the sending thread and opened on the opening
+ * thread. */
 #include <check.h>
 #include <errno.h>
 #include <ftw.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,10 +75,16 @@ struct node {
 	struct outrec *out;
 	unsigned n_out;
 	int send_err;                   /* what the sink reports for every datagram */
+	/* With tx's sending thread: each call of the sink waits this long
+	 * (holding the thread), and counts the calls made off the main
+	 * thread. */
+	unsigned sink_delay_ms;
+	unsigned sink_off_main;
 };
 
 static char tmpdir[512];
 static uint64_t fake_now;
+static pthread_t main_thread;
 static struct node A, B;
 /* Deliver with the receiver's own address as the local one (as
  * IP_PKTINFO reports it), instead of none. */
@@ -94,6 +103,10 @@ sink(struct toud *t, struct udp_msg *msgs, unsigned n)
 	struct node *nd = t->sink_arg;
 	unsigned i;
 
+	if (!pthread_equal(pthread_self(), main_thread))
+		nd->sink_off_main++;
+	if (nd->sink_delay_ms)
+		usleep(nd->sink_delay_ms * 1000);
 	for (i = 0; i < n; i++) {
 		ck_assert_uint_lt(nd->n_out, OUT_MAX);
 		ck_assert_uint_le(msgs[i].len, sizeof(nd->out[0].buf));
@@ -226,6 +239,7 @@ setup(void)
 	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
 	fake_now = 1000000;
 	deliver_local = false;
+	main_thread = pthread_self();
 	node_keys(&A, "a");
 	node_keys(&B, "b");
 	node_start(&A, node_conf(&A, "10.77.0.1", "b", B.fp, "192.0.2.2", "10.77.0.2"),
@@ -1069,6 +1083,112 @@ START_TEST(ids_follow_the_path)
 }
 END_TEST
 
+/* The sending thread seals.  With A's thread started: batches of data
+ * records go to it; the session changes ID (its sequence number jumps)
+ * while records framed before are still on the thread; then the session
+ * is freed while a whole batch of its records waits behind another on the
+ * thread, and the thread seals them later with the session's sealer, kept
+ * by the batch's reference.  Every record reaches B's TUN authenticated
+ * and in order, and none was dropped for sealing. */
+START_TEST(send_thread_seals)
+{
+	struct peer *pa = peer_of(&A), *pb = peer_of(&B);
+	const unsigned n1 = UDP_BATCH + 30, n2 = 2 * UDP_BATCH;
+	unsigned i, k, sent;
+	uint64_t batches;
+
+	bring_up();
+	A.n_out = 0;
+	ck_assert_int_eq(tx_start_thread(A.t.tx), 0);
+	ck_assert(tx_threaded(A.t.tx));
+	/* A full batch goes to the thread, and the rest after it while the
+	 * thread is busy with the first. */
+	A.sink_delay_ms = 20;
+	for (i = 0; i < n1; i++)
+		tun_send(&A, true, 1000 + i);
+	event_base_loop(A.t.base, EVLOOP_NONBLOCK);
+	ck_assert_uint_eq(A.t.events[EVENT_SEND_THREAD_BATCHES], 2);
+	/* A's address changed while those records are on the thread. */
+	session_ids_use(pa->cur, session_ids_fresh(pa->cur));
+	for (i = 0; i < n1; i++)
+		tun_send(&A, true, 1000 + n1 + i);
+	for (k = 0; k < 4; k++)
+		event_base_loop(A.t.base, EVLOOP_NONBLOCK);
+	batches = A.t.events[EVENT_SEND_THREAD_BATCHES];
+	ck_assert_uint_ge(batches, 1);
+	/* Two full batches: the thread holds the first in the sink while
+	 * the second waits; the session goes meanwhile. */
+	A.sink_delay_ms = 50;
+	for (i = 0; i < n2; i++)
+		tun_send(&A, true, 1000 + 2 * n1 + i);
+	for (k = 0; k < 3; k++)
+		event_base_loop(A.t.base, EVLOOP_NONBLOCK);
+	ck_assert_uint_ge(A.t.events[EVENT_SEND_THREAD_BATCHES], batches + 2);
+	session_free(pa->cur);
+	ck_assert_ptr_null(pa->cur);
+	tx_flush_records(&A.t);         /* waits for the thread, and ends it */
+	ck_assert(!tx_threaded(A.t.tx));
+	ck_assert_uint_ge(A.sink_off_main, 3);
+	ck_assert_uint_eq(pa->drops[DROP_SEAL], 0);
+	sent = A.n_out;
+	ck_assert_uint_eq(sent, 2 * n1 + n2);
+	/* in rounds: B's TUN (a socket pair) holds a few hundred packets */
+	for (k = 0; k < sent; k += UDP_BATCH) {
+		unsigned end = k + UDP_BATCH < sent ? k + UDP_BATCH : sent;
+
+		deliver_range(&A, &B, k, end, NULL);
+		spin(&B);
+		for (i = k; i < end; i++)
+			ck_assert_int_eq(tun_recv(&B), 1000 + i);
+	}
+	ck_assert_int_eq(tun_recv(&B), -1);
+	ck_assert_uint_eq(pb->drops[DROP_BAD_RECORD], 0);
+}
+END_TEST
+
+/* B's opening thread: a bulk batch of records goes to it, with a copy of
+ * one made on the path; both copies pass the first look at the window,
+ * only one is accepted when the batch comes back.  Then B's session ends
+ * while a batch of its records is on the thread: they come back to no
+ * session and are counted, and the session's opener, kept by the batch,
+ * was still there to open them. */
+START_TEST(open_thread_accepts)
+{
+	struct peer *pb = peer_of(&B);
+	const unsigned n = 40;
+	unsigned i;
+
+	bring_up();
+	ck_assert_int_eq(rx_start_thread(B.t.rx), 0);
+	ck_assert(rx_opening_threaded(B.t.rx));
+	A.n_out = 0;
+	for (i = 0; i < n; i++)
+		tun_send(&A, true, 2000 + i);
+	spin(&A);
+	ck_assert_uint_eq(A.n_out, n);
+	A.out[A.n_out++] = A.out[5];
+	deliver_batch(&A, &B);
+	ck_assert_uint_eq(B.t.events[EVENT_OPEN_THREAD_BATCHES], 1);
+	rx_flush_records(&B.t);
+	for (i = 0; i < n; i++)
+		ck_assert_int_eq(tun_recv(&B), 2000 + i);
+	ck_assert_int_eq(tun_recv(&B), -1);
+	ck_assert_uint_eq(pb->drops[DROP_REPLAY], 1);
+	ck_assert_uint_eq(pb->drops[DROP_BAD_RECORD], 0);
+
+	A.n_out = 0;
+	for (i = 0; i < n; i++)
+		tun_send(&A, true, 3000 + i);
+	spin(&A);
+	deliver_batch(&A, &B);
+	ck_assert_uint_eq(B.t.events[EVENT_OPEN_THREAD_BATCHES], 2);
+	session_free(pb->cur);
+	rx_flush_records(&B.t);
+	ck_assert_uint_eq(B.t.drops[DROP_UNKNOWN_SESSION], n);
+	ck_assert_int_eq(tun_recv(&B), -1);
+}
+END_TEST
+
 /* An ID of the sequence that another session of this node already uses
  * is skipped: it stays the other session's, and a fresh ID passes over
  * it. */
@@ -1839,6 +1959,8 @@ peer_suite(void)
 	tcase_add_test(tc, cert_matches_two_peers);
 	tcase_add_test(tc, max_age_both_roles);
 	tcase_add_test(tc, tun_refuses_merged);
+	tcase_add_test(tc, send_thread_seals);
+	tcase_add_test(tc, open_thread_accepts);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -5,8 +5,10 @@
  * forced through the cipher list.  The records OpenSSL itself seals are
  * the known answers: record.c, keyed from the same handshake, must open
  * them (both directions), and OpenSSL must open what record.c seals.  Then
- * tampered records, the replay window at its edges, and the end of the
- * sequence space. */
+ * tampered records, the replay window at its edges, the end of the
+ * sequence space, sealing in two steps (framed, then finished out of
+ * order by a sealer that outlives its direction) and opening in three
+ * (checked, unsealed, accepted). */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -677,6 +679,123 @@ START_TEST(jump)
 }
 END_TEST
 
+/* Sealing in two steps, as the daemon does it (framed on the main loop,
+ * encrypted on the sending thread): records finished out of order, after
+ * a jump, with one framed record never finished, and after the direction
+ * itself was freed (the sealer lives on by its reference), all open; with
+ * AES-GCM each carries the nonce it was framed with. */
+START_TEST(frame_then_finish)
+{
+	const struct suite_case *sc = &cases[_i];
+	const uint64_t nonce0 = 77;
+	static const size_t order[] = { 3, 0, 2 };
+	uint8_t msg[4][150], rec[4][RECMAX], out[RECMAX];
+	struct record_msg m[4];
+	struct record_sealer *seal;
+	struct record_tx tx;
+	struct record_rx rx;
+	struct pair p;
+	size_t k, i;
+
+	pair_up(&p, sc);
+	ck_assert_int_eq(record_tx_init(&tx, &p.ck, 1, RECORD_SEQ_START, nonce0), 0);
+	for (i = 0; i < 4; i++) {
+		if (i == 2)
+			ck_assert_int_eq(record_tx_jump(&tx, 1000), 0);
+		fill(msg[i], sizeof(msg[i]), (unsigned)(10 + i));
+		m[i] = (struct record_msg){ .in = msg[i], .in_len = sizeof(msg[i]), .out = rec[i],
+		    .out_cap = RECMAX };
+		ck_assert_int_eq(record_frame(&tx, &m[i]), RECORD_OK);
+		ck_assert_uint_eq(m[i].out_len, sizeof(msg[i]) + sc->overhead);
+	}
+	ck_assert_uint_eq(m[3].seq, (uint64_t)1 << 48 | (RECORD_SEQ_START + 1003));
+	seal = record_sealer_get(tx.sealer);
+	record_tx_free(&tx);
+	for (k = 0; k < ARRAY_SIZE(order); k++) {
+		struct record_msg o;
+
+		i = order[k];
+		ck_assert_int_eq(record_finish(seal, rec[i], m[i].out_len), RECORD_OK);
+		if (record_prefix(p.cipher) > RECORD_HDR)
+			ck_assert_uint_eq(get64(rec[i] + RECORD_HDR), nonce0 + i + (i >= 2) * 1000);
+		/* a receiver of its own for each: the window is not the point */
+		ck_assert_int_eq(record_rx_init(&rx, &p.ck, 1), 0);
+		o = (struct record_msg){ .in = rec[i], .in_len = m[i].out_len, .out = out,
+		    .out_cap = sizeof(out) };
+		ck_assert_uint_eq(record_open(&rx, &o, 1), 1);
+		ck_assert_uint_eq(o.seq, m[i].seq);
+		ck_assert_mem_eq(out, msg[i], sizeof(msg[i]));
+		record_rx_free(&rx);
+	}
+	/* OpenSSL agrees on the newest */
+	ck_assert_int_eq(BIO_write(p.s_in, rec[3], (int)m[3].out_len), (int)m[3].out_len);
+	ck_assert_int_eq(SSL_read(p.s, out, sizeof(out)), (int)sizeof(msg[3]));
+	ck_assert_mem_eq(out, msg[3], sizeof(msg[3]));
+	/* a record whose length field lies is not sealed */
+	ck_assert_int_eq(record_finish(seal, rec[1], m[1].out_len - 1), RECORD_ERR_MALFORMED);
+	record_sealer_put(seal);
+	pair_free(&p);
+	ck_assert_uint_eq(ERR_peek_error(), 0);
+}
+END_TEST
+
+/* Opening in three steps, as the daemon does it (checked and accepted on
+ * the main loop, unsealed on the opening thread): two copies of a record
+ * both pass the check before either is accepted, and only the first is;
+ * a forged one is counted as failed when accepted; the opener outlives
+ * its direction. */
+START_TEST(open_in_steps)
+{
+	const struct suite_case *sc = &cases[_i];
+	uint8_t msg[120], rec[3][RECMAX];
+	struct record_msg m;
+	struct record_opener *op;
+	struct record_tx tx;
+	struct record_rx rx;
+	struct pair p;
+	uint64_t seq[3];
+	size_t pre = sc->overhead - RECORD_TAG, k;
+
+	pair_up(&p, sc);
+	ck_assert_int_eq(record_tx_init(&tx, &p.ck, 1, RECORD_SEQ_START, 5), 0);
+	ck_assert_int_eq(record_rx_init(&rx, &p.ck, 1), 0);
+	fill(msg, sizeof(msg), 9);
+	m = (struct record_msg){ .in = msg, .in_len = sizeof(msg), .out = rec[0], .out_cap = RECMAX };
+	ck_assert_uint_eq(record_seal(&tx, &m, 1), 1);
+	memcpy(rec[1], rec[0], m.out_len);              /* a copy */
+	memcpy(rec[2], rec[0], m.out_len);
+	rec[2][m.out_len - 1] ^= 1;                     /* a forgery */
+	for (k = 0; k < 3; k++)
+		ck_assert_int_eq(record_check(&rx, rec[k], m.out_len, &seq[k]), RECORD_OK);
+	ck_assert_uint_eq(seq[0], m.seq);
+	op = record_opener_get(rx.opener);
+	for (k = 0; k < 3; k++)
+		ck_assert_int_eq(record_unseal(op, seq[k], rec[k] + RECORD_HDR,
+		    m.out_len - RECORD_HDR), k < 2 ? RECORD_OK : RECORD_ERR_AUTH);
+	ck_assert_mem_eq(rec[0] + pre, msg, sizeof(msg));
+	ck_assert_uint_eq(rx.opened + rx.failed, 0);    /* unsealing counts nothing */
+	ck_assert_int_eq(record_accept(&rx, seq[0], RECORD_OK), RECORD_OK);
+	ck_assert_int_eq(record_accept(&rx, seq[1], RECORD_OK), RECORD_ERR_DUP);
+	ck_assert_int_eq(record_accept(&rx, seq[2], RECORD_ERR_AUTH), RECORD_ERR_AUTH);
+	ck_assert_uint_eq(rx.opened, 1);
+	ck_assert_uint_eq(rx.failed, 1);
+	/* the window refuses a third copy at the check */
+	ck_assert_int_eq(record_check(&rx, rec[1], m.out_len, &seq[1]), RECORD_ERR_DUP);
+	ck_assert_int_eq(record_check(&rx, rec[1], m.out_len - 1, &seq[1]), RECORD_ERR_MALFORMED);
+	record_rx_free(&rx);
+	/* the opener lives on by its reference */
+	m = (struct record_msg){ .in = msg, .in_len = sizeof(msg), .out = rec[0], .out_cap = RECMAX };
+	ck_assert_uint_eq(record_seal(&tx, &m, 1), 1);
+	ck_assert_int_eq(record_unseal(op, m.seq, rec[0] + RECORD_HDR, m.out_len - RECORD_HDR),
+	    RECORD_OK);
+	ck_assert_mem_eq(rec[0] + pre, msg, sizeof(msg));
+	record_opener_put(op);
+	record_tx_free(&tx);
+	pair_free(&p);
+	ck_assert_uint_eq(ERR_peek_error(), 0);
+}
+END_TEST
+
 START_TEST(ciphers)
 {
 	struct record_keys a, b;
@@ -716,6 +835,8 @@ main(void)
 	tcase_add_loop_test(kat, tampered, 0, n);
 	tcase_add_loop_test(kat, batch, 0, n);
 	tcase_add_loop_test(kat, jump, 0, n);
+	tcase_add_loop_test(kat, frame_then_finish, 0, n);
+	tcase_add_loop_test(kat, open_in_steps, 0, n);
 	tcase_add_test(kat, ciphers);
 	tcase_add_test(kat, rfc_vectors);
 	tcase_set_timeout(kat, 60);

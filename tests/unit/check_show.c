@@ -311,7 +311,7 @@ START_TEST(no_peers_no_drops)
 	    "    \"encryption\": \"dtls\",\n"
 	    "    \"offload\": {\"tun_tso\": true, \"udp_gso\": false, \"udp_gro\": true, "
 	    "\"tun_coalesce\": false},\n"
-	    "    \"threads\": {\"udp_send\": false, \"tun_write\": false},\n"
+	    "    \"threads\": {\"udp_send\": false, \"tun_write\": false, \"record_open\": false},\n"
 	    "    \"drops\": {},\n"
 	    "    \"events\": {},\n"
 	    "    \"sessions\": 0,\n"
@@ -331,7 +331,7 @@ START_TEST(no_peers_no_drops)
 	    "  mtu: 1380\n"
 	    "  encryption: dtls\n"
 	    "  offload: tun-tso on, udp-gso off, udp-gro on, tun-coalesce off\n"
-	    "  threads: udp-send off, tun-write off\n");
+	    "  threads: udp-send off, tun-write off, record-open off\n");
 	free(s);
 	ck_assert_ptr_null(show_render(&f.t, "bob", false));
 	ck_assert_int_eq(errno, ENOENT);
