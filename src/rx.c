@@ -7,8 +7,12 @@
  * With DTLS this file owns the whole demux: outer GUE header, prefilter,
  * session lookup; an unknown ID goes to handshake_listen(), a known one to
  * session_open(), and rx.c acts on what it reports (data to the TUN,
- * handshake progress, completion, failure, close).  Every RX drop is
- * counted here.  A wake-up reads at most RX_ROUNDS batches.
+ * handshake progress, completion, failure, close).  toud's own data
+ * records of an established session take another way: checked against the
+ * replay window here, opened in batches by rxopen.c (on the opening
+ * thread, which has this direction's other threading model), and accepted
+ * here when they come back (rx_opened).  Every RX drop is counted here.
+ * A wake-up reads at most RX_ROUNDS batches.
  *
  * Each buffer keeps RX_HEADROOM bytes in front of the datagram so the inner
  * IP header of a compact TOU segment is rebuilt in place.

@@ -6,9 +6,13 @@
  * Each TUN buffer has TX_HEADROOM bytes in front of the packet, so the
  * 4-byte GUE word of compact TOU is written over the end of the inner IP
  * header that is being dropped: with encryption = none the packet leaves
- * from that buffer.  With DTLS, OpenSSL (or the record layer) writes the
- * record, and tx_queue_record() copies it once into the output queue, the
- * price of batching with sendmmsg.
+ * from that buffer.  With DTLS the record layer frames the record (numbers
+ * it and lays it out: record_frame()) and tx_queue_record() copies it once
+ * into the output queue, the price of batching with sendmmsg; OpenSSL's
+ * own records (handshake, alerts) come sealed.  toud's records are
+ * encrypted in place only where the batch is sent (batch_seal()), with a
+ * reference to their session's sealer that the batch puts when it is back:
+ * a session may end while its records are on the thread.
  *
  * The output queue is a batch of datagrams, flushed in one place,
  * outq_flush(): from a deferred event that runs once the current callback
@@ -18,9 +22,11 @@
  *
  * Threads (threads = on, or auto with more than two CPUs): a full batch,
  * or any batch while an earlier one is still going out, is handed to the
- * sending thread (worker.h), which makes the sendmmsg calls and nothing
- * else; each batch is accounted (bytes, drops, a vanished source address)
- * back on the main loop, the one writer of peer state.  A batch that is
+ * sending thread (worker.h), which seals its records and makes the
+ * sendmmsg calls, and nothing else; each batch is accounted (bytes, drops,
+ * a vanished source address) back on the main loop, the one writer of peer
+ * state.  The main loop seals a batch itself only while the thread has
+ * none, so a sealer is never used by two threads at once.  A batch that is
  * not full and finds the thread idle is sent at once from the main loop:
  * a lone packet (ping, a request) pays no thread wake-up.  Control
  * messages with encryption = none leave at once too (nothing orders them
@@ -787,7 +793,7 @@ tx_threaded(const struct tx *x)
 void
 tx_free(struct tx *x)
 {
-	unsigned k;
+	unsigned k, i;
 
 	if (!x)
 		return;
@@ -797,8 +803,11 @@ tx_free(struct tx *x)
 	if (x->ev_flush)
 		event_free(x->ev_flush);
 	free(x->mem);
-	for (k = 0; k < TX_BATCHES; k++)
+	for (k = 0; k < TX_BATCHES; k++) {
+		for (i = 0; i < x->batches[k].n; i++)
+			record_sealer_put(x->batches[k].seal[i]);
 		free(x->batches[k].mem);
+	}
 	ratelimit_free(x->too_big_rl);
 	free(x->super);
 	free(x);

@@ -1,19 +1,22 @@
-/* worker.h - an output thread fed through a ring of batches.
+/* worker.h - a data thread fed through a ring of batches.
  *
  * Threading model.  The main loop is the one writer of the daemon's state:
- * peers, sessions, timers, counters.  A worker is one more thread that only
- * makes one kind of system call on batches the main loop has filled (tx.c:
- * the UDP sends; tunout.c: the TUN writes), so that the kernel's work
- * behind those calls (over a veth or a TUN, the whole receive path of the
- * other side) runs beside the main loop instead of inside it.
+ * peers, sessions, timers, counters, sequence numbers and replay windows.
+ * A worker is one more thread that does the costly, stateless part of a
+ * batch the main loop has filled: the cipher and the system call (tx.c:
+ * seal and send; rxopen.c: open; tunout.c: write to the TUN), so that the
+ * AEAD and the kernel's work behind those calls (over a veth or a TUN, the
+ * whole receive path of the other side) run beside the main loop instead
+ * of inside it.
  *
  * The ring holds n batches ("slots") that the caller allocated.  The main
  * loop fills the current slot and hands it over with worker_submit(); from
  * then until it is finished the slot is the worker's, and work() may touch
  * only that slot, what stays fixed while the worker lives (the file
- * descriptors), and what its user keeps for it alone (tunout.c's segment
- * buffer, which the main loop uses only while nothing is in flight; udp.c's
- * atomic GSO switch).  Finished slots come back to the main loop in order:
+ * descriptors), and what its user keeps for it alone while a batch is in
+ * flight (the cipher contexts of the sealers and openers the batch holds
+ * references to, and tunout.c's segment buffer, which the main loop uses
+ * only while nothing is in flight; udp.c's atomic GSO switch).  Finished slots come back to the main loop in order:
  * it runs done() on each (the accounting), from a libevent callback, so no
  * counter or peer state is written by the worker.  The two counters,
  * submitted and finished, are each written by one side with release and

@@ -21,6 +21,7 @@
 #include <ftw.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,7 +79,7 @@ struct node {
 	/* With tx's sending thread: each call of the sink waits this long
 	 * (holding the thread), and counts the calls made off the main
 	 * thread. */
-	unsigned sink_delay_ms;
+	atomic_uint sink_delay_ms;      /* set while the thread may read it */
 	unsigned sink_off_main;
 };
 
@@ -105,8 +106,8 @@ sink(struct toud *t, struct udp_msg *msgs, unsigned n)
 
 	if (!pthread_equal(pthread_self(), main_thread))
 		nd->sink_off_main++;
-	if (nd->sink_delay_ms)
-		usleep(nd->sink_delay_ms * 1000);
+	if (atomic_load(&nd->sink_delay_ms))
+		usleep(atomic_load(&nd->sink_delay_ms) * 1000);
 	for (i = 0; i < n; i++) {
 		ck_assert_uint_lt(nd->n_out, OUT_MAX);
 		ck_assert_uint_le(msgs[i].len, sizeof(nd->out[0].buf));
@@ -1103,7 +1104,7 @@ START_TEST(send_thread_seals)
 	ck_assert(tx_threaded(A.t.tx));
 	/* A full batch goes to the thread, and the rest after it while the
 	 * thread is busy with the first. */
-	A.sink_delay_ms = 20;
+	atomic_store(&A.sink_delay_ms, 20);
 	for (i = 0; i < n1; i++)
 		tun_send(&A, true, 1000 + i);
 	event_base_loop(A.t.base, EVLOOP_NONBLOCK);
@@ -1118,7 +1119,7 @@ START_TEST(send_thread_seals)
 	ck_assert_uint_ge(batches, 1);
 	/* Two full batches: the thread holds the first in the sink while
 	 * the second waits; the session goes meanwhile. */
-	A.sink_delay_ms = 50;
+	atomic_store(&A.sink_delay_ms, 50);
 	for (i = 0; i < n2; i++)
 		tun_send(&A, true, 1000 + 2 * n1 + i);
 	for (k = 0; k < 3; k++)
