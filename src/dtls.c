@@ -6,6 +6,7 @@
  * output callback.  Peers are authenticated by the SHA-256 of their public
  * key (or a CA, through the authorize callback); there is no chain building
  * for self-signed certificates. */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -790,8 +791,12 @@ out:
 	return res;
 }
 
-int
-dtls_sess_seal(struct dtls_sess *s, const uint8_t *in, size_t len)
+static_assert(DTLS_SEAL_HEADROOM == RECORD_HDR + RECORD_GCM_EXPLICIT &&
+    DTLS_SEAL_TAILROOM == RECORD_TAG, "dtls.h's room for in-place records");
+
+/* Frame in into out (NULL: the session's own buffer) and hand it over. */
+static int
+sess_seal(struct dtls_sess *s, const uint8_t *in, size_t len, uint8_t *out)
 {
 	struct record_msg m = { .in = in, .in_len = len };
 
@@ -801,12 +806,26 @@ dtls_sess_seal(struct dtls_sess *s, const uint8_t *in, size_t len)
 		return -EINVAL;
 	if (len > RECORD_MAX_PLAIN || len + record_overhead(s->tx.cipher) > s->c->link_mtu)
 		return -EMSGSIZE;
-	m.out = s->txbuf;
-	m.out_cap = s->c->link_mtu;
+	m.out = out ? out : s->txbuf;
+	m.out_cap = out ? len + record_overhead(s->tx.cipher) : s->c->link_mtu;
 	if ((m.status = record_frame(&s->tx, &m)) != RECORD_OK)
 		return m.status == RECORD_ERR_EXHAUSTED ? -ENOSPC : -EIO;
-	s->out(s->out_arg, s->txbuf, m.out_len, &s->peer, s->tx.sealer);
+	s->out(s->out_arg, m.out, m.out_len, &s->peer, s->tx.sealer);
 	return 0;
+}
+
+int
+dtls_sess_seal(struct dtls_sess *s, const uint8_t *in, size_t len)
+{
+	return sess_seal(s, in, len, NULL);
+}
+
+int
+dtls_sess_seal_in_place(struct dtls_sess *s, uint8_t *in, size_t len)
+{
+	if (!s->rec_on)
+		return -ENOTCONN;
+	return sess_seal(s, in, len, in - record_prefix(s->tx.cipher));
 }
 
 int

@@ -108,6 +108,12 @@ size_t dtls_sess_data_prefix(const struct dtls_sess *s);
  * handshake completed, -EMSGSIZE beyond the link MTU, -ENOSPC when the
  * epoch has no sequence number left). */
 int dtls_sess_seal(struct dtls_sess *s, const uint8_t *in, size_t len);
+/* The same, the record framed around in itself (no copy): in has
+ * DTLS_SEAL_HEADROOM bytes free in front of it and DTLS_SEAL_TAILROOM
+ * behind. */
+#define DTLS_SEAL_HEADROOM 21          /* record header, AES-GCM explicit nonce */
+#define DTLS_SEAL_TAILROOM 16          /* the tag */
+int dtls_sess_seal_in_place(struct dtls_sess *s, uint8_t *in, size_t len);
 /* Application data after the handshake: type-23 records of the data epoch
  * are sealed and opened by record.c with the handshake's key block, and
  * only handshake and alert records go through OpenSSL (record.h).  The

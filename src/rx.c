@@ -390,12 +390,30 @@ rx_dtls(struct rx *x, struct udp_msg *m, uint64_t now)
 	/* toud's own data records of an established session are opened in
 	 * batches (rxopen.c), maybe on the opening thread: checked against
 	 * the window now, accepted when they come back (rx_opened). */
-	if (ctype == RECORD_TYPE_APPDATA && x->open && (rrx = session_record_rx(s)) &&
-	    record_check(rrx, rec, rlen, &seq) == RECORD_OK) {
-		if (rxopen_add(x->open, m, GUE_OUTER_LEN, rrx->opener, s->id, index, seq))
+	if (ctype == RECORD_TYPE_APPDATA && x->open && (rrx = session_record_rx(s))) {
+		switch (record_check(rrx, rec, rlen, &seq)) {
+		case RECORD_OK:
+			if (rxopen_add(x->open, m, GUE_OUTER_LEN, rrx->opener, s->id, index, seq))
+				return;
+			break;          /* larger than a batch takes: opened below */
+		case RECORD_ERR_DUP:
+			count_drop(t, s->peer, DROP_REPLAY, 1);
 			return;
-		/* Larger than the batches take (a peer with a larger MTU):
-		 * opened here, once everything before it is back. */
+		case RECORD_ERR_OLD:
+			count_drop(t, s->peer, DROP_REPLAY_OLD, 1);
+			return;
+		case RECORD_ERR_MALFORMED:
+			count_drop(t, s->peer, DROP_BAD_RECORD, 1);
+			return;
+		default:
+			break;          /* another epoch's: OpenSSL's */
+		}
+	}
+	/* Anything else of a session is done at once (handshake messages,
+	 * alerts, a record larger than a batch takes): the records queued
+	 * before it come first, so a close_notify does not overtake the
+	 * data sent before it. */
+	if (x->open && rxopen_pending(x->open)) {
 		rxopen_drain(x->open);
 		if (!(s = session_find(t, id, &index))) {
 			t->drops[DROP_UNKNOWN_SESSION]++;

@@ -53,5 +53,8 @@ bool rxopen_add(struct rxopen *o, const struct udp_msg *m, size_t off,
 void rxopen_flush(struct rxopen *o);
 /* Flush and wait until every record is back (and the thread has none). */
 void rxopen_drain(struct rxopen *o);
+/* Whether records are queued or being opened (those finished are handed
+ * back first). */
+bool rxopen_pending(struct rxopen *o);
 
 #endif

@@ -393,10 +393,17 @@ session_data_prefix(const struct session *s)
 int
 session_seal(struct session *s, const uint8_t *payload, size_t len, uint8_t tos)
 {
+	return session_seal_in(s, (uint8_t *)(uintptr_t)payload, len, tos, false);
+}
+
+int
+session_seal_in(struct session *s, uint8_t *payload, size_t len, uint8_t tos, bool in_place)
+{
 	int rc;
 
 	s->tx_tos = tos;
-	rc = dtls_sess_seal(s->dtls, payload, len);
+	rc = in_place ? dtls_sess_seal_in_place(s->dtls, payload, len) :
+	    dtls_sess_seal(s->dtls, payload, len);
 	s->tx_tos = 0;
 	if (rc == 0)
 		s->bytes += len;

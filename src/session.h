@@ -165,6 +165,11 @@ void session_opened(struct session *s, size_t len, uint64_t now);
 /* Seal one inner payload; the record leaves through the session's output
  * callback before this returns.  0 or -errno. */
 int session_seal(struct session *s, const uint8_t *payload, size_t len, uint8_t tos);
+/* The same; with in_place the record is framed around the payload itself,
+ * which has DTLS_SEAL_HEADROOM bytes free in front and DTLS_SEAL_TAILROOM
+ * behind (dtls.h). */
+int session_seal_in(struct session *s, uint8_t *payload, size_t len, uint8_t tos,
+    bool in_place);
 /* The same, to another address than the session's (a path challenge or
  * response). */
 int session_seal_to(struct session *s, const uint8_t *payload, size_t len,

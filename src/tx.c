@@ -45,6 +45,7 @@
  * headers and checksums, and every segment then goes the way of a packet
  * read by itself.  Equal-size records to one peer leave in one UDP GSO send
  * (udp.c).  A super-packet counts as one read. */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,7 @@
 #include <event2/event.h>
 
 #include "conf.h"
+#include "dtls.h"
 #include "gue.h"
 #include "handshake.h"
 #include "log.h"
@@ -72,6 +74,11 @@
 #include "worker.h"
 
 #define TX_HEADROOM 64
+#define TX_TAILROOM 64      /* a TUN read may be this much over the MTU (too big) */
+/* A TUN packet's record is framed in its buffer: the outer GUE header and
+ * the record's own go in front, the tag behind. */
+static_assert(TX_HEADROOM >= GUE_OUTER_LEN + DTLS_SEAL_HEADROOM &&
+    TX_TAILROOM >= DTLS_SEAL_TAILROOM, "room for a record around a TUN packet");
 #define TX_BATCHES 4         /* output batches: one filled, the rest in flight */
 #define TX_ROUNDS 1          /* batches per wake-up before yielding to the loop */
 /* ICMP too-big replies: per source of the oversize packets, 10 a second
@@ -106,7 +113,6 @@ struct tx {
 	size_t buf_size;                   /* a TUN packet with its headroom */
 	size_t rec_size;                   /* a framed record */
 	size_t stride;                     /* a batch buffer: the larger of the two */
-	uint8_t *mem;                      /* DTLS: the TUN packet being sealed */
 	uint8_t *super;                    /* vnet TUN: one read, OFFLOAD_MAX_PKT bytes */
 	struct tx_batch batches[TX_BATCHES];
 	struct tx_batch *out;              /* the batch being filled */
@@ -433,8 +439,14 @@ tx_queue_record(struct tx *x, uint64_t id, uint64_t wire_id, const uint8_t *rec,
 		event_active(x->ev_flush, EV_TIMEOUT, 0);
 	m = &b->msgs[b->n];
 	m->buf = b->mem + (size_t)b->n * x->stride;
+	/* A record framed in this very buffer (a TUN packet's) stays where
+	 * it is if it fits; any other is copied in (memmove: it may be
+	 * this buffer's). */
+	if (rec >= m->buf + GUE_OUTER_LEN && rec + len <= m->buf + x->stride)
+		m->buf = (uint8_t *)(uintptr_t)rec - GUE_OUTER_LEN;
+	else
+		memmove(m->buf + GUE_OUTER_LEN, rec, len);
 	gue_outer_encode(m->buf, wire_id);
-	memcpy(m->buf + GUE_OUTER_LEN, rec, len);
 	m->len = GUE_OUTER_LEN + len;
 	m->peer = *to;
 	if (local && local->family)
@@ -526,7 +538,8 @@ tx_forget_peer(struct tx *x, const struct peer *p)
 /* Seal an inner payload to p on the session it sends on, or hold it while
  * the handshake runs (bounded; the oldest is dropped and counted). */
 static void
-tx_seal(struct peer *p, const uint8_t *payload, size_t len, uint8_t tos, bool data, uint64_t now)
+tx_seal(struct peer *p, uint8_t *payload, size_t len, uint8_t tos, bool data, bool in_place,
+    uint64_t now)
 {
 	struct session *s = p->cur;
 
@@ -537,7 +550,7 @@ tx_seal(struct peer *p, const uint8_t *payload, size_t len, uint8_t tos, bool da
 			log_debug_rl("peer \"%s\": cannot start a handshake", p->name);
 		return;
 	}
-	if (session_seal(s, payload, len, tos) < 0) {
+	if (session_seal_in(s, payload, len, tos, in_place) < 0) {
 		p->drops[DROP_SEAL]++;
 		return;
 	}
@@ -567,16 +580,17 @@ tx_send_staged(struct peer *p)
 	uint8_t tos;
 
 	while (p->cur && peer_pending_pop(p, &payload, &len, &tos))
-		tx_seal(p, payload, len, tos, true, now);
+		tx_seal(p, (uint8_t *)(uintptr_t)payload, len, tos, true, false, now);
 }
 
-/* Where the next TUN packet goes (TX_HEADROOM bytes in): with DTLS the one
- * buffer it is sealed from, without it the next buffer of the batch. */
+/* Where the next TUN packet goes (TX_HEADROOM bytes in): the next buffer
+ * of the batch.  There it is framed, and with DTLS its record is framed
+ * around it (tx_queue_record() finds it in place). */
 static uint8_t *
 tx_inbuf(struct tx *x)
 {
-	if (x->t->dtls)
-		return x->mem;
+	if (x->out->n == UDP_BATCH)
+		outq_flush(x);
 	return x->out->mem + (size_t)x->out->n * x->stride;
 }
 
@@ -594,7 +608,9 @@ tx_packet(struct tx *x, size_t len, uint64_t now)
 	if (!(p = tx_frame(t, tx_inbuf(x), len, m)))
 		return;
 	if (t->dtls) {
-		tx_seal(p, m->buf, m->len, m->tos, true, now);
+		/* TX_HEADROOM leaves room for the outer GUE header and the
+		 * record's in front, the buffer's end for the tag. */
+		tx_seal(p, m->buf, m->len, m->tos, true, true, now);
 		return;
 	}
 	peer_timers_data_sent(p, now);
@@ -715,7 +731,7 @@ tx_control(struct toud *t, struct peer *p, uint8_t ctype, const void *body, size
 	if (ctype == GUE_CTYPE_KEEPALIVE)
 		p->events[EVENT_KEEPALIVE_SENT]++;
 	if (t->dtls) {
-		tx_seal(p, buf, GUE_WORD_LEN + len, 0, false, now);
+		tx_seal(p, buf, GUE_WORD_LEN + len, 0, false, false, now);
 		return 0;
 	}
 	m.len = GUE_WORD_LEN + len;
@@ -744,10 +760,9 @@ tx_new(struct toud *t)
 	x->too_big_rl = ratelimit_new(TX_TOO_BIG_SOURCES, TX_TOO_BIG_RATE, TX_TOO_BIG_BURST,
 	    secret);
 	explicit_bzero(secret, sizeof(secret));
-	x->buf_size = TX_HEADROOM + t->tun_mtu + 64;
+	x->buf_size = TX_HEADROOM + t->tun_mtu + TX_TAILROOM;
 	x->rec_size = GUE_OUTER_LEN + t->conf->iface.path_mtu;
 	x->stride = x->buf_size > x->rec_size ? x->buf_size : x->rec_size;
-	x->mem = malloc(x->buf_size);
 	for (k = 0; k < TX_BATCHES; k++) {
 		x->batches[k].t = t;
 		ok = ok && (x->batches[k].mem = malloc(x->stride * UDP_BATCH));
@@ -760,7 +775,7 @@ tx_new(struct toud *t)
 	}
 	x->ev = event_new(t->base, t->tun->fd, EV_READ | EV_PERSIST, tx_readable, x);
 	x->ev_flush = event_new(t->base, -1, 0, flush_cb, x);
-	if (!ok || !x->mem || !x->ev || !x->ev_flush || !x->too_big_rl || event_add(x->ev, NULL) < 0) {
+	if (!ok || !x->ev || !x->ev_flush || !x->too_big_rl || event_add(x->ev, NULL) < 0) {
 		tx_free(x);
 		errno = ENOMEM;
 		return NULL;
@@ -802,7 +817,6 @@ tx_free(struct tx *x)
 		event_free(x->ev);
 	if (x->ev_flush)
 		event_free(x->ev_flush);
-	free(x->mem);
 	for (k = 0; k < TX_BATCHES; k++) {
 		for (i = 0; i < x->batches[k].n; i++)
 			record_sealer_put(x->batches[k].seal[i]);
