@@ -33,8 +33,9 @@ struct record_sealer;
 /* One datagram (exactly one record) to send to `to`.  seal is NULL for a
  * record ready to go (OpenSSL's: handshake, alerts); else the record is
  * framed but not yet encrypted (record_frame()), and must be finished with
- * record_finish(seal, ...) before it leaves, from a copy: rec is only
- * valid during the call, and so is seal unless the callee takes a
+ * record_finish(seal, ...) before it leaves.  rec is valid during the call
+ * only (the callee copies it) unless it lies in the callee's own buffer
+ * (dtls_sess_seal_in_place()); seal too, unless the callee takes a
  * reference (record_sealer_get()). */
 typedef void dtls_output_fn(void *arg, const uint8_t *rec, size_t len,
     const union sockaddr_union *to, struct record_sealer *seal);
@@ -103,10 +104,10 @@ enum dtls_result dtls_sess_input(struct dtls_sess *s, const uint8_t *rec, size_t
  * else 0.  Such a record may be opened in place: out = rec + this, cap =
  * len - this.  Other records need an out of their own. */
 size_t dtls_sess_data_prefix(const struct dtls_sess *s);
-/* Frame one plaintext datagram as a record; it leaves through the output
- * callback, to be encrypted there (dtls_output_fn), before this returns.  0 or -errno (-ENOTCONN before the
- * handshake completed, -EMSGSIZE beyond the link MTU, -ENOSPC when the
- * epoch has no sequence number left). */
+/* Frame one plaintext datagram as a record and hand it to the output
+ * callback, which has it encrypted (dtls_output_fn), before this returns.
+ * 0 or -errno (-ENOTCONN before the handshake completed, -EMSGSIZE beyond
+ * the link MTU, -ENOSPC when the epoch has no sequence number left). */
 int dtls_sess_seal(struct dtls_sess *s, const uint8_t *in, size_t len);
 /* The same, the record framed around in itself (no copy): in has
  * DTLS_SEAL_HEADROOM bytes free in front of it and DTLS_SEAL_TAILROOM

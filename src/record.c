@@ -214,8 +214,10 @@ record_tx_init(struct record_tx *tx, const struct record_keys *k, uint16_t epoch
 	struct record_sealer *s;
 
 	memset(tx, 0, sizeof(*tx));
-	if (first_seq > RECORD_SEQ_MAX || (s = OPENSSL_zalloc(sizeof(*s))) == NULL)
+	if (first_seq > RECORD_SEQ_MAX)
 		return -EINVAL;
+	if ((s = OPENSSL_zalloc(sizeof(*s))) == NULL)
+		return -ENOMEM;
 	s->refs = 1;
 	tx->sealer = s;
 	if ((s->ctx = ctx_new(k, 1)) == NULL)
@@ -225,6 +227,18 @@ record_tx_init(struct record_tx *tx, const struct record_keys *k, uint16_t epoch
 	tx->epoch = epoch;
 	tx->seq = first_seq;
 	tx->nonce = first_nonce;
+	if (is_gcm(k->cipher)) {
+		/* salt | first nonce_explicit; the cipher counts up from it */
+		uint8_t iv[NONCE_LEN];
+
+		nonce_make(k->iv, first_nonce, iv);
+		if (EVP_CIPHER_CTX_ctrl(s->ctx, EVP_CTRL_GCM_SET_IV_FIXED, -1, iv) != 1) {
+			ERR_clear_error();
+			return -EINVAL;
+		}
+		s->next = first_nonce;
+		s->synced = true;
+	}
 	return 0;
 }
 
@@ -279,7 +293,7 @@ record_rx_init(struct record_rx *rx, const struct record_keys *k, uint16_t epoch
 
 	memset(rx, 0, sizeof(*rx));
 	if ((o = OPENSSL_zalloc(sizeof(*o))) == NULL)
-		return -EINVAL;
+		return -ENOMEM;
 	o->refs = 1;
 	rx->opener = o;
 	if ((o->ctx = ctx_new(k, 0)) == NULL)

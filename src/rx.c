@@ -7,11 +7,13 @@
  * With DTLS this file owns the whole demux: outer GUE header, prefilter,
  * session lookup; an unknown ID goes to handshake_listen(), a known one to
  * session_open(), and rx.c acts on what it reports (data to the TUN,
- * handshake progress, completion, failure, close).  toud's own data
- * records of an established session take another way: checked against the
- * replay window here, opened in batches by rxopen.c (on the opening
- * thread, which has this direction's other threading model), and accepted
- * here when they come back (rx_opened).  Every RX drop is counted here.
+ * handshake progress, completion, failure, close).  With the data threads
+ * toud's own data records of an established session take another way:
+ * checked against the replay window here, opened in batches by rxopen.c
+ * (on the opening thread, which has this direction's other threading
+ * model), and accepted here when they come back (rx_opened).  Without
+ * them each is opened in place as it comes.  Every RX drop is counted
+ * here.
  * A wake-up reads at most RX_ROUNDS batches.
  *
  * Each buffer keeps RX_HEADROOM bytes in front of the datagram so the inner
@@ -319,9 +321,14 @@ rx_opened(void *arg, struct rxopen_rec *r)
 	uint64_t now = toud_now(t);
 	size_t pre, len;
 
-	if (!rrx) {
+	if (!s) {
 		/* the session ended while its record was being opened */
 		t->drops[DROP_UNKNOWN_SESSION]++;
+		return;
+	}
+	s->rx_queued--;
+	if (!rrx) {
+		count_drop(t, s->peer, DROP_BAD_RECORD, 1);
 		return;
 	}
 	switch (record_accept(rrx, r->seq, r->status)) {
@@ -393,8 +400,10 @@ rx_dtls(struct rx *x, struct udp_msg *m, uint64_t now)
 	if (ctype == RECORD_TYPE_APPDATA && x->open && (rrx = session_record_rx(s))) {
 		switch (record_check(rrx, rec, rlen, &seq)) {
 		case RECORD_OK:
-			if (rxopen_add(x->open, m, GUE_OUTER_LEN, rrx->opener, s->id, index, seq))
+			if (rxopen_add(x->open, m, GUE_OUTER_LEN, rrx->opener, s->id, index, seq)) {
+				s->rx_queued++;
 				return;
+			}
 			break;          /* larger than a batch takes: opened below */
 		case RECORD_ERR_DUP:
 			count_drop(t, s->peer, DROP_REPLAY, 1);
@@ -410,18 +419,21 @@ rx_dtls(struct rx *x, struct udp_msg *m, uint64_t now)
 		}
 	}
 	/* Anything else of a session is done at once (handshake messages,
-	 * alerts, a record larger than a batch takes): the records queued
+	 * alerts, a record larger than a batch takes): its records queued
 	 * before it come first, so a close_notify does not overtake the
-	 * data sent before it. */
-	if (x->open && rxopen_pending(x->open)) {
+	 * data sent before it.  (Only an established session has any: a
+	 * handshake cannot make the main loop wait.) */
+	if (s->rx_queued) {
 		rxopen_drain(x->open);
 		if (!(s = session_find(t, id, &index))) {
 			t->drops[DROP_UNKNOWN_SESSION]++;
 			return;
 		}
 	}
-	/* toud's own data records are opened in place, over the record: the
-	 * plaintext needs no copy, and the datagram is done with after. */
+	/* Without the opening thread (or larger than its batches take),
+	 * toud's own data records are opened here, in place, over the
+	 * record: the plaintext needs no copy, and the datagram is done with
+	 * after. */
 	if (ctype == RECORD_TYPE_APPDATA && (pre = session_data_prefix(s)) && rlen > pre) {
 		out = rec + pre;
 		cap = rlen - pre;
@@ -590,10 +602,17 @@ rx_local(struct toud *t, const uint8_t *pkt, size_t len)
 int
 rx_start_thread(struct rx *x)
 {
+	struct toud *t = x->t;
 	int rc = tunout_start_thread(x->out);
 
-	if (rc == 0 && x->open)
+	/* A datagram of toud's own path MTU at most; a larger one is opened
+	 * on the main loop. */
+	if (rc == 0 && t->conf->iface.encryption == CONF_ENC_DTLS) {
+		if (!(x->open = rxopen_new(t->base, t->conf->iface.path_mtu, RX_HEADROOM,
+		    &t->events[EVENT_OPEN_THREAD_BATCHES], rx_opened, rx_opened_end, x)))
+			return -errno;
 		rc = rxopen_start_thread(x->open);
+	}
 	return rc;
 }
 
@@ -668,11 +687,6 @@ rx_new(struct toud *t)
 		offload_coal_init(&x->coal, x->coal_mem, OFFLOAD_COAL_SLOTS, rx_emit, x);
 	}
 	if (!(x->out = tunout_new(t, x->coal_mem ? &x->coal : NULL)))
-		goto err;
-	/* a datagram of toud's own path MTU at most; a larger one is opened
-	 * on the main loop */
-	if (t->conf->iface.encryption == CONF_ENC_DTLS && !(x->open = rxopen_new(t->base, t->conf->iface.path_mtu, RX_HEADROOM,
-	    &t->events[EVENT_OPEN_THREAD_BATCHES], rx_opened, rx_opened_end, x)))
 		goto err;
 	if (t->udp->fd4 >= 0) {
 		x->ev4 = event_new(t->base, t->udp->fd4, EV_READ | EV_PERSIST, rx_readable, x);

@@ -132,12 +132,6 @@ rxopen_add(struct rxopen *o, const struct udp_msg *m, size_t off,
 	return true;
 }
 
-bool
-rxopen_pending(struct rxopen *o)
-{
-	return o->cur->n || (o->worker && !worker_reap(o->worker));
-}
-
 void
 rxopen_drain(struct rxopen *o)
 {

@@ -26,7 +26,8 @@ struct rxopen_rec {
 };
 
 /* Each record back on the main loop, in the order added; then, after a
- * batch, end(). */
+ * batch, end().  They may run from within rxopen_add(), rxopen_flush()
+ * and rxopen_drain(), and must not queue records themselves. */
 typedef void rxopen_fn(void *arg, struct rxopen_rec *r);
 typedef void rxopen_end_fn(void *arg);
 
@@ -53,8 +54,5 @@ bool rxopen_add(struct rxopen *o, const struct udp_msg *m, size_t off,
 void rxopen_flush(struct rxopen *o);
 /* Flush and wait until every record is back (and the thread has none). */
 void rxopen_drain(struct rxopen *o);
-/* Whether records are queued or being opened (those finished are handed
- * back first). */
-bool rxopen_pending(struct rxopen *o);
 
 #endif

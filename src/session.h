@@ -72,6 +72,7 @@ struct session {
 	uint64_t bytes;                 /* sealed + opened, for rekey by volume */
 	uint64_t last_rx_ms;            /* last authenticated record */
 	uint64_t unanswered_ms;         /* first send since the last authenticated record */
+	unsigned rx_queued;             /* data records being opened (rxopen.c), not yet back */
 	unsigned early_dropped;         /* data records dropped before established (rx.c counts) */
 	uint8_t tx_tos;                 /* ECN of the packet being sealed (read by the output callback) */
 	/* Where the record being sealed goes instead of addr, from which
@@ -162,8 +163,9 @@ size_t session_data_prefix(const struct session *s);
  * bookkeeping for a data record it accepted (len bytes of plaintext). */
 struct record_rx *session_record_rx(struct session *s);
 void session_opened(struct session *s, size_t len, uint64_t now);
-/* Seal one inner payload; the record leaves through the session's output
- * callback before this returns.  0 or -errno. */
+/* Seal one inner payload: the record is framed and handed to the session's
+ * output callback (which has it encrypted: dtls_output_fn) before this
+ * returns.  0 or -errno. */
 int session_seal(struct session *s, const uint8_t *payload, size_t len, uint8_t tos);
 /* The same; with in_place the record is framed around the payload itself,
  * which has DTLS_SEAL_HEADROOM bytes free in front and DTLS_SEAL_TAILROOM

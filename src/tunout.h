@@ -30,7 +30,8 @@ void tunout_free(struct tunout *o);
  * it) lost. */
 int tunout_packet(struct tunout *o, struct peer *p, const struct offload_vnet *vh,
     const uint8_t *pkt, size_t len);
-/* The end of a receive round: the batch leaves. */
+/* The end of a receive round, or of a batch of opened records: the batch
+ * leaves. */
 void tunout_flush(struct tunout *o);
 /* A packet of toud's own (ICMP): written now, failures counted on the
  * interface. */

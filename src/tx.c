@@ -7,18 +7,20 @@
  * 4-byte GUE word of compact TOU is written over the end of the inner IP
  * header that is being dropped: with encryption = none the packet leaves
  * from that buffer.  With DTLS the record layer frames the record (numbers
- * it and lays it out: record_frame()) and tx_queue_record() copies it once
- * into the output queue, the price of batching with sendmmsg; OpenSSL's
- * own records (handshake, alerts) come sealed.  toud's records are
- * encrypted in place only where the batch is sent (batch_seal()), with a
- * reference to their session's sealer that the batch puts when it is back:
- * a session may end while its records are on the thread.
+ * it and lays it out: record_frame()) around the packet, in the same
+ * buffer; other records (control messages, packets held during a
+ * handshake, OpenSSL's own, which come sealed) are copied into the output
+ * queue by tx_queue_record(), the price of batching with sendmmsg.  toud's
+ * records are encrypted in place only where the batch is sent
+ * (batch_write()), with a reference to their session's sealer that the
+ * batch puts when it is back: a session may end while its records are on
+ * the thread.
  *
  * The output queue is a batch of datagrams, flushed in one place,
  * outq_flush(): from a deferred event that runs once the current callback
  * returns (with encryption = none: at the end of each TUN read round), when
- * the batch is full, and at shutdown (tx_flush_records).  With encryption =
- * none the TUN is read straight into the batch's buffers.
+ * the batch is full, and at shutdown (tx_flush_records).  The TUN is read
+ * straight into the batch's buffers.
  *
  * Threads (threads = on, or auto with more than two CPUs): a full batch,
  * or any batch while an earlier one is still going out, is handed to the
@@ -74,11 +76,12 @@
 #include "worker.h"
 
 #define TX_HEADROOM 64
-#define TX_TAILROOM 64      /* a TUN read may be this much over the MTU (too big) */
-/* A TUN packet's record is framed in its buffer: the outer GUE header and
- * the record's own go in front, the tag behind. */
+/* A TUN read may be TX_TAILROOM - DTLS_SEAL_TAILROOM bytes over the MTU
+ * (to be answered as too big); a record framed around a packet has the
+ * rest for its tag, and its headers in the headroom. */
+#define TX_TAILROOM 64
 static_assert(TX_HEADROOM >= GUE_OUTER_LEN + DTLS_SEAL_HEADROOM &&
-    TX_TAILROOM >= DTLS_SEAL_TAILROOM, "room for a record around a TUN packet");
+    TX_TAILROOM > DTLS_SEAL_TAILROOM, "room for a record around a TUN packet");
 #define TX_BATCHES 4         /* output batches: one filled, the rest in flight */
 #define TX_ROUNDS 1          /* batches per wake-up before yielding to the loop */
 /* ICMP too-big replies: per source of the oversize packets, 10 a second
@@ -110,7 +113,10 @@ struct tx {
 	struct toud *t;
 	struct event *ev;
 	struct event *ev_flush;            /* deferred flush of the output queue */
-	size_t buf_size;                   /* a TUN packet with its headroom */
+	/* A TUN packet with its headroom, and the room behind it for a
+	 * record's tag: a read takes at most buf_size - TX_HEADROOM -
+	 * DTLS_SEAL_TAILROOM bytes. */
+	size_t buf_size;
 	size_t rec_size;                   /* a framed record */
 	size_t stride;                     /* a batch buffer: the larger of the two */
 	uint8_t *super;                    /* vnet TUN: one read, OFFLOAD_MAX_PKT bytes */
@@ -300,60 +306,34 @@ tx_send(struct toud *t, struct udp_msg *msgs, struct peer **peers, const uint64_
 	tx_account(t, msgs, peers, ids, n);
 }
 
-/* Swap two entries of a batch (each keeps its buffer: no bytes move). */
+/* Seal and send a batch: on the sending thread, or on the main loop.
+ * The records toud framed are encrypted in place.  One that fails (a
+ * cipher error) is marked -ENOKEY and never sent: the datagrams around it
+ * go in runs.  Nothing but the messages is touched (the main loop may
+ * clear a batch's peers meanwhile: tx_forget_peer), and a sealer is used
+ * by one thread at a time because the main loop seals a batch only while
+ * none is in flight (outq_flush). */
 static void
-batch_swap(struct tx_batch *b, unsigned i, unsigned k)
+batch_write(void *slot, void *arg)
 {
-	struct udp_msg m = b->msgs[i];
-	struct peer *p = b->peers[i];
-	uint64_t id = b->ids[i];
-	struct record_sealer *s = b->seal[i];
+	struct tx_batch *b = slot;
+	unsigned i, first = 0;
 
-	b->msgs[i] = b->msgs[k];
-	b->peers[i] = b->peers[k];
-	b->ids[i] = b->ids[k];
-	b->seal[i] = b->seal[k];
-	b->msgs[k] = m;
-	b->peers[k] = p;
-	b->ids[k] = id;
-	b->seal[k] = s;
-}
-
-/* Encrypt the records of a batch that toud framed, in place.  One that
- * fails (a cipher error) is marked -ENOKEY and moved behind the rest, which
- * keep their order: it is never sent.  Returns how many are to be sent.
- * Runs where the batch is sent; a sealer is used by one thread at a time
- * because the main loop seals a batch only while none is in flight
- * (outq_flush). */
-static unsigned
-batch_seal(struct tx_batch *b)
-{
-	unsigned i, k;
-
-	for (i = k = 0; i < b->n; i++) {
+	(void)arg;
+	for (i = 0; i < b->n; i++) {
 		struct udp_msg *m = &b->msgs[i];
 
 		m->err = 0;
 		if (b->seal[i] && record_finish(b->seal[i], m->buf + GUE_OUTER_LEN,
 		    m->len - GUE_OUTER_LEN) != RECORD_OK) {
 			m->err = -ENOKEY;
-			continue;
+			if (i > first)
+				tx_write(b->t, b->msgs + first, i - first);
+			first = i + 1;
 		}
-		if (k != i)
-			batch_swap(b, k, i);
-		k++;
 	}
-	return k;
-}
-
-/* Seal and send a batch: on the sending thread, or on the main loop. */
-static void
-batch_write(void *slot, void *arg)
-{
-	struct tx_batch *b = slot;
-
-	(void)arg;
-	tx_write(b->t, b->msgs, batch_seal(b));
+	if (b->n > first)
+		tx_write(b->t, b->msgs + first, b->n - first);
 }
 
 /* A batch that went out, on the main loop: account it and put its
@@ -390,8 +370,17 @@ outq_flush(struct tx *x)
 			b->seal[i] = NULL;
 			continue;
 		}
-		if (n != i)
-			batch_swap(b, n, i);
+		if (n != i) {
+			struct udp_msg m = b->msgs[n];
+
+			/* each entry keeps its buffer: no bytes move */
+			b->msgs[n] = b->msgs[i];
+			b->msgs[i] = m;
+			b->peers[n] = b->peers[i];
+			b->ids[n] = b->ids[i];
+			b->seal[n] = b->seal[i];
+			b->seal[i] = NULL;
+		}
 		n++;
 	}
 	b->n = n;
@@ -527,7 +516,7 @@ tx_forget_peer(struct tx *x, const struct peer *p)
 {
 	unsigned i, k;
 
-	/* Every batch, also those the sending thread has: it never reads
+	/* Every batch, also those the sending thread has: it never touches
 	 * the peers. */
 	for (k = 0; k < TX_BATCHES; k++)
 		for (i = 0; i < UDP_BATCH; i++)
@@ -626,7 +615,7 @@ tx_packet(struct tx *x, size_t len, uint64_t now)
 static void
 tx_super(struct tx *x, const struct offload_vnet *vh, size_t len, uint64_t now)
 {
-	size_t cap = x->buf_size - TX_HEADROOM, seg;
+	size_t cap = x->buf_size - TX_HEADROOM - DTLS_SEAL_TAILROOM, seg;
 	struct offload_gso g;
 	unsigned i;
 
@@ -680,7 +669,7 @@ tx_readable(evutil_socket_t fd, short what, void *arg)
 				len = tun_read_vnet(t->tun, &vh, x->super, OFFLOAD_MAX_PKT);
 			else
 				len = tun_read(t->tun, tx_inbuf(x) + TX_HEADROOM,
-				    x->buf_size - TX_HEADROOM);
+				    x->buf_size - TX_HEADROOM - DTLS_SEAL_TAILROOM);
 			if (len == -EBADMSG) {
 				t->drops[DROP_TUN_OFFLOAD]++;
 				continue;

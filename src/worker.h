@@ -2,8 +2,9 @@
  *
  * Threading model.  The main loop is the one writer of the daemon's state:
  * peers, sessions, timers, counters, sequence numbers and replay windows.
- * A worker is one more thread that does the costly, stateless part of a
- * batch the main loop has filled: the cipher and the system call (tx.c:
+ * A worker is one more thread that does the costly part of a batch the
+ * main loop has filled, which needs none of that state: the cipher and
+ * the system call (tx.c:
  * seal and send; rxopen.c: open; tunout.c: write to the TUN), so that the
  * AEAD and the kernel's work behind those calls (over a veth or a TUN, the
  * whole receive path of the other side) run beside the main loop instead
@@ -17,8 +18,10 @@
  * flight (the cipher contexts of the sealers and openers the batch holds
  * references to, and tunout.c's segment buffer, which the main loop uses
  * only while nothing is in flight; udp.c's atomic GSO switch).  Finished slots come back to the main loop in order:
- * it runs done() on each (the accounting), from a libevent callback, so no
- * counter or peer state is written by the worker.  The two counters,
+ * it runs done() on each (the accounting), from a libevent callback or
+ * from within worker_submit(), worker_reap() and worker_drain(), so no
+ * counter or peer state is written by the worker; done() must not submit
+ * or fill a slot itself.  The two counters,
  * submitted and finished, are each written by one side with release and
  * read by the other with acquire; one eventfd wakes the worker, another the
  * main loop.  There is no lock.  When every slot is in flight, submitting
