@@ -292,6 +292,21 @@ rx_handshake_failed(struct session *s, const char *why)
 		peer_timers_handshake_failed(p, why);
 }
 
+/* The drop counter of a record refused by record_check() or
+ * record_accept(). */
+static enum drop_reason
+record_drop(enum record_status st)
+{
+	switch (st) {
+	case RECORD_ERR_DUP:
+		return DROP_REPLAY;
+	case RECORD_ERR_OLD:
+		return DROP_REPLAY_OLD;
+	default:
+		return DROP_BAD_RECORD;
+	}
+}
+
 /* The plaintext (out, len) of an authenticated record (seq) of session s,
  * from datagram m with the ID of index. */
 static void
@@ -319,6 +334,7 @@ rx_opened(void *arg, struct rxopen_rec *r)
 	struct session *s = session_named(t, r->session);
 	struct record_rx *rrx = s ? session_record_rx(s) : NULL;
 	uint64_t now = toud_now(t);
+	enum record_status st;
 	size_t pre, len;
 
 	if (!s) {
@@ -331,17 +347,8 @@ rx_opened(void *arg, struct rxopen_rec *r)
 		count_drop(t, s->peer, DROP_BAD_RECORD, 1);
 		return;
 	}
-	switch (record_accept(rrx, r->seq, r->status)) {
-	case RECORD_OK:
-		break;
-	case RECORD_ERR_DUP:
-		count_drop(t, s->peer, DROP_REPLAY, 1);
-		return;
-	case RECORD_ERR_OLD:
-		count_drop(t, s->peer, DROP_REPLAY_OLD, 1);
-		return;
-	default:
-		count_drop(t, s->peer, DROP_BAD_RECORD, 1);
+	if ((st = record_accept(rrx, r->seq, r->status)) != RECORD_OK) {
+		count_drop(t, s->peer, record_drop(st), 1);
 		return;
 	}
 	pre = record_prefix(rrx->cipher);
@@ -398,24 +405,19 @@ rx_dtls(struct rx *x, struct udp_msg *m, uint64_t now)
 	 * batches (rxopen.c), maybe on the opening thread: checked against
 	 * the window now, accepted when they come back (rx_opened). */
 	if (ctype == RECORD_TYPE_APPDATA && x->open && (rrx = session_record_rx(s))) {
-		switch (record_check(rrx, rec, rlen, &seq)) {
-		case RECORD_OK:
-			if (rxopen_add(x->open, m, GUE_OUTER_LEN, rrx->opener, s->id, index, seq)) {
-				s->rx_queued++;
-				return;
-			}
-			break;          /* larger than a batch takes: opened below */
-		case RECORD_ERR_DUP:
-			count_drop(t, s->peer, DROP_REPLAY, 1);
+		enum record_status st = record_check(rrx, rec, rlen, &seq);
+
+		if (st == RECORD_OK &&
+		    rxopen_add(x->open, m, GUE_OUTER_LEN, rrx->opener, s->id, index, seq)) {
+			s->rx_queued++;
 			return;
-		case RECORD_ERR_OLD:
-			count_drop(t, s->peer, DROP_REPLAY_OLD, 1);
+		}
+		/* Refused at the first look, as record_open() would; a record
+		 * larger than a batch takes is opened below, one of another
+		 * epoch is OpenSSL's. */
+		if (st != RECORD_OK && st != RECORD_ERR_EPOCH) {
+			count_drop(t, s->peer, record_drop(st), 1);
 			return;
-		case RECORD_ERR_MALFORMED:
-			count_drop(t, s->peer, DROP_BAD_RECORD, 1);
-			return;
-		default:
-			break;          /* another epoch's: OpenSSL's */
 		}
 	}
 	/* Anything else of a session is done at once (handshake messages,
