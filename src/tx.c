@@ -431,7 +431,8 @@ tx_queue_record(struct tx *x, uint64_t id, uint64_t wire_id, const uint8_t *rec,
 	/* A record framed in this very buffer (a TUN packet's) stays where
 	 * it is if it fits; any other is copied in (memmove: it may be
 	 * this buffer's). */
-	if (rec >= m->buf + GUE_OUTER_LEN && rec + len <= m->buf + x->stride)
+	if ((uintptr_t)rec >= (uintptr_t)m->buf + GUE_OUTER_LEN &&
+	    (uintptr_t)rec + len <= (uintptr_t)m->buf + x->stride)
 		m->buf = (uint8_t *)(uintptr_t)rec - GUE_OUTER_LEN;
 	else
 		memmove(m->buf + GUE_OUTER_LEN, rec, len);
@@ -604,6 +605,7 @@ tx_packet(struct tx *x, size_t len, uint64_t now)
 	}
 	peer_timers_data_sent(p, now);
 	b->withdrawn[b->n] = false;
+	b->seal[b->n] = NULL;
 	b->peers[b->n++] = p;
 	if (b->n == UDP_BATCH)
 		outq_flush(x);
