@@ -331,12 +331,19 @@ rx_opened(void *arg, struct rxopen_rec *r)
 {
 	struct rx *x = arg;
 	struct toud *t = x->t;
-	struct session *s = session_named(t, r->session);
-	struct record_rx *rrx = s ? session_record_rx(s) : NULL;
-	uint64_t now = toud_now(t);
+	struct session *s = NULL;
+	struct record_rx *rrx;
+	uint64_t now = toud_now(t), wire;
 	enum record_status st;
 	size_t pre, len;
 
+	/* By the ID it came with (a hash lookup); by its name only if that
+	 * ID was retired meanwhile, or the session is gone. */
+	if (gue_outer_decode(r->m.buf, r->m.len, &wire) == GUE_OK)
+		s = session_find(t, wire, NULL);
+	if (!s || s->id != r->session)
+		s = session_named(t, r->session);
+	rrx = s ? session_record_rx(s) : NULL;
 	if (!s) {
 		/* the session ended while its record was being opened */
 		t->drops[DROP_UNKNOWN_SESSION]++;
