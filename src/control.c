@@ -23,10 +23,12 @@
 #include <event2/listener.h>
 
 #include "control.h"
+#include "ctx.h"
 #include "export.h"
 #include "log.h"
 #include "peer.h"
-#include "toud.h"
+#include "reload.h"
+#include "show.h"
 #include "util.h"
 
 #define CONTROL_LINE_MAX 512    /* a request line, newline included */

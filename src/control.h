@@ -24,13 +24,4 @@ void control_close(struct control *c);                          /* also unlinks 
  * the privilege drop can hand it to the daemon's user; else NULL. */
 const char *control_dir_made(const struct control *c, char *buf, size_t len);
 
-/* show.c: render the state of the daemon, all peers or one, as JSON (the
- * stable fields of DESIGN 4.1) or as text like `wg show`.  Returns a
- * malloc'd string, or NULL with errno (ENOENT: no such peer). */
-char *show_render(struct toud *t, const char *peer, bool json);
-/* The offloads in use now, for rendering (all false before the TUN and
- * sockets are open). */
-struct offload_status;
-void show_offload_status(const struct toud *t, struct offload_status *st);
-
 #endif

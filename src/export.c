@@ -11,10 +11,10 @@
 #include <unistd.h>
 
 #include "conf.h"
+#include "ctx.h"
 #include "dtls.h"
 #include "export.h"
 #include "keys.h"
-#include "toud.h"
 #include "util.h"
 
 static void export_err(char *err, size_t len, const char *fmt, ...)

@@ -5,10 +5,10 @@
 #include <string.h>
 
 #include "conf.h"
+#include "ctx.h"
 #include "fulltunnel.h"
 #include "log.h"
 #include "rtnl.h"
-#include "toud.h"
 #include "udp.h"
 
 /* How many tables table = auto tries from CONF_TABLE_AUTO_FIRST up. */

@@ -23,15 +23,16 @@
 #include <openssl/x509.h>
 
 #include "conf.h"
+#include "ctx.h"
 #include "dtls.h"
 #include "gue.h"
 #include "handshake.h"
 #include "keys.h"
 #include "log.h"
 #include "peer.h"
+#include "peer_timers.h"
 #include "ratelimit.h"
 #include "session.h"
-#include "toud.h"
 #include "tx.h"
 
 /* Two sessions of one peer established within this interval came up

@@ -11,8 +11,8 @@
 #include <systemd/sd-daemon.h>
 #endif
 
+#include "ctx.h"
 #include "notify.h"
-#include "toud.h"
 
 static void
 send_state(const char *s)

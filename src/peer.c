@@ -9,20 +9,21 @@
 #include <openssl/rand.h>
 
 #include "conf.h"
+#include "ctx.h"
 #include "dtls.h"
 #include "gue.h"
 #include "keys.h"
 #include "log.h"
 #include "notify.h"
 #include "peer.h"
+#include "peer_timers.h"
 #include "prefix.h"
 #include "resolve.h"
 #include "rtnl.h"
-#include "tx.h"
 #include "rx.h"
 #include "session.h"
-#include "toud.h"
 #include "tun.h"
+#include "tx.h"
 #include "udp.h"
 
 /* Roams are logged at most once per this interval per peer. */

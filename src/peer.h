@@ -167,51 +167,6 @@ void peer_ping_done(struct peer *p, bool answered);
 /* Forget the caller of the ping in flight without telling it (it went away). */
 void peer_ping_cancel(struct peer *p);
 
-/* peer_timers.c: every per-peer timer, armed and disarmed from these
- * hooks named after what happened. */
-int peer_timers_init(struct peer *p);
-void peer_timers_free(struct peer *p);
-/* keepalive = changed by a reload. */
-void peer_timers_reconfigure(struct peer *p);
-/* We sent the peer data (not a control message). */
-void peer_timers_data_sent(struct peer *p, uint64_t now);
-/* Something authenticated arrived from the peer; data (not a control
- * message) arrived from it. */
-void peer_timers_authenticated_rx(struct peer *p, uint64_t now);
-void peer_timers_data_received(struct peer *p, uint64_t now);
-/* The passive keepalive (its timer calls it): if nothing went
- * to the peer since its last data, send a keepalive; true if one went. */
-bool peer_timers_passive_keepalive(struct peer *p);
-/* The dead-peer rule at time now (the timer calls it): true if it made
- * the peer dead. */
-bool peer_timers_check_dead(struct peer *p, uint64_t now);
-/* Handshake hooks (handshake.c, rx.c). */
-void peer_timers_handshake_started(struct peer *p);
-void peer_timers_handshake_done(struct peer *p);
-/* A handshake failed and none other runs: back off, then retry while there
- * is something to send. */
-void peer_timers_handshake_failed(struct peer *p, const char *why);
-/* The peer closed our session: handshake again (with back-off) until a
- * new session is up, where we know its address. */
-void peer_timers_closed_by_peer(struct peer *p);
-/* A reload changed how the peer authenticates: its sessions are gone. */
-void peer_timers_reset(struct peer *p);
-/* We ended sessions of p ourselves (its key is no longer accepted, or a
- * session reached its maximum age): with none left to send on, the peer
- * is idle, or handshaking if a new handshake already runs. */
-void peer_timers_sessions_ended(struct peer *p);
-/* Pure parts of the timers, for tests: the delay until the rekey timer is
- * due again, given a handshake may be running at the deadline. */
-uint64_t peer_timers_rekey_delay(uint64_t established_ms, uint64_t rekey_ms, uint64_t now);
-/* A path probe started, or its timer fired: send the challenge that is
- * due or give up (peer_timers.c; the timer calls it). */
-void peer_timers_path_due(struct peer *p, uint64_t now);
-/* touctl ping sent a challenge / it ended. */
-void peer_timers_ping_sent(struct peer *p);
-void peer_timers_ping_done(struct peer *p);
-/* The dead-peer interval: sent and unanswered this long means dead. */
-uint64_t peer_timers_dead_ms(const struct peer *p);
-
 /* Hold / take packets queued while handshaking (oldest dropped and
  * counted when full). */
 int peer_pending_push(struct peer *p, const uint8_t *payload, size_t len, uint8_t tos);

@@ -39,14 +39,15 @@
 #include <event2/util.h>
 
 #include "conf.h"
+#include "ctx.h"
 #include "dtls.h"
 #include "gue.h"
 #include "handshake.h"
 #include "log.h"
 #include "peer.h"
+#include "peer_timers.h"
 #include "resolve.h"
 #include "session.h"
-#include "toud.h"
 #include "tx.h"
 
 #define PEER_IDLE_WINDOW_MS 120000

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "conf.h"
+#include "ctx.h"
 #include "dtls.h"
 #include "fulltunnel.h"
 #include "handshake.h"
@@ -17,8 +18,8 @@
 #include "log.h"
 #include "notify.h"
 #include "peer.h"
+#include "reload.h"
 #include "session.h"
-#include "toud.h"
 
 static bool
 str_eq(const char *a, const char *b)

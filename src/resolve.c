@@ -6,10 +6,10 @@
 #include <event2/util.h>
 
 #include "conf.h"
+#include "ctx.h"
 #include "log.h"
 #include "peer.h"
 #include "resolve.h"
-#include "toud.h"
 
 int
 resolve_init(struct toud *t)

@@ -14,11 +14,11 @@
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
+#include "ctx.h"
 #include "dtls.h"
 #include "peer.h"
 #include "record.h"
 #include "session.h"
-#include "toud.h"
 
 static inline unsigned
 bucket(uint64_t id)

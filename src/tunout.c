@@ -31,11 +31,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctx.h"
 #include "drop.h"
 #include "log.h"
 #include "offload.h"
 #include "peer.h"
-#include "toud.h"
 #include "tun.h"
 #include "tunout.h"
 #include "worker.h"

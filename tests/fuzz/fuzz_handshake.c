@@ -17,12 +17,12 @@
 #include <event2/event.h>
 
 #include "conf.h"
+#include "ctx.h"
 #include "handshake.h"
 #include "keys.h"
 #include "peer.h"
 #include "prefix.h"
 #include "rx.h"
-#include "toud.h"
 #include "tun.h"
 #include "tx.h"
 #include "udp.h"

@@ -9,9 +9,10 @@
 
 #include "conf.h"
 #include "control.h"
+#include "ctx.h"
 #include "drop.h"
 #include "peer.h"
-#include "toud.h"
+#include "show.h"
 #include "tun.h"
 #include "udp.h"
 #include "util.h"

@@ -14,9 +14,9 @@
 
 #include <event2/event.h>
 
+#include "ctx.h"
 #include "offload.h"
 #include "peer.h"
-#include "toud.h"
 #include "tun.h"
 #include "tunout.h"
 

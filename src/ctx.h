@@ -1,8 +1,9 @@
-/* toud.h - struct toud, the one context of the daemon, passed explicitly to
- * every module.  No other mutable state exists outside it (apart from the
- * logger's level in log.c). */
-#ifndef TOUD_TOUD_H
-#define TOUD_TOUD_H
+/* ctx.h - struct toud, the one context of the daemon, passed explicitly to
+ * every module, and its clock.  The daemon's state lives here; outside it
+ * there are only the logger's level and rate limit (log.c) and the rings
+ * each data thread shares with the main loop (worker.h). */
+#ifndef TOUD_CTX_H
+#define TOUD_CTX_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -119,9 +120,5 @@ toud_now(const struct toud *t)
 {
 	return t->clock ? t->clock(t) : util_now_ms();
 }
-
-/* reload.c: re-read the configuration file and apply it (SIGHUP, `touctl
- * reload`).  0, or -errno; err gets a summary or the reason. */
-int toud_reload(struct toud *t, char *err, size_t errlen);
 
 #endif
