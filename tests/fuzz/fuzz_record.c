@@ -21,6 +21,8 @@
  *   CHECK slot            record_check, kept pending (an opening thread's
  *   UNSEAL p / ACCEPT p   view): unsealed and accepted later, in any order
  *   BATCH n slot...       record_open of n records at once
+ *   RENEW                 a new sending direction that continues the
+ *                         numbers; the old one's frames keep its sealer
  *
  * Slots are opened in whatever order the program names them, so
  * reordering, replay and loss are the program's choice.  The keys are
@@ -58,7 +60,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 enum op {
 	OP_SEAL, OP_FRAME, OP_FINISH, OP_JUMP, OP_MUT, OP_DUP, OP_RAW, OP_OPEN,
-	OP_CHECK, OP_UNSEAL, OP_ACCEPT, OP_BATCH, OP_COUNT
+	OP_CHECK, OP_UNSEAL, OP_ACCEPT, OP_BATCH, OP_RENEW, OP_COUNT
 };
 
 enum origin {
@@ -72,6 +74,7 @@ struct slot {
 	size_t len;
 	enum origin origin;
 	int gen;                        /* FROM_FRAME: the genuine entry it becomes */
+	struct record_sealer *sealer;   /* FROM_FRAME: a reference to the one that finishes it */
 };
 
 /* What the sender made: the record and its plaintext, by sequence number. */
@@ -280,7 +283,17 @@ slot_new(void)
 	s = &F->slot[F->nslot++];
 	s->len = 0;
 	s->gen = -1;
+	s->sealer = NULL;
 	return s;
+}
+
+/* A frame that will not be finished: it drops its sealer. */
+static void
+slot_unframe(struct slot *s)
+{
+	record_sealer_put(s->sealer);
+	s->sealer = NULL;
+	s->origin = FROM_RAW;
 }
 
 static struct slot *
@@ -355,6 +368,7 @@ op_seal(size_t plen, bool in_place, bool two_steps, bool finish)
 	} else {
 		s->origin = FROM_FRAME;
 		s->gen = (int)F->ngen;
+		s->sealer = record_sealer_get(F->tx.sealer);
 	}
 	F->ngen++;
 }
@@ -367,7 +381,9 @@ op_finish(struct slot *s)
 	if (!s || s->origin != FROM_FRAME)
 		return;
 	g = &F->gen[s->gen];
-	check(record_finish(F->tx.sealer, s->b, s->len) == RECORD_OK);
+	check(record_finish(s->sealer, s->b, s->len) == RECORD_OK);
+	record_sealer_put(s->sealer);
+	s->sealer = NULL;
 	check(ERR_peek_error() == 0);
 	memcpy(g->rec, s->b, s->len);
 	g->len = s->len;
@@ -438,7 +454,7 @@ op_mut(struct slot *s, unsigned field, unsigned v)
 	}
 	/* A frame changed before it was finished is no longer the sender's. */
 	if (s->origin == FROM_FRAME)
-		s->origin = FROM_RAW;
+		slot_unframe(s);
 }
 
 static void
@@ -468,6 +484,22 @@ op_raw(struct prog *g)
 	}
 	g->p += n;
 	g->left -= n;
+}
+
+/* The sending direction is replaced by a new one with the same keys that
+ * continues its numbers, as a direction freed while its records are still
+ * being finished elsewhere: frames of the old one are finished by the
+ * sealer they hold, which outlives it. */
+static void
+op_renew(void)
+{
+	uint64_t seq = F->tx.seq, nonce = F->tx.nonce;
+
+	if (seq > RECORD_SEQ_MAX)
+		return;                 /* used up: nothing to continue */
+	check(seq == F->next_seq);
+	record_tx_free(&F->tx);
+	check(record_tx_init(&F->tx, &F->keys[F->c][0], EPOCH, seq, nonce) == 0);
 }
 
 /* record_open() of one slot on direction d: a copy of it (mode 0), in
@@ -686,7 +718,11 @@ run_start(unsigned b)
 	static const uint64_t start[4] = { RECORD_SEQ_START, 0, RECORD_SEQ_MAX - 2,
 	    RECORD_SEQ_START + REPLAY_WINDOW - 3 };
 	int c = (int)((b >> 1) % NCIPHER);
+	size_t i;
 
+	for (i = 0; i < F->nslot; i++)
+		if (F->slot[i].origin == FROM_FRAME)
+			slot_unframe(&F->slot[i]);
 	record_tx_free(&F->tx);
 	record_rx_free(&F->rx[0]);
 	record_rx_free(&F->rx[1]);
@@ -755,8 +791,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case OP_ACCEPT:
 			op_accept(pend_pick(&g));
 			break;
-		default:
+		case OP_BATCH:
 			op_batch(&g);
+			break;
+		default:
+			op_renew();
 			break;
 		}
 	}

@@ -14,7 +14,7 @@ import os, struct, sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # --- fuzz_record ------------------------------------------------------------
-SEAL, FRAME, FINISH, JUMP, MUT, DUP, RAW, OPEN, CHECK, UNSEAL, ACCEPT, BATCH = range(12)
+SEAL, FRAME, FINISH, JUMP, MUT, DUP, RAW, OPEN, CHECK, UNSEAL, ACCEPT, BATCH, RENEW = range(13)
 AES128, AES256, CHACHA = 0, 2, 4                 # byte 0, bits 1-2
 START_TOUD, START_ZERO, START_END, START_EDGE = 0, 8, 16, 24   # bits 3-4
 OPEN_COPY, OPEN_IN_PLACE, OPEN_SMALL, OPEN_STEPS, OPEN_OTHER = 0, 1, 2, 3, 4
@@ -50,6 +50,11 @@ def record_seeds():
         seeds["prog-frames-" + name] = (bytes([c]) + op(FRAME, 10) + op(FRAME, 20) +
             op(FRAME, 30) + op(FINISH, 2) + op(FINISH, 0) + op(OPEN, 2, OPEN_COPY) +
             op(OPEN, 0, OPEN_COPY) + op(OPEN, 1, OPEN_COPY))
+    # frames finished by the sealer they hold, after their direction was
+    # replaced by one that continues its numbers
+    seeds["prog-renew"] = (bytes([AES256]) + op(FRAME, 30) + op(FRAME, 40) + op(RENEW) +
+        seal(50) + op(FINISH, 1) + op(OPEN, 2, OPEN_COPY) + op(OPEN, 1, OPEN_COPY) +
+        op(FINISH, 0) + op(OPEN, 0, OPEN_COPY))
     # an opening thread's three steps, with the same record checked twice
     seeds["prog-steps"] = (bytes([AES128]) + seal(20) + op(DUP, 0) + op(CHECK, 0, 0) +
         op(CHECK, 1, 0) + op(UNSEAL, 1) + op(UNSEAL, 0) + op(ACCEPT, 0) + op(ACCEPT, 1) +
