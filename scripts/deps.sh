@@ -1,5 +1,6 @@
 #!/bin/sh
-# Install everything toud needs to build, test, fuzz and demo on Debian 12.
+# Install everything toud needs to build, test, fuzz, package and demo on
+# Debian 12.
 # Needs root.  Safe to run again.
 set -eu
 if [ "$(id -u)" -ne 0 ]; then
@@ -15,4 +16,5 @@ apt-get install -y -qq --no-install-recommends \
 	iproute2 ethtool nftables conntrack iptables libnetfilter-queue-dev \
 	tcpdump tshark socat iperf3 curl python3 openssl procps psmisc iputils-ping \
 	mandoc groff-base debootstrap systemd-container zstd \
+	debhelper lintian \
 	>/dev/null

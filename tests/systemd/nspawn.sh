@@ -45,140 +45,23 @@
 #   TOUD_TEST_KEEP=1    keep the work directory (logs)
 #   CI=true             a missing tool or root is a failure, not a skip
 #
-# Everything carries the per-run prefix "ts<PID>-"; the EXIT trap powers the
-# containers off, deletes the namespaces and the work directory (the
-# containers' writes went to a --volatile=overlay tmpfs and vanish with them).
+# The containers, the namespaces and the clean-up: nspawn_lib.sh.
 set -u
 set -o pipefail
 
-here=$(cd "$(dirname "$0")" && pwd)
-srcdir=${TOUD_SRCDIR:-$(cd "$here/../.." && pwd)}
-PREFIX="ts$$-"
-T0=${EPOCHREALTIME/./}
-WORK=
 NODES=(a b)
 declare -A UL=([a]=10.200.0.1 [b]=10.200.0.2)
 declare -A TUN4=([a]=10.77.0.1 [b]=10.77.0.2)
 declare -A TUN6=([a]=fd77::1 [b]=fd77::2)
-declare -A NSPAWN_PID=() LEADER=() FPR=()
-NSS=()
-BGPIDS=()
+. "$(dirname "$0")/nspawn_lib.sh"
 
-# --- TAP ----------------------------------------------------------------------
-
-. "$(dirname "$0")/tap.sh"
-elapsed() { local t=${EPOCHREALTIME/./}; printf '%.1f' "$(((t - T0) / 100000))e-1"; }
-stamp() { diag "[$(elapsed) s] $*"; }
-# check DESC CMD...: ok when CMD succeeds, its output as diag otherwise.
-check() {
-	local desc=$1 out
-	shift
-	if out=$("$@" 2>&1); then ok "$desc"; else not_ok "$desc" "$out"; return 1; fi
-}
-is() {
-	if [ "$1" = "$2" ]; then ok "$3"; else not_ok "$3" "got '$1', want '$2'"; return 1; fi
-}
-bail_out() { echo "Bail out! $*"; exit 1; }
-skip_or_fail() {
-	[ "${CI:-}" = true ] && bail_out "$* (CI=true: this stage must run)"
-	echo "1..0 # SKIP $*"
-	exit "${TOUD_E2E_SKIP_STATUS:-77}"
-}
-
-# --- clean-up -------------------------------------------------------------------
-
-pid_alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null; }
-wait_gone() {           # wait_gone PID SECONDS
-	local i
-	for ((i = 0; i < $2 * 10; i++)); do
-		pid_alive "$1" || return 0
-		sleep 0.1
-	done
-	return 1
-}
-
-poweroff() {            # poweroff NODE: clean shutdown, then force
-	local n=$1 np=${NSPAWN_PID[$1]:-} l=${LEADER[$1]:-}
-	pid_alive "$np" || return 0
-	[ -n "$l" ] && kill -s SIGRTMIN+4 "$l" 2>/dev/null
-	wait_gone "$np" 20 && return 0
-	kill -TERM "$np" 2>/dev/null
-	wait_gone "$np" 5 && return 1
-	kill -KILL "$np" 2>/dev/null
-	wait_gone "$np" 5
-	return 1
-}
-
-cleanup() {
-	local rc=$? n p ns f
-	trap - EXIT INT TERM HUP
-	for p in "${BGPIDS[@]}"; do
-		pid_alive "$p" && kill -TERM "$p" 2>/dev/null
-	done
-	for n in "${!NSPAWN_PID[@]}"; do
-		poweroff "$n" || diag "container $n did not power off in 20 s: killed"
-	done
-	for ns in "${NSS[@]}"; do
-		ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null
-		ip netns del "$ns" 2>/dev/null
-	done
-	if [ -n "$WORK" ] && [ -d "$WORK" ]; then
-		if [ "$FAIL" -ne 0 ] || [ "$rc" -ne 0 ]; then
-			for f in "$WORK"/*.log; do
-				[ -s "$f" ] && diag "--- last lines of $(basename "$f"):" && diag "$(tail -n 15 "$f")"
-			done
-		fi
-		# Never follow a mount that outlived its container into the host.
-		if findmnt -rn -o TARGET | grep -q "^$WORK/"; then
-			diag "mounts left under $WORK: not removed"
-		elif [ "${TOUD_TEST_KEEP:-0}" = 1 ]; then
-			diag "kept $WORK"
-		else
-			rm -rf --one-file-system "$WORK"
-		fi
-	fi
-	diag "total $(elapsed) s"
-	exit "$rc"
-}
-
-# --- prerequisites ----------------------------------------------------------------
-
-[ "$(id -u)" -eq 0 ] || skip_or_fail "needs root"
-for c in systemd-nspawn nsenter ip python3 curl sha256sum findmnt zstd make autoreconf cc pkg-config; do
-	command -v "$c" >/dev/null 2>&1 ||
-	    skip_or_fail "missing command: $c (scripts/deps.sh)"
-done
-[ -c /dev/net/tun ] || skip_or_fail "needs /dev/net/tun"
-[ -f "$srcdir/README" ] || bail_out "no README in $srcdir"
-
-WORK=$(mktemp -d /var/tmp/toud-nspawn.XXXXXX) || bail_out "mktemp"
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM HUP
-diag "namespaces and machines: ${PREFIX}*, files: $WORK"
+need_commands systemd-nspawn nsenter ip python3 curl sha256sum findmnt zstd make autoreconf cc pkg-config
+start_work toud-nspawn
 
 # --- the README's installation, and the build on the host --------------------
 
-# The first indented block of README's "Installing" section, one command a
-# line (trailing '#' comments dropped).
-readme_install() {
-	awk '
-		/^Installing$/ { sect = 1; next }
-		sect && /^    [^ ]/ { inblock = 1; sub(/^    /, ""); sub(/[ \t]+#.*$/, ""); print; next }
-		inblock { exit }
-	' "$srcdir/README"
-}
-mapfile -t STEPS < <(readme_install)
-[ ${#STEPS[@]} -ge 5 ] || bail_out "no install block in README's Installing section"
-# Split at `make install`: before it the build, from it on the installation.
-BUILD=()
-INSTALL=()
-for l in "${STEPS[@]}"; do
-	if [ ${#INSTALL[@]} -gt 0 ] || [[ $l == "make install"* ]]; then INSTALL+=("$l"); else BUILD+=("$l"); fi
-done
-[ ${#INSTALL[@]} -gt 0 ] || bail_out "README's install block has no 'make install'"
-diag "README build steps:   $(printf '%s; ' "${BUILD[@]}")"
-diag "README install steps: $(printf '%s; ' "${INSTALL[@]}")"
+# The source route of README's "Installing" section.
+readme_steps "From the source (in the source tree; \`make install\` onwards as root):" "make install*"
 want_step() {
 	printf '%s\n' "${INSTALL[@]}" | grep -qx -- "$1" && ok "README's installation has '$1'" ||
 	    not_ok "README's installation has '$1'" "$(printf '%s\n' "${INSTALL[@]}")"
@@ -189,84 +72,24 @@ want_step "editor /etc/tou.conf"
 is "${INSTALL[-1]}" "systemctl enable --now toud" "README's installation ends with 'systemctl enable --now toud'"
 
 SRC=$WORK/src
-mkdir -p "$SRC"
 stamp "copying the source tree"
-if git -C "$srcdir" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-	(cd "$srcdir" && git ls-files -z --cached --others --exclude-standard |
-	    xargs -0 sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done; exit 0' sh |
-	    tar --null -T - -cf -) | tar -C "$SRC" -xf - || bail_out "cannot copy the source tree"
-else
-	tar -C "$srcdir" --exclude='./_build*' -cf - . | tar -C "$SRC" -xf - ||
-	    bail_out "cannot copy the source tree"
-fi
+copy_tree "$SRC"
 stamp "README build steps on the host"
-for l in "${BUILD[@]}"; do
-	if ! (cd "$SRC" && MAKEFLAGS=-j2 sh -ec "$l") >>"$WORK/build.log" 2>&1; then
-		bail_out "README build step '$l' failed: $(tail -n 15 "$WORK/build.log")"
-	fi
-done
+run_build_steps "$SRC" MAKEFLAGS=-j2
 ok "README's build steps ($(printf '%s; ' "${BUILD[@]}")) pass on the host, $(elapsed) s"
 
 # --- root file system, network, containers ------------------------------------------
 
-stamp "root file system"
-if ! "$here/rootfs.sh" "$WORK/rootfs" 2>"$WORK/rootfs.log"; then
-	cat "$WORK/rootfs.log" >&2
-	bail_out "no root file system"
-fi
-ok "root file system ready in $(elapsed) s ($(tail -n 1 "$WORK/rootfs.log" | sed 's/^rootfs: //'))"
-
-for n in "${NODES[@]}"; do
-	ns=$PREFIX$n
-	NSS+=("$ns")
-	ip netns add "$ns" || bail_out "cannot create namespace $ns"
-	ip -n "$ns" link set lo up
-	ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0
-done
-ip link add ul0 netns "${PREFIX}a" type veth peer name ul0 netns "${PREFIX}b" || bail_out "veth"
-for n in "${NODES[@]}"; do
-	ip -n "$PREFIX$n" addr add "${UL[$n]}/24" dev ul0
-	ip -n "$PREFIX$n" link set ul0 up
-done
-
-boot() {
-	local n=$1 out
-	out=$(python3 "$here/nspawn_boot.py" "$WORK/nspawn-$n.log" 60 -- \
-	    systemd-nspawn --quiet --boot --directory="$WORK/rootfs" --machine="$PREFIX$n" \
-	    --keep-unit --register=no --notify-ready=yes --volatile=overlay \
-	    --network-namespace-path="/run/netns/$PREFIX$n" --capability=CAP_NET_ADMIN \
-	    --bind="$SRC:$SRC" --bind-ro="$WORK/edit-$n:/opt/toud-test" \
-	    --bind-ro=/usr/include --bind-ro=/usr/lib/gcc \
-	    --console=pipe 2>&1) || { not_ok "container $n boots" "$out"; return 1; }
-	read -r NSPAWN_PID[$n] LEADER[$n] secs <<<"$out"
-	ok "container $n boots to READY=1 in $secs s (systemd pid ${LEADER[$n]} on the host)"
-}
-
-# cx NODE CMD...: run CMD inside NODE's container (all its namespaces).
-cx() {
-	local n=$1
-	shift
-	timeout 60 nsenter -t "${LEADER[$n]}" -a "$@"
-}
+make_rootfs
+make_underlay
 
 stamp "booting"
 for n in "${NODES[@]}"; do
-	# The test's `editor`: set this node's addresses in [interface] and
-	# add the peer section the host writes to peer.conf.
-	mkdir -p "$WORK/edit-$n"
-	{
-		echo '#!/bin/sh'
-		echo 'set -e'
-		echo "sed -i -e 's|^address *=.*|address     = ${TUN4[$n]}/24\\naddress     = ${TUN6[$n]}/64|' \"\$1\""
-		echo 'cat /opt/toud-test/peer.conf >>"$1"'
-	} >"$WORK/edit-$n/editor"
-	chmod 0755 "$WORK/edit-$n/editor"
-	boot "$n" || bail_out "container $n did not boot"
-	cx "$n" ln -s /opt/toud-test/editor /usr/local/bin/editor || bail_out "no editor in $n"
+	make_editor "$n"
+	boot "$n" --bind="$SRC:$SRC" --bind-ro=/usr/include --bind-ro=/usr/lib/gcc ||
+	    bail_out "container $n did not boot"
+	link_editor "$n"
 done
-
-journal() { cx "$1" journalctl -u toud.service -o cat --no-pager "${@:2}" 2>&1; }
-prop() { cx "$1" systemctl show -P "$2" toud.service 2>&1; }
 
 # start_fails NODE WHAT PATTERN: the start must fail, the journal must say
 # PATTERN; then the unit is stopped and its failure forgotten.
@@ -331,27 +154,9 @@ before_step() {
 	esac
 }
 
-# run_step NODE STEP: one README line inside NODE, in the source tree.
-run_step() {
-	local n=$1 step=$2 out
-	before_step "$n" "$step"
-	if out=$(cx "$n" sh -ec "cd '$SRC' && $step" 2>&1); then
-		ok "$n: README step '$step'"
-		[[ $step == "touctl genkey "* ]] && FPR[$n]=$(tail -n 1 <<<"$out")
-		return 0
-	fi
-	not_ok "$n: README step '$step'" "$out
-$(journal "$n" -n 20)"
-	return 1
-}
 
 stamp "README install steps in the containers"
 # Up to the editor on both nodes (the editor needs the other's fingerprint).
-EDIT=-1
-for i in "${!INSTALL[@]}"; do
-	[[ ${INSTALL[i]} == "editor "* ]] && { EDIT=$i; break; }
-done
-[ "$EDIT" -ge 0 ] || bail_out "README's installation has no editor step"
 host_tun=$(stat -c %a /dev/net/tun)
 for n in "${NODES[@]}"; do
 	for ((i = 0; i < EDIT; i++)); do
@@ -362,11 +167,7 @@ for n in "${NODES[@]}"; do
 	is "$(cx "$n" stat -c '%U %a' /etc/tou /etc/tou/key.pem 2>&1 | tr '\n' ' ')" "toud 700 toud 600 " \
 	    "$n: genkey's directory (0700) and key (0600) belong to toud"
 done
-for n in "${NODES[@]}"; do
-	[ "$n" = a ] && p=b || p=a
-	printf '\n[peer %s]\nendpoint    = %s:6080\naddress     = %s, %s\nfingerprint = %s\n' \
-	    "$p" "${UL[$p]}" "${TUN4[$p]}" "${TUN6[$p]}" "${FPR[$p]}" >"$WORK/edit-$n/peer.conf"
-done
+write_peer_conf
 stamp "systemctl enable --now"
 started=yes
 for n in "${NODES[@]}"; do
@@ -410,19 +211,6 @@ write_conf() {
 		[ -n "$extra" ] && echo "allowed-ips = $extra"
 		echo "fingerprint = ${FPR[$p]}"
 	} | cx "$n" sh -c 'umask 022 && cat >/etc/tou.conf.new && mv /etc/tou.conf.new /etc/tou.conf'
-}
-
-# peer_state NODE PEER [TOUCTL-OPTION...]: the peer's state in touctl show --json.
-peer_state() {
-	local n=$1 peer=$2
-	shift 2
-	cx "$n" touctl "$@" show --json 2>/dev/null | python3 -c '
-import json, sys
-try:
-    d = json.load(sys.stdin)
-except ValueError:
-    print("no answer"); sys.exit(0)
-print(next((p["state"] for p in d["peers"] if p["name"] == sys.argv[1]), "absent"))' "$peer" 2>&1
 }
 
 for n in "${NODES[@]}"; do
@@ -486,14 +274,6 @@ diag "a: systemd-analyze security of the running unit: ${online#→ }"
 # --- traffic -------------------------------------------------------------------------
 
 stamp "traffic"
-ping_ok() { ip netns exec "$PREFIX$1" ping -n -q -c 1 -W 1 "$2" >/dev/null 2>&1; }
-wait_ping() {           # wait_ping NODE ADDR SECONDS
-	local i
-	for ((i = 0; i < $3; i++)); do
-		ping_ok "$1" "$2" && return 0
-	done
-	return 1
-}
 if wait_ping a "${TUN4[b]}" 10; then
 	check "ping a -> b through the tunnel (5 of 5)" \
 	    ip netns exec "${PREFIX}a" ping -n -q -c 5 -i 0.2 -W 2 "${TUN4[b]}"
@@ -652,15 +432,7 @@ done
 
 # --- power off ------------------------------------------------------------------------------
 
-stamp "power off"
-for n in "${NODES[@]}"; do
-	if poweroff "$n"; then
-		ok "container $n powers off"
-	else
-		not_ok "container $n powers off in 20 s"
-	fi
-	unset 'NSPAWN_PID[$n]'
-done
+power_off_all
 
 echo "1..$N"
 [ "$FAIL" -eq 0 ]
