@@ -24,6 +24,7 @@
 
 #include "control.h"
 #include "ctx.h"
+#include "dtls.h"
 #include "export.h"
 #include "log.h"
 #include "peer.h"
@@ -291,7 +292,7 @@ control_ping(struct control_conn *cc, char **argv, int argc)
 static char *
 control_reload(struct control *c, int argc)
 {
-	char err[512] = "";
+	char err[512] = "", *out;
 	int r;
 
 	if (argc != 1)
@@ -299,7 +300,9 @@ control_reload(struct control *c, int argc)
 	log_info("control: reload requested");
 	if ((r = toud_reload(c->t, err, sizeof(err))) < 0)
 		return control_error("%s", err[0] ? err : strerror(-r));
-	return strdup("ok\n");
+	if (asprintf(&out, "ok\n%s\n", err) < 0)
+		return NULL;
+	return out;
 }
 
 /* export [--name NAME] [--endpoint HOST[:PORT]]: this node as a [peer]
@@ -319,7 +322,8 @@ control_export(struct control *c, char **argv, int argc)
 		else
 			return control_error("usage: export [--name NAME] [--endpoint HOST[:PORT]]");
 	}
-	if (!(body = export_render(c->t, name, endpoint, err, sizeof(err))))
+	if (!(body = export_render(c->t->conf, c->t->dtls ? dtls_ctx_fingerprint(c->t->dtls) : NULL,
+	    name, endpoint, err, sizeof(err))))
 		return control_error("export: %s", err);
 	if (asprintf(&out, "ok\n%s", body) < 0)
 		out = NULL;
