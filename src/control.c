@@ -22,12 +22,14 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
+#include "conf.h"
 #include "control.h"
 #include "ctx.h"
 #include "dtls.h"
 #include "export.h"
 #include "log.h"
 #include "peer.h"
+#include "peer_timers.h"
 #include "reload.h"
 #include "show.h"
 #include "util.h"
@@ -264,6 +266,36 @@ control_ping_answer(void *arg, bool answered)
 	control_conn_reply(cc, out);
 }
 
+/* handshake PEER (touctl wait): bring the peer up now if it is not,
+ * whatever its back-off, or say why toud cannot. */
+static char *
+control_handshake(struct control *c, char **argv, int argc)
+{
+	struct peer *p;
+	char q[64];
+	int r;
+
+	if (argc != 2)
+		return control_error("usage: handshake PEER");
+	if (!(p = peer_find_by_name(c->t, argv[1])))
+		return control_error("no such peer '%s'", control_quote(argv[1], q, sizeof(q)));
+	switch ((r = peer_timers_wanted(p))) {
+	case 0:
+		return strdup("ok\n");
+	case -EOPNOTSUPP:
+		return control_error("peer '%s': no handshake with encryption = none; it is up "
+		    "once a packet from it arrives", p->name);
+	case -EDESTADDRREQ:
+		return control_error("peer '%s' has no endpoint: it comes up when it makes "
+		    "contact", p->name);
+	case -EAGAIN:
+		return control_error("peer '%s': its endpoint %s is not resolved yet", p->name,
+		    p->cf->endpoint_host);
+	default:
+		return control_error("peer '%s': handshake: %s", p->name, strerror(-r));
+	}
+}
+
 /* ping PEER: a path challenge on the peer's current path; the reply waits
  * for the response (or its timeout).  NULL when it waits. */
 static char *
@@ -356,6 +388,8 @@ control_dispatch(struct control_conn *cc, char *line)
 		return control_ping(cc, argv, argc);
 	if (strcmp(argv[0], "export") == 0)
 		return control_export(c, argv, argc);
+	if (strcmp(argv[0], "handshake") == 0)
+		return control_handshake(c, argv, argc);
 	return control_error("unknown command '%s'", control_quote(argv[0], q, sizeof(q)));
 }
 

@@ -444,17 +444,37 @@ touctl_json_peer_str(const char *json, const char *key, char *out, size_t len)
 	return *p == '"';
 }
 
+/* Ask toud to handshake with peer now (wait): "" when it started one or
+ * the peer is up, else toud's reason why it cannot, to say at the end. */
+static void
+touctl_wait_handshake(const char *path, const char *peer, char *why, size_t len)
+{
+	char req[64], *reply;
+	size_t n;
+
+	snprintf(req, sizeof(req), "handshake %s\n", peer);
+	why[0] = '\0';
+	if ((n = touctl_request_soft(path, req, &reply, true)) == (size_t)-1)
+		return;                 /* asked again at the next look */
+	if (strncmp(reply, "error: ", 7) == 0) {
+		snprintf(why, len, "%s", reply + 7);
+		why[strcspn(why, "\n")] = '\0';
+	}
+	free(reply);
+}
+
 /* wait PEER [--timeout S]: poll `show PEER --json` until its state is
- * "up".  A daemon that is not (yet) listening is waited for too; an
- * error reply (no such peer) ends the wait at once. */
+ * "up", having asked toud once to handshake with it now.  A daemon that
+ * is not (yet) listening is waited for too; an error reply (no such
+ * peer) ends the wait at once. */
 static int
 touctl_wait(const char *path, int argc, char **argv)
 {
 	const char *peer = NULL;
 	double timeout = TOUCTL_WAIT_DEFAULT_S, deadline, left;
-	char req[64], st[32] = "", last_error[400] = "";
+	char req[64], st[32] = "", last_error[400] = "", why[300] = "";
 	int i, conn_err = 0;
-	bool answered = false;
+	bool answered = false, asked = false;
 
 	for (i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc) {
@@ -513,6 +533,10 @@ touctl_wait(const char *path, int argc, char **argv)
 			free(reply);
 			if (strcmp(st, "up") == 0)
 				return 0;
+			if (!asked) {
+				touctl_wait_handshake(path, peer, why, sizeof(why));
+				asked = true;
+			}
 		}
 		left = deadline - touctl_now();
 		if (timeout > 0 && left <= 0)
@@ -525,8 +549,9 @@ touctl_wait(const char *path, int argc, char **argv)
 		fprintf(stderr, "touctl: wait: toud did not answer on %s within %g s: %s\n", path,
 		    timeout, strerror(conn_err));
 	else
-		fprintf(stderr, "touctl: wait: peer '%s' is not up after %g s (state %s%s%s)\n",
-		    peer, timeout, st, last_error[0] ? "; last error: " : "", last_error);
+		fprintf(stderr, "touctl: wait: peer '%s' is not up after %g s (state %s%s%s%s%s)\n",
+		    peer, timeout, st, last_error[0] ? "; last error: " : "", last_error,
+		    why[0] ? "; " : "", why);
 	return 1;
 }
 
