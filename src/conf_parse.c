@@ -1,7 +1,8 @@
 /* conf_parse.c - tou.conf(5) text to struct conf.  Pure: no I/O.
  *
  * The grammar is line based: "[interface]", "[peer NAME]", "key = value",
- * '#' starts a comment anywhere on a line.  Every message names the line and,
+ * '#' starts a comment anywhere on a line, ';' a comment line; a UTF-8 byte
+ * order mark before the first line is skipped.  Every message names the line and,
  * when it is about a key, the key. */
 #include <errno.h>
 #include <stdarg.h>
@@ -987,7 +988,7 @@ conf_line(struct conf_parser *p, const char *text, size_t len)
 	if ((s = strchr(buf, '#')))
 		*s = '\0';
 	s = conf_trim(buf);
-	if (*s == '\0')
+	if (*s == '\0' || *s == ';')   /* ';' starts a comment line, as in INI files */
 		return 0;
 	if (*s == '[')
 		return conf_section(p, s);
@@ -1056,6 +1057,9 @@ conf_parse(const char *file, const char *text, size_t len, struct conf **out,
 		conf_perr(&p, "out of memory");
 		return -ENOMEM;
 	}
+	/* A UTF-8 byte order mark, as some editors write: not part of line 1. */
+	if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0)
+		pos = 3;
 	while (pos < len) {
 		p.line++;
 		nl = memchr(text + pos, '\n', len - pos);

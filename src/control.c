@@ -22,11 +22,14 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
+#include "conf.h"
 #include "control.h"
 #include "ctx.h"
+#include "dtls.h"
 #include "export.h"
 #include "log.h"
 #include "peer.h"
+#include "peer_timers.h"
 #include "reload.h"
 #include "show.h"
 #include "util.h"
@@ -263,6 +266,36 @@ control_ping_answer(void *arg, bool answered)
 	control_conn_reply(cc, out);
 }
 
+/* handshake PEER (touctl wait): bring the peer up now if it is not,
+ * whatever its back-off, or say why toud cannot. */
+static char *
+control_handshake(struct control *c, char **argv, int argc)
+{
+	struct peer *p;
+	char q[64];
+	int r;
+
+	if (argc != 2)
+		return control_error("usage: handshake PEER");
+	if (!(p = peer_find_by_name(c->t, argv[1])))
+		return control_error("no such peer '%s'", control_quote(argv[1], q, sizeof(q)));
+	switch ((r = peer_timers_wanted(p))) {
+	case 0:
+		return strdup("ok\n");
+	case -EOPNOTSUPP:
+		return control_error("peer '%s': no handshake with encryption = none; it is up "
+		    "once a packet from it arrives", p->name);
+	case -EDESTADDRREQ:
+		return control_error("peer '%s' has no endpoint: it comes up when it makes "
+		    "contact", p->name);
+	case -EAGAIN:
+		return control_error("peer '%s': its endpoint %s is not resolved yet", p->name,
+		    p->cf->endpoint_host);
+	default:
+		return control_error("peer '%s': handshake: %s", p->name, strerror(-r));
+	}
+}
+
 /* ping PEER: a path challenge on the peer's current path; the reply waits
  * for the response (or its timeout).  NULL when it waits. */
 static char *
@@ -291,7 +324,7 @@ control_ping(struct control_conn *cc, char **argv, int argc)
 static char *
 control_reload(struct control *c, int argc)
 {
-	char err[512] = "";
+	char err[512] = "", *out;
 	int r;
 
 	if (argc != 1)
@@ -299,7 +332,9 @@ control_reload(struct control *c, int argc)
 	log_info("control: reload requested");
 	if ((r = toud_reload(c->t, err, sizeof(err))) < 0)
 		return control_error("%s", err[0] ? err : strerror(-r));
-	return strdup("ok\n");
+	if (asprintf(&out, "ok\n%s\n", err) < 0)
+		return NULL;
+	return out;
 }
 
 /* export [--name NAME] [--endpoint HOST[:PORT]]: this node as a [peer]
@@ -319,7 +354,8 @@ control_export(struct control *c, char **argv, int argc)
 		else
 			return control_error("usage: export [--name NAME] [--endpoint HOST[:PORT]]");
 	}
-	if (!(body = export_render(c->t, name, endpoint, err, sizeof(err))))
+	if (!(body = export_render(c->t->conf, c->t->dtls ? dtls_ctx_fingerprint(c->t->dtls) : NULL,
+	    name, endpoint, err, sizeof(err))))
 		return control_error("export: %s", err);
 	if (asprintf(&out, "ok\n%s", body) < 0)
 		out = NULL;
@@ -352,6 +388,8 @@ control_dispatch(struct control_conn *cc, char *line)
 		return control_ping(cc, argv, argc);
 	if (strcmp(argv[0], "export") == 0)
 		return control_export(c, argv, argc);
+	if (strcmp(argv[0], "handshake") == 0)
+		return control_handshake(c, argv, argc);
 	return control_error("unknown command '%s'", control_quote(argv[0], q, sizeof(q)));
 }
 

@@ -11,8 +11,6 @@
 #include <unistd.h>
 
 #include "conf.h"
-#include "ctx.h"
-#include "dtls.h"
 #include "export.h"
 #include "keys.h"
 #include "util.h"
@@ -103,10 +101,10 @@ export_check(const struct conf_iface *ifc, const char *section, char *err, size_
 }
 
 char *
-export_render(const struct toud *t, const char *name, const char *endpoint, char *err,
-    size_t errlen)
+export_render(const struct conf *c, const uint8_t *fpbin, const char *name, const char *endpoint,
+    char *err, size_t errlen)
 {
-	const struct conf_iface *ifc = &t->conf->iface;
+	const struct conf_iface *ifc = &c->iface;
 	char host[256], ep[320], fp[7 + 2 * KEYS_FP_LEN + 1], abuf[UTIL_ADDRSTRLEN];
 	union sockaddr_union sa;
 	struct ipaddr la;
@@ -133,7 +131,7 @@ export_render(const struct toud *t, const char *name, const char *endpoint, char
 		export_err(err, errlen, "--endpoint: empty or too long");
 		return NULL;
 	}
-	if (t->conf->iface.encryption == CONF_ENC_DTLS && !t->dtls) {
+	if (ifc->encryption == CONF_ENC_DTLS && !fpbin) {
 		export_err(err, errlen, "no key loaded");
 		return NULL;
 	}
@@ -144,8 +142,8 @@ export_render(const struct toud *t, const char *name, const char *endpoint, char
 	}
 	fprintf(f, "# This node, as a peer in the other side's tou.conf (touctl export).\n");
 	fprintf(f, "[peer %s]\n", name);
-	if (t->conf->iface.encryption == CONF_ENC_DTLS) {
-		keys_fp_format(dtls_ctx_fingerprint(t->dtls), fp);
+	if (ifc->encryption == CONF_ENC_DTLS) {
+		keys_fp_format(fpbin, fp);
 		fprintf(f, "fingerprint = %s\n", fp);
 	}
 	if (endpoint) {
@@ -157,7 +155,7 @@ export_render(const struct toud *t, const char *name, const char *endpoint, char
 	} else {
 		fprintf(f, "# endpoint = HOST:%u    (not known here: touctl export --endpoint HOST;\n"
 		    "#     without an endpoint the other side waits for this node to make contact%s)\n",
-		    ifc->listen_port, t->conf->iface.encryption == CONF_ENC_NONE ?
+		    ifc->listen_port, ifc->encryption == CONF_ENC_NONE ?
 		    ", but encryption = none needs one" : "");
 	}
 	fprintf(f, "address = ");

@@ -4,11 +4,12 @@
 #define TOUD_EXPORT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
-struct toud;
+struct conf;
 
-/* The section, malloc'd: [peer NAME] with this node's fingerprint (with
- * encryption = dtls), its endpoint, and its tunnel addresses as host
+/* The section, malloc'd: [peer NAME] with this node's fingerprint fp (32
+ * bytes; needed with encryption = dtls), its endpoint, and its tunnel addresses as host
  * addresses, in the order of [interface] address.
  *   name: the peer's name on the other side; NULL takes this host's name
  *     up to the first dot.
@@ -18,7 +19,7 @@ struct toud;
  * The result parses as a [peer] section (checked before it is returned).
  * NULL with a message in err (a name that cannot name a peer, an endpoint
  * that does not parse, no memory). */
-char *export_render(const struct toud *t, const char *name, const char *endpoint, char *err,
-    size_t errlen);
+char *export_render(const struct conf *c, const uint8_t *fp, const char *name,
+    const char *endpoint, char *err, size_t errlen);
 
 #endif

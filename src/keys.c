@@ -368,28 +368,52 @@ out:
 	return ret;
 }
 
-int
-keys_cert_fingerprint(const char *cert_file, uint8_t fp[KEYS_FP_LEN], char *err,
-    size_t errlen)
+/* The SHA-256 of a private key's public half, as DER SubjectPublicKeyInfo:
+ * what keys_cert_fp() hashes for the certificate of that key. */
+static int
+keys_pkey_fp(EVP_PKEY *pkey, uint8_t fp[KEYS_FP_LEN])
 {
-	FILE *f = fopen(cert_file, "re");
+	unsigned char *der = NULL;
+	unsigned int mdlen = 0;
+	int n, ok;
+
+	if ((n = i2d_PUBKEY(pkey, &der)) <= 0)
+		return -EINVAL;
+	ok = EVP_Digest(der, (size_t)n, fp, &mdlen, EVP_sha256(), NULL) == 1 &&
+	    mdlen == KEYS_FP_LEN;
+	OPENSSL_free(der);
+	return ok ? 0 : -EIO;
+}
+
+int
+keys_cert_fingerprint(const char *file, uint8_t fp[KEYS_FP_LEN], char *err, size_t errlen)
+{
+	BIO *bio = BIO_new_file(file, "r");
+	EVP_PKEY *pkey;
 	X509 *x;
 	int ret;
 
-	if (f == NULL) {
-		ret = -errno;
-		keys_seterr(err, errlen, "%s: %s", cert_file, strerror(errno));
+	if (bio == NULL) {
+		ret = errno ? -errno : -EIO;
+		keys_seterr(err, errlen, "%s: %s", file, strerror(-ret));
+		ERR_clear_error();
 		return ret;
 	}
-	x = PEM_read_X509(f, NULL, keys_no_passwd_cb, NULL);
-	fclose(f);
-	if (x == NULL) {
-		keys_seterr(err, errlen, "%s: not a PEM certificate", cert_file);
+	if ((x = PEM_read_bio_X509(bio, NULL, keys_no_passwd_cb, NULL)) != NULL) {
+		if ((ret = keys_cert_fp(x, fp)) < 0)
+			keys_seterr(err, errlen, "%s: no public key", file);
+		X509_free(x);
+	} else if (BIO_reset(bio) == 0 &&
+	    (pkey = PEM_read_bio_PrivateKey(bio, NULL, keys_no_passwd_cb, NULL)) != NULL) {
+		if ((ret = keys_pkey_fp(pkey, fp)) < 0)
+			keys_seterr(err, errlen, "%s: no public key", file);
+		EVP_PKEY_free(pkey);
+	} else {
+		keys_seterr(err, errlen, "%s: neither a PEM certificate nor an unencrypted PEM "
+		    "private key", file);
 		ret = -EINVAL;
-	} else if ((ret = keys_cert_fp(x, fp)) < 0) {
-		keys_seterr(err, errlen, "%s: no public key", cert_file);
 	}
-	X509_free(x);
+	BIO_free(bio);
 	ERR_clear_error();
 	return ret;
 }

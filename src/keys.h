@@ -15,8 +15,9 @@ struct stack_st_X509;
 /* touctl genkey: DIR/key.pem (0600) and DIR/cert.pem, replaced atomically;
  * fp gets the new key's fingerprint. */
 int keys_genkey(const char *dir, uint8_t fp[KEYS_FP_LEN], char *err, size_t errlen);
-/* The fingerprint of the key in a PEM certificate file. */
-int keys_cert_fingerprint(const char *cert_file, uint8_t fp[KEYS_FP_LEN], char *err,
+/* The fingerprint of the key in a PEM certificate file, or of a PEM private
+ * key file's public key (the same value). */
+int keys_cert_fingerprint(const char *file, uint8_t fp[KEYS_FP_LEN], char *err,
     size_t errlen);
 /* The fingerprint of a certificate's public key. */
 int keys_cert_fp(struct x509_st *x, uint8_t fp[KEYS_FP_LEN]);

@@ -215,6 +215,21 @@ retry_cb(evutil_socket_t fd, short what, void *arg)
 		handshake_initiate(p, toud_now(p->toud));
 }
 
+int
+peer_timers_wanted(struct peer *p)
+{
+	if (!p->toud->dtls)
+		return -EOPNOTSUPP;
+	if (p->cur)
+		return 0;
+	if (!p->has_endpoint)
+		return p->cf->endpoint_host ? -EAGAIN : -EDESTADDRREQ;
+	/* Like a reconnect: retry, with back-off, until a session is up. */
+	p->reconnect = true;
+	p->hs_retry_ms = 0;
+	return handshake_initiate(p, toud_now(p->toud));
+}
+
 void
 peer_timers_closed_by_peer(struct peer *p)
 {

@@ -33,6 +33,12 @@ void peer_timers_handshake_failed(struct peer *p, const char *why);
 /* The peer closed our session: handshake again (with back-off) until a
  * new session is up, where we know its address. */
 void peer_timers_closed_by_peer(struct peer *p);
+/* Someone waits for the peer (touctl wait): handshake now, whatever the
+ * back-off, and retry until a session is up.  0 (also when up or a
+ * handshake runs); -EOPNOTSUPP with encryption = none, -EDESTADDRREQ
+ * without an endpoint, -EAGAIN while its name is not resolved, or
+ * handshake_initiate()'s error. */
+int peer_timers_wanted(struct peer *p);
 /* A reload changed how the peer authenticates: its sessions are gone. */
 void peer_timers_reset(struct peer *p);
 /* We ended sessions of p ourselves (its key is no longer accepted, or a

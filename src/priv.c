@@ -55,7 +55,10 @@ priv_drop(const char *user, uint16_t port, const char *const *chown_paths)
 		if (!capng_have_capability(CAPNG_EFFECTIVE, CAP_NET_ADMIN))
 			log_warnx("running without CAP_NET_ADMIN: route changes will fail");
 		select_caps(port);
-		if (capng_apply(CAPNG_SELECT_BOTH) < 0)
+		/* Not the bounding set: emptying it needs CAP_SETPCAP, which
+		 * this path does not have (libcap-ng would log at err on
+		 * every start); the service manager sets it. */
+		if (capng_apply(CAPNG_SELECT_CAPS) < 0)
 			return -EPERM;
 	} else if (pw) {
 		priv_give(chown_paths, pw->pw_uid, pw->pw_gid);

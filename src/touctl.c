@@ -21,6 +21,8 @@
 #include "conf.h"
 #include "control.h"
 #include "dtls.h"
+#include "export.h"
+#include "keys.h"
 
 #define TOUCTL_TIMEOUT_S 30             /* a reload may resolve host names */
 #define TOUCTL_REPLY_MAX (64u << 20)
@@ -39,10 +41,11 @@ usage(FILE *f, int status)
 	    "  reload                 re-read the configuration (as SIGHUP); fails if refused\n"
 	    "  ping PEER [-c N]       path challenges to the peer, with round-trip times\n"
 	    "  wait PEER [--timeout S]  wait until PEER is up (default %d s; 0: no limit)\n"
-	    "  export [--name NAME] [--endpoint HOST[:PORT]]\n"
+	    "  export [-c FILE] [--name NAME] [--endpoint HOST[:PORT]]\n"
 	    "                         this node as a [peer] section for the other side\n"
+	    "                         (from FILE, or from toud's config if it is not running)\n"
 	    "  genkey [--force] DIR   write DIR/key.pem and DIR/cert.pem, print the fingerprint\n"
-	    "  fingerprint CERT       print a certificate's fingerprint\n"
+	    "  fingerprint FILE       print the fingerprint of a certificate or private key\n"
 	    "default socket: %s; -i NAME: %s/NAME.sock (toud -i NAME)\n",
 	    TOUCTL_WAIT_DEFAULT_S, CONF_DEFAULT_CONTROL, CONF_INSTANCE_CONTROL_DIR);
 	exit(status);
@@ -292,13 +295,46 @@ touctl_ping(const char *path, int argc, char **argv)
 	return answered ? 0 : 1;
 }
 
-/* export [--name NAME] [--endpoint HOST[:PORT]]: the daemon writes the
- * section; the words are checked here so they travel in one line. */
+/* export from the configuration file and key files, without the daemon. */
 static int
-touctl_export(const char *path, int argc, char **argv)
+touctl_export_file(const char *file, const char *name, const char *endpoint)
 {
-	const char *name = NULL, *endpoint = NULL;
-	char req[512];
+	uint8_t fp[KEYS_FP_LEN];
+	char err[600], *out;
+	struct conf *c = NULL;
+	struct conf_error ce;
+	bool dtls;
+
+	if (conf_load(file, false, &c, &ce, NULL, NULL) < 0) {
+		fprintf(stderr, "touctl: export: %s\n", conf_error_fmt(&ce, err, sizeof(err)));
+		return 1;
+	}
+	dtls = c->iface.encryption == CONF_ENC_DTLS;
+	if (dtls && keys_cert_fingerprint(c->iface.certificate, fp, err, sizeof(err)) < 0) {
+		fprintf(stderr, "touctl: export: %s\n", err);
+		conf_free(c);
+		return 1;
+	}
+	out = export_render(c, dtls ? fp : NULL, name, endpoint, err, sizeof(err));
+	conf_free(c);
+	if (!out) {
+		fprintf(stderr, "touctl: export: %s\n", err);
+		return 1;
+	}
+	fputs(out, stdout);
+	free(out);
+	return fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
+}
+
+/* export [-c FILE] [--name NAME] [--endpoint HOST[:PORT]]: the daemon
+ * writes the section (the words are checked here so they travel in one
+ * line); with -c, or when no daemon listens, it is made from the file. */
+static int
+touctl_export(const char *path, const char *conf_file, int argc, char **argv)
+{
+	const char *name = NULL, *endpoint = NULL, *file = NULL;
+	char req[512], *reply;
+	size_t len;
 	int i;
 
 	for (i = 1; i < argc; i++) {
@@ -320,14 +356,27 @@ touctl_export(const char *path, int argc, char **argv)
 				fprintf(stderr, "touctl: export: invalid endpoint '%s'\n", endpoint);
 				exit(2);
 			}
+		} else if (strcmp(argv[i], "-c") == 0 && i + 1 < argc) {
+			file = argv[++i];
 		} else {
 			fprintf(stderr, "touctl: export: unexpected '%s'\n", argv[i]);
 			usage(stderr, 2);
 		}
 	}
+	if (file)
+		return touctl_export_file(file, name, endpoint);
 	snprintf(req, sizeof(req), "export%s%s%s%s\n", name ? " --name " : "", name ? name : "",
 	    endpoint ? " --endpoint " : "", endpoint ? endpoint : "");
-	return touctl_run(path, req);
+	len = touctl_request_soft(path, req, &reply, true);
+	if (len == (size_t)-1) {
+		if (errno != ENOENT && errno != ECONNREFUSED)
+			touctl_fail(path, errno);
+		fprintf(stderr, "touctl: export: toud is not running: reading %s\n", conf_file);
+		return touctl_export_file(conf_file, name, endpoint);
+	}
+	i = touctl_reply(path, reply, len);
+	free(reply);
+	return i;
 }
 
 static double
@@ -395,17 +444,37 @@ touctl_json_peer_str(const char *json, const char *key, char *out, size_t len)
 	return *p == '"';
 }
 
+/* Ask toud to handshake with peer now (wait): "" when it started one or
+ * the peer is up, else toud's reason why it cannot, to say at the end. */
+static void
+touctl_wait_handshake(const char *path, const char *peer, char *why, size_t len)
+{
+	char req[64], *reply;
+	size_t n;
+
+	snprintf(req, sizeof(req), "handshake %s\n", peer);
+	why[0] = '\0';
+	if ((n = touctl_request_soft(path, req, &reply, true)) == (size_t)-1)
+		return;                 /* asked again at the next look */
+	if (strncmp(reply, "error: ", 7) == 0) {
+		snprintf(why, len, "%s", reply + 7);
+		why[strcspn(why, "\n")] = '\0';
+	}
+	free(reply);
+}
+
 /* wait PEER [--timeout S]: poll `show PEER --json` until its state is
- * "up".  A daemon that is not (yet) listening is waited for too; an
- * error reply (no such peer) ends the wait at once. */
+ * "up", having asked toud once to handshake with it now.  A daemon that
+ * is not (yet) listening is waited for too; an error reply (no such
+ * peer) ends the wait at once. */
 static int
 touctl_wait(const char *path, int argc, char **argv)
 {
 	const char *peer = NULL;
 	double timeout = TOUCTL_WAIT_DEFAULT_S, deadline, left;
-	char req[64], st[32] = "", last_error[400] = "";
+	char req[64], st[32] = "", last_error[400] = "", why[300] = "";
 	int i, conn_err = 0;
-	bool answered = false;
+	bool answered = false, asked = false;
 
 	for (i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc) {
@@ -464,6 +533,10 @@ touctl_wait(const char *path, int argc, char **argv)
 			free(reply);
 			if (strcmp(st, "up") == 0)
 				return 0;
+			if (!asked) {
+				touctl_wait_handshake(path, peer, why, sizeof(why));
+				asked = true;
+			}
 		}
 		left = deadline - touctl_now();
 		if (timeout > 0 && left <= 0)
@@ -476,8 +549,9 @@ touctl_wait(const char *path, int argc, char **argv)
 		fprintf(stderr, "touctl: wait: toud did not answer on %s within %g s: %s\n", path,
 		    timeout, strerror(conn_err));
 	else
-		fprintf(stderr, "touctl: wait: peer '%s' is not up after %g s (state %s%s%s)\n",
-		    peer, timeout, st, last_error[0] ? "; last error: " : "", last_error);
+		fprintf(stderr, "touctl: wait: peer '%s' is not up after %g s (state %s%s%s%s%s)\n",
+		    peer, timeout, st, last_error[0] ? "; last error: " : "", last_error,
+		    why[0] ? "; " : "", why);
 	return 1;
 }
 
@@ -545,8 +619,8 @@ touctl_keys(const char *cmd, const char *arg, bool force)
 int
 main(int argc, char *argv[])
 {
-	const char *path = CONF_DEFAULT_CONTROL;
-	static char isock[108];
+	const char *path = CONF_DEFAULT_CONTROL, *conf_file = CONF_DEFAULT_FILE;
+	static char isock[108], ifile[4096];
 	int ch;
 
 	/* '+': options end at the command, so "show --json" reaches it. */
@@ -560,8 +634,9 @@ main(int argc, char *argv[])
 				fprintf(stderr, "touctl: -i: invalid instance name '%s'\n", optarg);
 				exit(2);
 			}
-			conf_instance_paths(optarg, NULL, 0, isock, sizeof(isock));
+			conf_instance_paths(optarg, ifile, sizeof(ifile), isock, sizeof(isock));
 			path = isock;
+			conf_file = ifile;
 			break;
 		case 's':
 			path = optarg;
@@ -590,7 +665,7 @@ main(int argc, char *argv[])
 	if (strcmp(argv[0], "wait") == 0)
 		return touctl_wait(path, argc, argv);
 	if (strcmp(argv[0], "export") == 0)
-		return touctl_export(path, argc, argv);
+		return touctl_export(path, conf_file, argc, argv);
 	if (strcmp(argv[0], "genkey") == 0 && argc == 3 && strcmp(argv[1], "--force") == 0)
 		return touctl_keys(argv[0], argv[2], true);
 	if (strcmp(argv[0], "genkey") == 0 || strcmp(argv[0], "fingerprint") == 0) {

@@ -109,6 +109,7 @@ check "the download is running when the reload starts" proc_alive "$curl_pid"
 write_conf_a b c
 reload_a
 is "$RELOAD_RC" 0 "touctl reload: add c, remove d (exit 0)" || diag "$RELOAD_ERR"
+is "$RELOAD_OUT" "1 peer added, 1 removed, 0 changed" "touctl reload prints its summary"
 is "$(route_dsts a)" "$(want_dsts)" "c's routes are there, d's are gone, b's stay: $(route_dsts a)"
 is "$(peers_of a)" "b:$sid_b c:null" "a's peers are b (same session $sid_b) and c (no session yet)"
 is "$(nsx a ip route get 192.168.54.1 2>&1 | grep -c 'dev tou0')" 0 "d's allowed-ips no longer go into the tunnel"

@@ -464,6 +464,17 @@ START_TEST(test_syntax)
 	ck_assert_str_eq(c->peers[0].cert_name, "CN=a b");
 	conf_free(c);
 
+	/* a byte order mark before line 1; ';' comment lines (not mid-line:
+	 * a value may contain ';') */
+	c = good("\xef\xbb\xbf[interface]\n; a comment\n  ;another\naddress = 10.77.0.1/24\n"
+	    "private-key = /k;1\ncertificate = /c\n");
+	ck_assert_int_eq(c->iface.line, 1);
+	ck_assert_str_eq(c->iface.private_key, "/k;1");
+	conf_free(c);
+	bad("\xef\xbb\xbf\xef\xbb\xbf[interface]\n", "t.conf:1: missing '=' (expected 'key = value')");
+	bad(HEAD "\xef\xbb\xbfmtu = 1400\n",
+	    "t.conf:5: unknown key '\xef\xbb\xbfmtu' in [interface]");
+
 	bad("", "t.conf: missing section [interface]");
 	bad("# only a comment\n", "t.conf: missing section [interface]");
 	bad("[interface]\n", "t.conf:1: missing key 'address' in [interface]");
