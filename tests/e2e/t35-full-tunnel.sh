@@ -10,7 +10,8 @@
 #
 # Asserted: toud on a starts despite a's default routes and leaves them
 # alone; the default routes into the tunnel sit in table 51820 (fwmark
-# 0xca6c, both chosen by toud), with the two rules per family; a reaches c
+# 0xca6c, both chosen by toud) beside the drop route, with the two rules
+# per family; a reaches c
 # over IPv4 and IPv6 with TCP (checked by sha256, and c sees a's tunnel
 # addresses); on a's link there is then nothing but the tunnel's UDP to
 # b's endpoint (no TCP, nothing to or from c's addresses), so the tunnel's
@@ -82,11 +83,13 @@ for fam in 4 6; do
 	sup=$(grep -E "suppress_prefixlength 0 proto 116" <<<"$r" | cut -d: -f1)
 	notm=$(grep -E "not from all fwmark $MARK" <<<"$r" | cut -d: -f1)
 	cmp_ok "${sup:-x}" -lt "${notm:-x}" "IPv$fam: the main table's specific routes come first ($sup < $notm)"
+	# Besides it, the drop route of fail-open = no (t42 tests it).
 	r=$(nsx a ip -$fam route show table $TABLE)
-	if [[ $r == "default dev tou0 proto 116 "* && $(wc -l <<<"$r") -eq 1 ]]; then
-		ok "IPv$fam default route into tou0 in table $TABLE, and nothing else"
+	if [[ $r == "default dev tou0 proto 116 "* && $(wc -l <<<"$r") -eq 2 ]] &&
+	    grep -q "^unreachable default .*proto 116 metric 4294967295" <<<"$r"; then
+		ok "IPv$fam default route into tou0 in table $TABLE, the drop route, and nothing else"
 	else
-		not_ok "IPv$fam default route into tou0 in table $TABLE, and nothing else" "$r"
+		not_ok "IPv$fam default route into tou0 in table $TABLE, the drop route, and nothing else" "$r"
 	fi
 done
 case $(nsx a ip -4 route show default) in
