@@ -224,7 +224,7 @@ fulltunnel_family(struct toud *t, int family, bool want, bool *have)
 		fulltunnel_rules_del(t, family);
 		*have = false;
 	}
-	if (!drop)
+	if (!drop && t->full_table)
 		fulltunnel_drop(t, family, false);
 	return 0;
 }
