@@ -129,10 +129,10 @@ http6=$HTTP_PID
 pcap=$E2E_DIR/ul0.pcap
 bg_start a "$E2E_DIR/tcpdump.log" tcpdump -i ul0 -n -s 96 --immediate-mode -U -w "$pcap" ip or ip6
 tcpdump_pid=$BG_PID
-wait_for 10 grep -q "listening on" "$E2E_DIR/tcpdump.log" || bail_out "tcpdump did not start"
+wait_for 30 grep -q "listening on" "$E2E_DIR/tcpdump.log" || bail_out "tcpdump did not start"
 fetch_check a "http://$C4:8080/f" "$E2E_DIR/www/f" "2 MB from c to a over IPv4 through the tunnel"
 fetch_check a "http://[$C6]:8086/f" "$E2E_DIR/www/f" "2 MB from c to a over IPv6 through the tunnel"
-sleep 0.3
+pcap_settle "$pcap" || diag "the capture kept growing"
 proc_stop "$tcpdump_pid"
 proc_stop "$http4"
 proc_stop "$http6"

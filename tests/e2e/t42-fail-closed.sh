@@ -108,7 +108,7 @@ capture_pings() {
 	local pcap=$E2E_DIR/ul0.$T_N.pcap log=$E2E_DIR/tcpdump.$T_N.log pid
 	bg_start a "$log" tcpdump -i ul0 -n -s 96 --immediate-mode -U -w "$pcap" ip or ip6
 	pid=$BG_PID
-	wait_for 10 grep -q "listening on" "$log" || bail_out "tcpdump did not start"
+	wait_for 30 grep -q "listening on" "$log" || bail_out "tcpdump did not start"
 	PING_C=0
 	nsx a ping -n -q -c 3 -i 0.2 -W 1 "$C4" >/dev/null 2>&1 && PING_C=$((PING_C + 1))
 	nsx a ping -n -q -c 3 -i 0.2 -W 1 "$C6" >/dev/null 2>&1 && PING_C=$((PING_C + 1))
