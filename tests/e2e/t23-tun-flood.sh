@@ -3,7 +3,7 @@
 # peers b and c.  Two senders on a (udp-flood) fill a's TUN with UDP faster
 # than toud can empty it: the kernel drops what does not fit in the TUN's
 # queue, so toud never finds it empty.  While the flood runs (it would go
-# on for two minutes), toud must not starve its other work:
+# on for ten minutes), toud must not starve its other work:
 #   - ping from a to b over the tunnel keeps being answered,
 #   - a new handshake (b's toud restarts) completes, while the flood still
 #     runs,
@@ -29,7 +29,7 @@ need_cmd ping nft
 need_helper udp-flood
 
 FLOOD_SECONDS=5                 # how long the probes run in each flood
-FLOOD_LIFE=120                  # how long a flood would run if not stopped
+FLOOD_LIFE=600                  # how long a flood would run if not stopped
 # What a starved toud cannot meet, with room for a machine several times
 # oversubscribed: ping answers and touctl show within LATE_MS, no silence
 # of ping longer than LATE_MS, a handshake within HS_MS (a lost flight or

@@ -93,7 +93,8 @@ for p in pkts:
     s.sendto(p, ("10.200.0.1", 6080))
     time.sleep(0.02)
 EOF
-j1=$(show_settled a) || bail_out "a's counters did not settle"
+sleep 0.5
+j1=$(show_json a) || bail_out "touctl show on a"
 is "$(drops_delta "$j0" "$j1" peers.b.drops)" \
     '{"encap_source_not_allowed": 2, "icmp_quote_not_allowed": 2}' \
     "a dropped the two foreign quotes and the two foreign inner sources, nothing else"
@@ -115,7 +116,8 @@ EOF
 ) || bail_out "the oversize sender in a failed"
 # 10 a second after the burst: allow for the time the sending took.
 max=$((10 + ms / 100 + 1))
-j2=$(show_settled a) || bail_out "a's counters did not settle"
+sleep 0.5
+j2=$(show_json a) || bail_out "touctl show on a"
 proc_stop "$tcpdump_pid"
 
 count() {
