@@ -112,6 +112,7 @@ struct conf_iface {
 	int fwmark_line;
 	enum conf_table table;
 	uint32_t table_number;             /* table = NUMBER */
+	bool fail_open;                    /* full tunnel: no drop route (wg-quick's way) */
 };
 
 struct conf {

@@ -664,6 +664,18 @@ conf_set_table(struct conf_parser *p, const struct conf_key *k, const char *v)
 	return 0;
 }
 
+static int
+conf_set_fail_open(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	static const char *const names[] = { "no", "yes" };
+	int i = conf_choice(p, k, v, names, ARRAY_SIZE(names), "yes or no");
+
+	if (i < 0)
+		return i;
+	p->c->iface.fail_open = i == 1;
+	return 0;
+}
+
 /* [peer NAME] keys */
 
 static struct conf_peer *
@@ -838,6 +850,7 @@ static const struct conf_key conf_keys[] = {
 	{ "rekey-records", SEC_IFACE, false, conf_set_rekey_records },
 	{ "fwmark", SEC_IFACE, false, conf_set_fwmark },
 	{ "table", SEC_IFACE, false, conf_set_table },
+	{ "fail-open", SEC_IFACE, false, conf_set_fail_open },
 	{ "fingerprint", SEC_PEER, false, conf_set_fingerprint },
 	{ "ca", SEC_PEER, false, conf_set_ca },
 	{ "name", SEC_PEER, false, conf_set_cert_name },

@@ -108,6 +108,7 @@ conf_print_iface(FILE *b, const struct conf_iface *i)
 		conf_kv_uint(b, "table", i->table_number);
 	else
 		conf_kv(b, "table", i->table == CONF_TABLE_OFF ? "off" : "auto");
+	conf_kv(b, "fail-open", i->fail_open ? "yes" : "no");
 }
 
 static void
@@ -233,7 +234,8 @@ conf_iface_equal(const struct conf_iface *a, const struct conf_iface *b)
 	    a->rekey_records == b->rekey_records &&
 	    a->fwmark == b->fwmark &&
 	    a->table == b->table &&
-	    a->table_number == b->table_number;
+	    a->table_number == b->table_number &&
+	    a->fail_open == b->fail_open;
 }
 
 static const struct conf_peer *

@@ -13,6 +13,8 @@
 
 /* How many tables table = auto tries from CONF_TABLE_AUTO_FIRST up. */
 #define FULLTUNNEL_TABLE_TRIES 1000
+/* Stale rule pairs removed at most per family and start. */
+#define FULLTUNNEL_STALE_MAX 16
 
 void
 fulltunnel_rules(int family, uint32_t table, uint32_t fwmark, struct rtnl_rule out[2])
@@ -80,29 +82,94 @@ fulltunnel_mark(struct toud *t, uint32_t mark)
 	return 0;
 }
 
-/* Add or remove the rules of one family. */
+/* At start a failure is fatal (err); on reload it is not. */
+#define FULLTUNNEL_SAY(t) \
+	void (*say)(const char *, ...) __attribute__((format(printf, 1, 2))) = \
+	    (t)->starting ? log_errx : log_warnx
+
+static const char *
+family_name(int family)
+{
+	return family == AF_INET ? "IPv4" : "IPv6";
+}
+
+/* Add or remove the drop route of family (rtnl.h).  Only the add fails. */
 static int
-fulltunnel_family(struct toud *t, int family, bool want, bool *have)
+fulltunnel_drop(struct toud *t, int family, bool want)
+{
+	FULLTUNNEL_SAY(t);
+	int rc;
+
+	if (!want) {
+		if ((rc = rtnl_drop_del(t->rtnl, family, t->full_table)) < 0)
+			log_warnx("full tunnel: cannot remove the %s drop route of table %u: %s",
+			    family_name(family), t->full_table, strerror(-rc));
+		return 0;
+	}
+	if ((rc = rtnl_drop_add(t->rtnl, family, t->full_table)) < 0)
+		say("full tunnel: cannot add the %s drop route to table %u: %s",
+		    family_name(family), t->full_table, strerror(-rc));
+	else if (rc == 2)
+		log_info("full tunnel: the %s drop route in table %u, left by a toud that "
+		    "did not stop cleanly, is taken over", family_name(family), t->full_table);
+	return rc < 0 ? rc : 0;
+}
+
+/* Remove the rules equal to rules[] that the kernel held before ours were
+ * added (their priorities in stale[]): a toud that was killed left them.
+ * For each such "not fwmark" rule one suppressing rule goes too, the one
+ * just above it when there is one (they were added as a pair). */
+static void
+fulltunnel_unstale(struct toud *t, const struct rtnl_rule rules[2],
+    const uint32_t *inv, int n_inv, uint32_t *sup, int n_sup)
+{
+	struct rtnl_rule r;
+	char buf[96];
+	int i, j, rc;
+
+	for (i = 0; i < n_inv; i++) {
+		r = rules[0];
+		r.priority = inv[i];
+		if ((rc = rtnl_rule_del(t->rtnl, &r)) < 0 && rc != -ENOENT)
+			log_warnx("full tunnel: cannot remove the stale %s (priority %u): %s",
+			    rtnl_rule_fmt(&r, buf, sizeof(buf)), (unsigned)r.priority, strerror(-rc));
+		for (j = 0; j < n_sup && sup[j] != inv[i] - 1; j++)
+			;
+		if (j == n_sup)
+			for (j = 0; j < n_sup && !sup[j]; j++)
+				;
+		if (j == n_sup)
+			continue;
+		r = rules[1];
+		r.priority = sup[j];
+		sup[j] = 0;             /* used */
+		if ((rc = rtnl_rule_del(t->rtnl, &r)) < 0 && rc != -ENOENT)
+			log_warnx("full tunnel: cannot remove the stale %s (priority %u): %s",
+			    rtnl_rule_fmt(&r, buf, sizeof(buf)), (unsigned)r.priority, strerror(-rc));
+	}
+	if (n_inv > 0)
+		log_info("full tunnel: %d stale %s rule pair%s for table %u removed", n_inv,
+		    family_name(rules[0].family), n_inv == 1 ? "" : "s", t->full_table);
+}
+
+/* Add the rules of one family; earlier copies for the same table go once
+ * ours are in place, so the table is never without rules. */
+static int
+fulltunnel_rules_add(struct toud *t, int family)
 {
 	struct rtnl_rule rules[2];
+	uint32_t inv[FULLTUNNEL_STALE_MAX], sup[FULLTUNNEL_STALE_MAX];
+	int n_inv, n_sup, rc, i;
 	char buf[96];
-	int rc = 0, i;
+	FULLTUNNEL_SAY(t);
 
-	/* At start a failure is fatal (err); on reload it is not. */
-	void (*say)(const char *, ...) __attribute__((format(printf, 1, 2))) =
-	    t->starting ? log_errx : log_warnx;
-
-	if (want == *have || !t->rtnl)
-		return 0;
 	fulltunnel_rules(family, t->full_table, t->fwmark, rules);
-	if (!want) {
-		for (i = 1; i >= 0; i--)
-			if ((rc = rtnl_rule_del(t->rtnl, &rules[i])) < 0)
-				log_warnx("full tunnel: cannot remove the %s: %s",
-				    rtnl_rule_fmt(&rules[i], buf, sizeof(buf)), strerror(-rc));
-		*have = false;
-		log_info("full tunnel: %s rules removed", family == AF_INET ? "IPv4" : "IPv6");
-		return 0;
+	n_inv = rtnl_rule_find(&rules[0], inv, FULLTUNNEL_STALE_MAX);
+	n_sup = rtnl_rule_find(&rules[1], sup, FULLTUNNEL_STALE_MAX);
+	if (n_inv < 0 || n_sup < 0) {
+		log_warnx("full tunnel: cannot list the %s rules: %s", family_name(family),
+		    strerror(n_inv < 0 ? -n_inv : -n_sup));
+		n_inv = n_sup = 0;
 	}
 	for (i = 0; i < 2; i++) {
 		if ((rc = rtnl_rule_add(t->rtnl, &rules[i])) < 0) {
@@ -113,9 +180,52 @@ fulltunnel_family(struct toud *t, int family, bool want, bool *have)
 			return rc;
 		}
 	}
-	*have = true;
+	fulltunnel_unstale(t, rules, inv, n_inv < FULLTUNNEL_STALE_MAX ? n_inv : FULLTUNNEL_STALE_MAX,
+	    sup, n_sup < FULLTUNNEL_STALE_MAX ? n_sup : FULLTUNNEL_STALE_MAX);
 	log_info("full tunnel: %s default route in table %u, rules for fwmark 0x%x added",
-	    family == AF_INET ? "IPv4" : "IPv6", t->full_table, t->fwmark);
+	    family_name(family), t->full_table, t->fwmark);
+	return 0;
+}
+
+static void
+fulltunnel_rules_del(struct toud *t, int family)
+{
+	struct rtnl_rule rules[2];
+	char buf[96];
+	int rc, i;
+
+	fulltunnel_rules(family, t->full_table, t->fwmark, rules);
+	for (i = 1; i >= 0; i--)
+		if ((rc = rtnl_rule_del(t->rtnl, &rules[i])) < 0)
+			log_warnx("full tunnel: cannot remove the %s: %s",
+			    rtnl_rule_fmt(&rules[i], buf, sizeof(buf)), strerror(-rc));
+	log_info("full tunnel: %s rules removed", family_name(family));
+}
+
+/* Make the rules and the drop route of one family match want: the drop
+ * route goes in before the rules and out after them, so the rules never
+ * send traffic to a table that would let it fall through to the main
+ * table. */
+static int
+fulltunnel_family(struct toud *t, int family, bool want, bool *have)
+{
+	bool drop = want && !t->conf->iface.fail_open;
+	int rc = 0;
+
+	if (!t->rtnl)
+		return 0;
+	if (drop && (rc = fulltunnel_drop(t, family, true)) < 0)
+		return rc;
+	if (want && !*have) {
+		if ((rc = fulltunnel_rules_add(t, family)) < 0)
+			return rc;
+		*have = true;
+	} else if (!want && *have) {
+		fulltunnel_rules_del(t, family);
+		*have = false;
+	}
+	if (!drop && t->full_table)
+		fulltunnel_drop(t, family, false);
 	return 0;
 }
 

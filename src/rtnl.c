@@ -22,6 +22,9 @@
 /* Our routes show as "proto 116" in `ip route` ('t' for toud). */
 #define RTNL_PROTO_TOUD 0x74
 
+/* The metric of a full tunnel's drop route: behind every other route. */
+#define RTNL_DROP_METRIC UINT32_MAX
+
 /* How long to wait for the kernel's answer to one request. */
 #define RTNL_TIMEOUT_S 5
 
@@ -230,11 +233,12 @@ static bool
 rtnl_rule_equal(const struct rtnl_rule *a, const struct rtnl_rule *b)
 {
 	return a->family == b->family && a->table == b->table && a->fwmark == b->fwmark &&
-	    a->invert == b->invert && a->suppress_prefixlen == b->suppress_prefixlen;
+	    a->invert == b->invert && a->suppress_prefixlen == b->suppress_prefixlen &&
+	    a->priority == b->priority;
 }
 
 /* Rules are matched by rule (ifindex and p unused), the others by ifindex,
- * prefix and, for routes, table. */
+ * prefix and, for routes, table (ifindex 0: a drop route). */
 static struct rtnl_entry **
 rtnl_entry_find(struct rtnl *r, enum rtnl_kind kind, int ifindex,
     const struct ipprefix *p, uint32_t table, const struct rtnl_rule *rule)
@@ -384,8 +388,16 @@ rtnl_route_req(struct rtnl *r, uint16_t type, uint16_t flags, int ifindex,
 	if (m->len > 0 && (err = rtnl_attr_put(&q, RTA_DST, m->addr.b,
 	    util_addr_len(m->addr.family))) < 0)
 		return err;
-	if ((err = rtnl_attr_put_u32(&q, RTA_OIF, (uint32_t)ifindex)) < 0 ||
-	    (err = rtnl_attr_put_u32(&q, RTA_TABLE, table)) < 0)
+	if (ifindex == 0) {
+		/* The drop route: no device, the highest metric; deletion
+		 * matches it by type, metric and protocol. */
+		q.rtm.rtm_scope = type == RTM_DELROUTE ? RT_SCOPE_NOWHERE : RT_SCOPE_UNIVERSE;
+		q.rtm.rtm_type = RTN_UNREACHABLE;
+		err = rtnl_attr_put_u32(&q, RTA_PRIORITY, RTNL_DROP_METRIC);
+	} else {
+		err = rtnl_attr_put_u32(&q, RTA_OIF, (uint32_t)ifindex);
+	}
+	if (err < 0 || (err = rtnl_attr_put_u32(&q, RTA_TABLE, table)) < 0)
 		return err;
 	return rtnl_talk(r, &q);
 }
@@ -396,30 +408,80 @@ rtnl_table_valid(uint32_t table)
 	return table != RT_TABLE_UNSPEC && table != RT_TABLE_LOCAL;
 }
 
-int
-rtnl_route_add(struct rtnl *r, int ifindex, const struct ipprefix *p, uint32_t table)
+/* Add a route (ifindex 0: the drop route) and remember it; with adopt, one
+ * that exists already is taken as this handle's. */
+static int
+rtnl_route_put(struct rtnl *r, int ifindex, const struct ipprefix *m, uint32_t table, bool adopt)
 {
 	struct rtnl_entry *e;
-	struct ipprefix m;
 	int err;
 
-	if (ifindex <= 0 || !rtnl_prefix_valid(p) || !rtnl_table_valid(table))
-		return -EINVAL;
-	util_prefix_masked(p, &m);
 	if ((e = calloc(1, sizeof(*e))) == NULL)
 		return -ENOMEM;
-	err = rtnl_route_req(r, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, ifindex, &m, table);
-	if (err < 0) {
+	err = rtnl_route_req(r, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, ifindex, m, table);
+	if (err < 0 && !(adopt && err == -EEXIST)) {
 		free(e);
 		return err;
 	}
 	e->kind = RTNL_ROUTE;
 	e->ifindex = ifindex;
-	e->p = m;
+	e->p = *m;
 	e->table = table;
 	e->next = r->entries;
 	r->entries = e;
-	return 0;
+	return err;
+}
+
+int
+rtnl_route_add(struct rtnl *r, int ifindex, const struct ipprefix *p, uint32_t table)
+{
+	struct ipprefix m;
+
+	if (ifindex <= 0 || !rtnl_prefix_valid(p) || !rtnl_table_valid(table))
+		return -EINVAL;
+	util_prefix_masked(p, &m);
+	return rtnl_route_put(r, ifindex, &m, table, false);
+}
+
+static void
+rtnl_default_prefix(int family, struct ipprefix *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->addr.family = family;
+}
+
+int
+rtnl_drop_add(struct rtnl *r, int family, uint32_t table)
+{
+	struct ipprefix m;
+	int err;
+
+	if ((family != AF_INET && family != AF_INET6) || !rtnl_table_valid(table))
+		return -EINVAL;
+	rtnl_default_prefix(family, &m);
+	if (rtnl_entry_find(r, RTNL_ROUTE, 0, &m, table, NULL))
+		return 0;
+	err = rtnl_route_put(r, 0, &m, table, true);
+	return err == -EEXIST ? 2 : err < 0 ? err : 1;
+}
+
+int
+rtnl_drop_del(struct rtnl *r, int family, uint32_t table)
+{
+	struct ipprefix m;
+	int err;
+
+	if ((family != AF_INET && family != AF_INET6) || !rtnl_table_valid(table))
+		return -EINVAL;
+	rtnl_default_prefix(family, &m);
+	if (!rtnl_entry_find(r, RTNL_ROUTE, 0, &m, table, NULL))
+		return 0;
+	err = rtnl_route_req(r, RTM_DELROUTE, 0, 0, &m, table);
+	if (err == 0 || rtnl_gone(err)) {
+		rtnl_entry_forget(r, RTNL_ROUTE, 0, &m, table, NULL);
+		return 0;
+	}
+	return err;
 }
 
 int
@@ -463,6 +525,8 @@ rtnl_rule_req(struct rtnl_req *q, uint16_t type, uint16_t flags, const struct rt
 		return err;
 	if (rule->suppress_prefixlen >= 0 && (err = rtnl_attr_put_u32(q,
 	    FRA_SUPPRESS_PREFIXLEN, (uint32_t)rule->suppress_prefixlen)) < 0)
+		return err;
+	if (rule->priority && (err = rtnl_attr_put_u32(q, FRA_PRIORITY, rule->priority)) < 0)
 		return err;
 	return 0;
 }
@@ -722,27 +786,22 @@ rtnl_monitor_read(int fd, int ignore_ifindex, rtnl_event_fn *fn, void *arg)
 	return n < 0 && errno == ENOBUFS;
 }
 
-/* Dump the routes of family (AF_UNSPEC: all) on a socket of its own and call
- * fn for each until it returns nonzero; that value is returned, 0 at the
- * end of the dump, or -errno. */
-struct rtnl_route_info {
-	const struct rtmsg *rtm;
-	uint32_t table;
-	const uint8_t *dst;             /* NULL for a default route */
-	size_t dst_len;                 /* bytes at dst */
-	uint32_t oif;
-};
-typedef int rtnl_route_fn(void *arg, const struct rtnl_route_info *ri);
+/* Dump the objects of type (RTM_GETROUTE, RTM_GETRULE) of family
+ * (AF_UNSPEC: all) on a socket of its own and call fn for each message
+ * until it returns nonzero; that value is returned, 0 at the end of the
+ * dump, or -errno. */
+typedef int rtnl_msg_fn(void *arg, const struct nlmsghdr *h);
 
 static int
-rtnl_route_dump(int family, rtnl_route_fn *fn, void *arg)
+rtnl_dump(int family, uint16_t type, rtnl_msg_fn *fn, void *arg)
 {
+	/* rtmsg and fib_rule_hdr alike start with the family. */
 	struct {
 		struct nlmsghdr n;
 		struct rtmsg rtm;
 	} q = {
 		.n = { .nlmsg_len = NLMSG_LENGTH(sizeof(struct rtmsg)),
-		    .nlmsg_type = RTM_GETROUTE, .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP,
+		    .nlmsg_type = type, .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP,
 		    .nlmsg_seq = 1 },
 		.rtm = { .rtm_family = (uint8_t)family },
 	};
@@ -772,38 +831,149 @@ rtnl_route_dump(int family, rtnl_route_fn *fn, void *arg)
 		}
 		left = (size_t)n;
 		for (h = &rbuf.align; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
-			const struct rtmsg *rtm = NLMSG_DATA(h);
-			struct rtnl_route_info ri = { .rtm = rtm };
-			const struct rtattr *a;
-			size_t alen_left;
-
 			if (h->nlmsg_type == NLMSG_DONE)
 				goto out;
 			if (h->nlmsg_type == NLMSG_ERROR) {
 				rc = -EIO;
 				goto out;
 			}
-			if (h->nlmsg_type != RTM_NEWROUTE || h->nlmsg_len < NLMSG_LENGTH(sizeof(*rtm)))
-				continue;
-			ri.table = rtm->rtm_table;
-			alen_left = h->nlmsg_len - NLMSG_LENGTH(sizeof(*rtm));
-			for (a = RTM_RTA(rtm); RTA_OK(a, alen_left); a = RTA_NEXT(a, alen_left)) {
-				if (a->rta_type == RTA_DST) {
-					ri.dst = RTA_DATA(a);
-					ri.dst_len = RTA_PAYLOAD(a);
-				} else if (a->rta_type == RTA_OIF && RTA_PAYLOAD(a) == 4) {
-					memcpy(&ri.oif, RTA_DATA(a), 4);
-				} else if (a->rta_type == RTA_TABLE && RTA_PAYLOAD(a) == 4) {
-					memcpy(&ri.table, RTA_DATA(a), 4);
-				}
-			}
-			if ((rc = fn(arg, &ri)) != 0)
+			if ((rc = fn(arg, h)) != 0)
 				goto out;
 		}
 	}
 out:
 	close(fd);
 	return rc;
+}
+
+/* One route of a dump. */
+struct rtnl_route_info {
+	const struct rtmsg *rtm;
+	uint32_t table;
+	const uint8_t *dst;             /* NULL for a default route */
+	size_t dst_len;                 /* bytes at dst */
+	uint32_t oif;
+};
+typedef int rtnl_route_fn(void *arg, const struct rtnl_route_info *ri);
+
+struct rtnl_route_walk {
+	rtnl_route_fn *fn;
+	void *arg;
+};
+
+static int
+rtnl_route_msg(void *arg, const struct nlmsghdr *h)
+{
+	const struct rtnl_route_walk *w = arg;
+	const struct rtmsg *rtm = NLMSG_DATA(h);
+	struct rtnl_route_info ri = { .rtm = rtm };
+	const struct rtattr *a;
+	size_t alen_left;
+
+	if (h->nlmsg_type != RTM_NEWROUTE || h->nlmsg_len < NLMSG_LENGTH(sizeof(*rtm)))
+		return 0;
+	ri.table = rtm->rtm_table;
+	alen_left = h->nlmsg_len - NLMSG_LENGTH(sizeof(*rtm));
+	for (a = RTM_RTA(rtm); RTA_OK(a, alen_left); a = RTA_NEXT(a, alen_left)) {
+		if (a->rta_type == RTA_DST) {
+			ri.dst = RTA_DATA(a);
+			ri.dst_len = RTA_PAYLOAD(a);
+		} else if (a->rta_type == RTA_OIF && RTA_PAYLOAD(a) == 4) {
+			memcpy(&ri.oif, RTA_DATA(a), 4);
+		} else if (a->rta_type == RTA_TABLE && RTA_PAYLOAD(a) == 4) {
+			memcpy(&ri.table, RTA_DATA(a), 4);
+		}
+	}
+	return w->fn(w->arg, &ri);
+}
+
+/* Dump the routes of family (AF_UNSPEC: all) through fn (as rtnl_dump). */
+static int
+rtnl_route_dump(int family, rtnl_route_fn *fn, void *arg)
+{
+	struct rtnl_route_walk w = { fn, arg };
+
+	return rtnl_dump(family, RTM_GETROUTE, rtnl_route_msg, &w);
+}
+
+/* A rule of a dump into *rule and its protocol: false if it is not a
+ * "lookup TABLE" rule or is malformed. */
+static bool
+rtnl_rule_parse(const struct nlmsghdr *h, struct rtnl_rule *rule, uint8_t *proto)
+{
+	const struct fib_rule_hdr *frh = NLMSG_DATA(h);
+	const struct rtattr *a;
+	size_t left;
+
+	if (h->nlmsg_type != RTM_NEWRULE || h->nlmsg_len < NLMSG_LENGTH(sizeof(*frh)) ||
+	    frh->action != FR_ACT_TO_TBL)
+		return false;
+	memset(rule, 0, sizeof(*rule));
+	rule->family = frh->family;
+	rule->table = frh->table;
+	rule->invert = (frh->flags & FIB_RULE_INVERT) != 0;
+	rule->suppress_prefixlen = -1;
+	*proto = 0;
+	left = h->nlmsg_len - NLMSG_LENGTH(sizeof(*frh));
+	for (a = (const struct rtattr *)((const uint8_t *)frh + NLMSG_ALIGN(sizeof(*frh)));
+	    RTA_OK(a, left); a = RTA_NEXT(a, left)) {
+		uint32_t v = 0;
+
+		if (a->rta_type == FRA_PROTOCOL && RTA_PAYLOAD(a) == 1) {
+			*proto = *(const uint8_t *)RTA_DATA(a);
+			continue;
+		}
+		if (RTA_PAYLOAD(a) != 4)
+			continue;
+		memcpy(&v, RTA_DATA(a), 4);
+		if (a->rta_type == FRA_TABLE)
+			rule->table = v;
+		else if (a->rta_type == FRA_FWMARK)
+			rule->fwmark = v;
+		else if (a->rta_type == FRA_PRIORITY)
+			rule->priority = v;
+		else if (a->rta_type == FRA_SUPPRESS_PREFIXLEN)
+			rule->suppress_prefixlen = (int)v;
+	}
+	return true;
+}
+
+struct rtnl_find_arg {
+	struct rtnl_rule want;          /* priority 0 */
+	uint32_t *prio;
+	size_t cap, n;
+};
+
+static int
+rtnl_rule_find_fn(void *arg, const struct nlmsghdr *h)
+{
+	struct rtnl_find_arg *f = arg;
+	struct rtnl_rule rule;
+	uint32_t prio;
+	uint8_t proto;
+
+	if (!rtnl_rule_parse(h, &rule, &proto) || proto != RTNL_PROTO_TOUD)
+		return 0;
+	prio = rule.priority;
+	rule.priority = 0;
+	if (!rtnl_rule_equal(&rule, &f->want))
+		return 0;
+	if (f->n < f->cap)
+		f->prio[f->n] = prio;
+	f->n++;
+	return 0;
+}
+
+int
+rtnl_rule_find(const struct rtnl_rule *rule, uint32_t *prio, size_t cap)
+{
+	struct rtnl_find_arg f = { .want = *rule, .prio = prio, .cap = cap };
+	int rc;
+
+	f.want.priority = 0;
+	if ((rc = rtnl_dump(rule->family, RTM_GETRULE, rtnl_rule_find_fn, &f)) < 0)
+		return rc;
+	return f.n > INT32_MAX ? INT32_MAX : (int)f.n;
 }
 
 struct rtnl_owner_arg {
@@ -851,6 +1021,9 @@ rtnl_route_owner(const struct ipprefix *m, uint32_t table, char *buf, size_t len
 static int
 rtnl_table_fn(void *arg, const struct rtnl_route_info *ri)
 {
+	/* A drop route of toud's: left by one that was killed. */
+	if (ri->rtm->rtm_protocol == RTNL_PROTO_TOUD && ri->rtm->rtm_type == RTN_UNREACHABLE)
+		return 0;
 	return ri->table == *(const uint32_t *)arg;
 }
 

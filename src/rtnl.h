@@ -16,6 +16,7 @@ struct rtnl_rule {
 	uint32_t fwmark;                /* 0: the rule matches any mark */
 	bool invert;                    /* "not": needs a fwmark */
 	int suppress_prefixlen;         /* -1: none */
+	uint32_t priority;              /* 0: none (add: the kernel's choice; delete: the first) */
 };
 
 struct rtnl;
@@ -34,13 +35,30 @@ int rtnl_route_del(struct rtnl *r, int ifindex, const struct ipprefix *p, uint32
 /* Whose is the route to the masked prefix m in the table, in words for a
  * message ("another toud's (dev tou1)", "not toud's (dev eth0, proto 4)"). */
 const char *rtnl_route_owner(const struct ipprefix *m, uint32_t table, char *buf, size_t len);
-/* Whether any route of any family is in the table: 1, 0 or -errno. */
+/* Whether any route of any family is in the table: 1, 0 or -errno.  The
+ * drop routes of toud's below do not count: a toud that was killed left
+ * them, and the table is free for the next one, which adopts them. */
 int rtnl_table_used(uint32_t table);
+/* The drop route of a full tunnel in table: "unreachable default proto 116
+ * metric 4294967295".  Tied to no device, it outlives the TUN, so that
+ * when toud dies traffic the rules send to the table is refused instead of
+ * leaving by the main table.  The highest metric puts it behind any route
+ * for the same prefix.  Add: 1 when added, 2 when one was there already
+ * and is now this handle's (a killed toud's), 0 when this handle has it,
+ * or -errno; remembered either way.  Delete: 0 (nothing to do when this
+ * handle has none) or -errno. */
+int rtnl_drop_add(struct rtnl *r, int family, uint32_t table);
+int rtnl_drop_del(struct rtnl *r, int family, uint32_t table);
 /* Add (without NLM_F_EXCL: the same rule may serve two tunnels, and each
  * removes its own copy) or remove a rule of protocol 116.  Each rule added
  * is remembered. */
 int rtnl_rule_add(struct rtnl *r, const struct rtnl_rule *rule);
+/* With a priority, exactly that rule is removed (not one this handle
+ * added: those carry none). */
 int rtnl_rule_del(struct rtnl *r, const struct rtnl_rule *rule);
+/* The rules of protocol 116 in the kernel equal to rule but for priority:
+ * their count (at most cap priorities go to prio), or -errno. */
+int rtnl_rule_find(const struct rtnl_rule *rule, uint32_t *prio, size_t cap);
 /* The request rtnl_rule_add() (add) or rtnl_rule_del() sends, into buf
  * (pure): its length, -EINVAL for a rule that makes no sense, -EMSGSIZE
  * when cap is too small. */

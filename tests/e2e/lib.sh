@@ -497,7 +497,9 @@ toud_start() {
 	pid=$!
 	e2e_record "$pid"
 	TOUD_PID[$node]=$pid
-	deadline=$(e2e_deadline 10)
+	# Generous: a start (and Python, for the helpers) can take seconds
+	# on a crowded machine; a toud that fails exits, which ends the wait.
+	deadline=$(e2e_deadline 30)
 	while :; do
 		if ! proc_alive "$pid"; then
 			proc_wait "$pid" 1
@@ -509,7 +511,7 @@ toud_start() {
 		fi
 		touctl_show "$node" >/dev/null 2>&1 && return 0
 		if ! e2e_before "$deadline"; then
-			diag "toud on $node: control socket did not answer in 10 s"
+			diag "toud on $node: control socket did not answer in 30 s"
 			return 1
 		fi
 		sleep 0.05
@@ -652,7 +654,7 @@ http_serve() {
 	bg_start "$1" "$E2E_DIR/http-$1-$3.log" \
 	    python3 -m http.server --bind "$2" --directory "$4" "$3"
 	HTTP_PID=$BG_PID
-	wait_for 10 port_listening "$1" t "$3" ||
+	wait_for 60 port_listening "$1" t "$3" ||
 	    bail_out "http server on $1 $2:$3 did not start: $(cat "$E2E_DIR/http-$1-$3.log")"
 }
 
@@ -707,6 +709,22 @@ ping_check() {
 	diag "$1's tou0 and routes:"
 	diag "$(nsx "$1" ip -o addr show dev tou0 2>&1; nsx "$1" ip route; nsx "$1" ip -6 route)"
 	return 1
+}
+
+# pcap_settle PCAP [SECONDS]: wait until a running capture has written what
+# it got: the file's size is the same in two looks 0.5 s apart (within
+# SECONDS, default 30).  Call it after the traffic ends, before stopping
+# tcpdump.
+pcap_settle() {
+	local deadline prev=-1 cur
+	deadline=$(e2e_deadline "${2:-30}")
+	while :; do
+		cur=$(stat -c %s "$1" 2>/dev/null || echo 0)
+		[ "$cur" = "$prev" ] && return 0
+		e2e_before "$deadline" || return 1
+		prev=$cur
+		sleep 0.5
+	done
 }
 
 # show_settled NODE [SECONDS]: NODE's touctl show --json once its counters

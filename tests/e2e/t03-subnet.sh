@@ -37,10 +37,10 @@ ja0=$(show_json a) || bail_out "touctl show on a"
 pcap=$E2E_DIR/ul0.pcap
 bg_start a "$E2E_DIR/tcpdump.log" tcpdump -i ul0 -n -s 128 --immediate-mode -U -w "$pcap" udp port 6080
 tcpdump_pid=$BG_PID
-wait_for 10 grep -q "listening on" "$E2E_DIR/tcpdump.log" || bail_out "tcpdump did not start"
+wait_for 30 grep -q "listening on" "$E2E_DIR/tcpdump.log" || bail_out "tcpdump did not start"
 fetch_check a http://192.168.50.2:8080/f "$E2E_DIR/www/f" "8 MB from c to a through b"
 proc_stop "$HTTP_PID"
-sleep 0.3
+pcap_settle "$pcap" || diag "the capture kept growing"
 proc_stop "$tcpdump_pid"
 # Payload kinds on UDP/6080.  encryption = none: whole IPv4 packets between
 # a and c and no compact words (control messages are not counted); dtls:

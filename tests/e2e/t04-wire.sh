@@ -26,9 +26,9 @@ http_serve b 10.77.0.2 8080 "$E2E_DIR/www"
 pcap=$E2E_DIR/ul0.pcap
 bg_start a "$E2E_DIR/tcpdump.log" tcpdump -i ul0 -n -s 0 --immediate-mode -U -w "$pcap"
 tcpdump_pid=$BG_PID
-wait_for 10 grep -q "listening on" "$E2E_DIR/tcpdump.log" || bail_out "tcpdump did not start"
+wait_for 30 grep -q "listening on" "$E2E_DIR/tcpdump.log" || bail_out "tcpdump did not start"
 fetch_check a http://10.77.0.2:8080/f "$E2E_DIR/www/f" "256 KB over HTTP from b to a"
-sleep 0.3
+pcap_settle "$pcap" || diag "the capture kept growing"
 proc_stop "$tcpdump_pid" TERM
 proc_stop "$HTTP_PID"
 

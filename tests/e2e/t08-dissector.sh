@@ -32,12 +32,12 @@ capture_start() {
 	bg_start a "$E2E_DIR/tcpdump-$1.log" tcpdump -i ul0 -n -s 0 -B 8192 --immediate-mode -U \
 	    -w "$CAP" udp port 6080
 	CAP_PID=$BG_PID
-	wait_for 10 grep -q "listening on" "$E2E_DIR/tcpdump-$1.log" ||
+	wait_for 30 grep -q "listening on" "$E2E_DIR/tcpdump-$1.log" ||
 	    bail_out "tcpdump did not start: $(cat "$E2E_DIR/tcpdump-$1.log")"
 }
 
 capture_stop() {
-	sleep 0.3
+	pcap_settle "$CAP" || diag "the capture kept growing"
 	proc_stop "$CAP_PID" TERM
 }
 

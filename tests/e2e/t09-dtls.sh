@@ -286,13 +286,13 @@ capture_start() {
 	bg_start "$node" "$E2E_DIR/tcpdump-$name.log" tcpdump -i "$dev" -p -n -s 2048 -B 8192 \
 	    --immediate-mode -U -w "$CAP" "$@"
 	CAP_PID=$BG_PID
-	wait_for 10 grep -q "listening on" "$E2E_DIR/tcpdump-$name.log" ||
+	wait_for 30 grep -q "listening on" "$E2E_DIR/tcpdump-$name.log" ||
 	    bail_out "tcpdump did not start: $(cat "$E2E_DIR/tcpdump-$name.log")"
 }
 
 # capture_stop NAME: stop tcpdump; CAP_DROPPED is what it lost.
 capture_stop() {
-	sleep 0.3
+	pcap_settle "$CAP" || diag "the capture kept growing"
 	proc_stop "$CAP_PID" INT 5
 	CAP_DROPPED=$(sed -n 's/^\([0-9]*\) packets* dropped by kernel$/\1/p' \
 	    "$E2E_DIR/tcpdump-$1.log")

@@ -22,9 +22,9 @@ cap=$E2E_DIR/cap.pcap
 bg_start r "$E2E_DIR/tcpdump.log" tcpdump -i rc0 -n -s 0 --immediate-mode -U -w "$cap" \
     "udp and src host $RT_C_UL and dst port $RT_PORT"
 tcpdump_pid=$BG_PID
-wait_for 5 grep -q 'listening on' "$E2E_DIR/tcpdump.log" || bail_out "tcpdump did not start"
+wait_for 30 grep -q 'listening on' "$E2E_DIR/tcpdump.log" || bail_out "tcpdump did not start"
 check "ping through the tunnel while the router records" ping_all c "$RT_S_TUN" 10
-sleep 0.3
+pcap_settle "$cap" || diag "the capture kept growing"
 proc_stop "$tcpdump_pid" INT 5
 
 # The application-data records (content type 23) among them, as hex lines.

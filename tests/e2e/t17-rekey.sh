@@ -37,9 +37,9 @@ http_serve b 10.77.0.2 8080 "$E2E_DIR/www"
 bg_start a "$E2E_DIR/tcpdump.log" tcpdump -i ul0 -p -n -s 64 -B 8192 --immediate-mode -U \
     -w "$E2E_DIR/ul.pcap" udp port 6080
 CAP_PID=$BG_PID
-wait_for 10 grep -q "listening on" "$E2E_DIR/tcpdump.log" || bail_out "tcpdump did not start"
+wait_for 30 grep -q "listening on" "$E2E_DIR/tcpdump.log" || bail_out "tcpdump did not start"
 fetch_check a http://10.77.0.2:8080/big "$E2E_DIR/www/big" "64 MB with rekey-bytes = 4M"
-sleep 0.5
+pcap_settle "$E2E_DIR/ul.pcap" || diag "the capture kept growing"
 proc_stop "$CAP_PID" INT 5
 
 S1=$(show_json a) || bail_out "touctl show on a"

@@ -209,6 +209,11 @@ never_up() {
 
 # shellcheck disable=SC2317
 both_alive() { proc_alive "$1" && proc_alive "$2"; }
+# both_receiving OUT OUT: both downloads have data (the connections are up).
+both_receiving() {
+	[ "$(stat -c %s "$1" 2>/dev/null || echo 0)" -gt 0 ] &&
+	    [ "$(stat -c %s "$2" 2>/dev/null || echo 0)" -gt 0 ]
+}
 
 # isnt_up NODE PEER DESC: NODE does not say PEER is up (a handshake the
 # other side refused must not leave a session behind on this one).
@@ -303,7 +308,7 @@ conf_peer c a 10.200.1.1:6080 "10.77.0.1"
 bg_start a "$E2E_DIR/tcpdump.log" tcpdump -i ul0 -p -n -s 0 -B 8192 --immediate-mode -U \
     -w "$E2E_DIR/ul.pcap" udp port 6080
 CAP_PID=$BG_PID
-wait_for 10 grep -q "listening on" "$E2E_DIR/tcpdump.log" || bail_out "tcpdump did not start"
+wait_for 30 grep -q "listening on" "$E2E_DIR/tcpdump.log" || bail_out "tcpdump did not start"
 toud_start a || bail_out "toud on a did not start"
 toud_start b || bail_out "toud on b did not start"
 toud_start c || bail_out "toud on c did not start"
@@ -323,7 +328,7 @@ download a http://10.77.0.2:8080/f "$E2E_DIR/b1.out"
 dl_b=$DL_PID
 download a http://10.77.0.3:8080/f "$E2E_DIR/c1.out"
 dl_c=$DL_PID
-sleep 1.5
+wait_for 30 both_receiving "$E2E_DIR/b1.out" "$E2E_DIR/c1.out" || diag "(1) no data yet"
 check "(1) both downloads are running when the reload starts" both_alive "$dl_b" "$dl_c"
 write_conf_a b2 b c
 T1=$EPOCHREALTIME
@@ -377,7 +382,7 @@ download a http://10.77.0.2:8080/f "$E2E_DIR/b3.out"
 dl_b=$DL_PID
 download a http://10.77.0.3:8080/f "$E2E_DIR/c3.out"
 dl_c=$DL_PID
-sleep 1.5
+wait_for 30 both_receiving "$E2E_DIR/b3.out" "$E2E_DIR/c3.out" || diag "(3) no data yet"
 check "(3) both downloads are running when the reload starts" both_alive "$dl_b" "$dl_c"
 write_conf_a b3 b
 reload_a "(3) c removed during its download"
@@ -413,7 +418,7 @@ sid_b3=$(tq a peers.b.session_id)
 
 # --- what the wire says about b's keys ------------------------------------------------
 
-sleep 0.3
+pcap_settle "$E2E_DIR/ul.pcap" || diag "the capture kept growing"
 proc_stop "$CAP_PID" INT 5
 w=$(python3 "$E2E_DIR/certs.py" "$E2E_DIR/ul.pcap" "$B_UL" "$A_UL") ||
     bail_out "cannot decode the capture"

@@ -2,12 +2,18 @@
 # t23-tun-flood: toud stays responsive while its TUN is flooded.  a has
 # peers b and c.  Two senders on a (udp-flood) fill a's TUN with UDP faster
 # than toud can empty it: the kernel drops what does not fit in the TUN's
-# queue, so toud never finds it empty.  While the flood runs:
-#   - ping from a to b over the tunnel is answered within 1 s (no second
-#     without an answer, no answer later than 1 s),
-#   - a new handshake (b's toud restarts) completes within 1 s,
-#   - `touctl show` on a answers within 1 s, every time,
-#   - SIGTERM ends toud on a within 2 s, with exit status 0.
+# queue, so toud never finds it empty.  While the flood runs (it would go
+# on for ten minutes), toud must not starve its other work:
+#   - ping from a to b over the tunnel keeps being answered,
+#   - a new handshake (b's toud restarts) completes, while the flood still
+#     runs,
+#   - `touctl show` on a answers, every time,
+#   - SIGTERM ends toud on a, with exit status 0, before the flood ends.
+# A starved toud does none of these until the flood stops.  The bounds
+# below are that, with a margin for a crowded machine, not a speed: none of
+# it has a deadline in the protocol but the handshake's, whose first
+# retransmission alone comes after 1 s (RFC 6347 4.2.4.1), so one lost
+# flight already takes it past 1 s.  The measured times are printed.
 # Two floods: (A) UDP to an address inside the tunnel's prefix that no peer
 # has (toud drops and counts each packet: no_peer), (B) UDP to c's tunnel
 # address (toud seals and sends each one; c's namespace drops the
@@ -23,6 +29,14 @@ need_cmd ping nft
 need_helper udp-flood
 
 FLOOD_SECONDS=5                 # how long the probes run in each flood
+FLOOD_LIFE=600                  # how long a flood would run if not stopped
+# What a starved toud cannot meet, with room for a machine several times
+# oversubscribed: ping answers and touctl show within LATE_MS, no silence
+# of ping longer than LATE_MS, a handshake within HS_MS (a lost flight or
+# two, 1 s and 2 s of retransmission timer, and the load), exit after
+# SIGTERM within LATE_MS; all far below FLOOD_LIFE.
+LATE_MS=4000
+HS_MS=15000
 # The machine may be busy with other work: the touds under test and the
 # probes run at a higher priority than the rest (the senders included), so
 # what is measured is toud's fairness, not the machine's load.
@@ -39,9 +53,17 @@ flood_start() {
 	FLOOD_PIDS=()
 	for i in 1 2; do
 		bg_start a "$E2E_DIR/flood-$1-$i.log" "$E2E_HELPERS/udp-flood" -d "$1" -p $((9000 + i)) \
-		    -l 1200 -t 60
+		    -l 1200 -t "$FLOOD_LIFE"
 		FLOOD_PIDS+=("$BG_PID")
 		wait_for 5 grep -q ready "$E2E_DIR/flood-$1-$i.log" || bail_out "udp-flood did not start"
+	done
+}
+
+# flooding: every sender of the flood still runs.
+flooding() {
+	local pid
+	for pid in "${FLOOD_PIDS[@]}"; do
+		proc_alive "$pid" || return 1
 	done
 }
 
@@ -88,7 +110,7 @@ ping_start() {
 	PING_PID=$BG_PID
 }
 
-# ping_finish DESC: every answer within 1 s, and no second without one.
+# ping_finish DESC: every answer and every silence within LATE_MS.
 ping_finish() {
 	local res
 	proc_wait "$PING_PID" $((FLOOD_SECONDS + 5)) || proc_stop "$PING_PID"
@@ -104,24 +126,25 @@ for line in open(log):
     m = re.match(r"(\d+) packets transmitted", line)
     if m:
         sent = int(m.group(1))
-pts = [t0] + times + [t1]
-gap = max(b - a for a, b in zip(pts, pts[1:]))
+# Silences between answers: before the first, the start of ping itself
+# (a process start on a crowded machine) would be measured too.
+gap = max([b - a for a, b in zip(times, times[1:])] or [0])
 print(len(times), sent, int(max(rtt) if rtt else -1), int(gap * 1000))
 EOF
 )
 	read -r PING_GOT PING_SENT PING_RTT PING_GAP <<<"$res"
 	diag "$1: ping: $PING_GOT of $PING_SENT answered, slowest answer $PING_RTT ms, longest silence $PING_GAP ms"
-	if [[ "$PING_GOT" =~ ^[0-9]+$ ]] && [ "$PING_GOT" -gt 0 ] && [ "$PING_RTT" -le 1000 ] &&
-	    [ "$PING_GAP" -le 1000 ]; then
-		ok "$1: ping a to b answered within 1 s throughout ($PING_GOT answers, slowest $PING_RTT ms, longest silence $PING_GAP ms)"
+	if [[ "$PING_GOT" =~ ^[0-9]+$ ]] && [ "$PING_GOT" -gt 0 ] && [ "$PING_RTT" -le "$LATE_MS" ] &&
+	    [ "$PING_GAP" -le "$LATE_MS" ]; then
+		ok "$1: ping a to b answered throughout ($PING_GOT answers, slowest $PING_RTT ms, longest silence $PING_GAP ms)"
 	else
-		not_ok "$1: ping a to b answered within 1 s throughout" \
+		not_ok "$1: ping a to b answered throughout (within $LATE_MS ms)" \
 		    "$PING_GOT of $PING_SENT answered, slowest $PING_RTT ms, longest silence $PING_GAP ms"
 	fi
 }
 
 # handshake_probe DESC: restart b's toud; b (pinging a) must be up again
-# within 1 s of its start.  b starts with no session, so "up" on b means
+# while a's flood still runs.  b starts with no session, so "up" on b means
 # the handshake with a is complete.  Then both sides must agree on it.
 handshake_probe() {
 	local t0 deadline dt sb=none pid
@@ -131,7 +154,7 @@ handshake_probe() {
 	t0=$(e2e_now)
 	bg_start b "$E2E_DIR/ping-b.log" nice -n "$PRIO" ping -n -q -i 0.05 -W 1 -w 10 10.77.0.1
 	pid=$BG_PID
-	deadline=$(e2e_deadline 10)
+	deadline=$(e2e_deadline $((HS_MS / 1000)))
 	while e2e_before "$deadline"; do
 		# (touctl's text output: no interpreter to start in the loop)
 		sb=$(nice -n "$PRIO" "$TOUCTL" -s "$(sock_of b)" show a 2>/dev/null |
@@ -141,9 +164,10 @@ handshake_probe() {
 	done
 	dt=$(($(e2e_now) - t0))
 	if [ "$sb" = up ]; then
-		cmp_ok "$dt" -le 1000 "$1: b's new handshake with a completed in $dt ms (at most 1 s)"
+		ok "$1: b's new handshake with a completed during the flood, in $dt ms"
+		flooding || not_ok "$1: ... while the flood still ran" "a flood sender had ended"
 	else
-		not_ok "$1: b's new handshake with a completed within 1 s" "after $dt ms b says $sb"
+		not_ok "$1: b's new handshake with a completed within $HS_MS ms" "after $dt ms b says $sb"
 	fi
 	# shellcheck disable=SC2317
 	same_session() { [ "$(tq a peers.b.session_id)" = "$(tq b peers.a.session_id)" ]; }
@@ -160,9 +184,9 @@ probes() {
 	show_probe "$FLOOD_SECONDS"
 	ping_finish "$2"
 	if [ "$SHOW_FAILED" = 0 ]; then
-		cmp_ok "$SHOW_MAX" -le 1000 "$2: touctl show answered $SHOW_N times, the slowest in $SHOW_MAX ms (at most 1 s)"
+		cmp_ok "$SHOW_MAX" -le "$LATE_MS" "$2: touctl show answered $SHOW_N times, the slowest in $SHOW_MAX ms"
 	else
-		not_ok "$2: touctl show answered every time within 1 s" \
+		not_ok "$2: touctl show answered every time" \
 		    "$SHOW_FAILED of $((SHOW_N + SHOW_FAILED)) failed or took over 5 s"
 	fi
 	j1=$(show_json a) || bail_out "touctl show on a"
@@ -205,7 +229,9 @@ EOF
 # --- (A) a flood toud drops --------------------------------------------------------
 
 flood_start 10.77.0.99
-sleep 1
+# shellcheck disable=SC2317
+tun_full() { [ "$(tun_dropped)" -gt "$1" ]; }
+wait_for 10 tun_full "$(($(tun_dropped) + 1000))" || diag "(A) a's TUN queue is not overflowing yet"
 probes A "(A) flood to an address no peer has"
 flood_stop 10.77.0.99
 no_peer=$(jdelta "$FLOOD_J0" "$FLOOD_J1" interface.drops.no_peer)
@@ -215,14 +241,16 @@ check "(A) toud on a still running" toud_alive a
 # --- (B) a flood toud seals and sends ----------------------------------------------
 
 flood_start 10.77.0.3
-sleep 1
+wait_for 10 tun_full "$(($(tun_dropped) + 1000))" || diag "(B) a's TUN queue is not overflowing yet"
 probes B "(B) flood to c's tunnel address"
 sent=$(jdelta "$FLOOD_J0" "$FLOOD_J1" peers.c.tx_packets)
 cmp_ok "$sent" -gt 10000 "(B) toud sealed and sent the flood to c ($sent datagrams during the probes)"
+# (The senders end with toud: their route goes with tou0.)
+check "(B) the flood still runs when toud on a gets SIGTERM" flooding
 t0=$(e2e_now)
 toud_stop a
 dt=$(($(e2e_now) - t0))
-cmp_ok "$dt" -le 2000 "(B) SIGTERM ended toud on a in $dt ms (at most 2 s)"
+cmp_ok "$dt" -le "$LATE_MS" "(B) SIGTERM ended toud on a in $dt ms, under the flood"
 is "${TOUD_RC[a]}" 0 "(B) toud on a exited with status 0"
 flood_stop 10.77.0.3
 

@@ -151,9 +151,9 @@ pcap=$E2E_DIR/rc0.pcap
 bg_start r "$E2E_DIR/tcpdump.log" tcpdump -i rc0 -p -n -s 64 -B 8192 --immediate-mode -U \
     -w "$pcap" udp port "$RT_PORT"
 tcpdump_pid=$BG_PID
-wait_for 10 grep -q "listening on" "$E2E_DIR/tcpdump.log" || bail_out "tcpdump did not start"
+wait_for 30 grep -q "listening on" "$E2E_DIR/tcpdump.log" || bail_out "tcpdump did not start"
 fetch_check c "http://$RT_S_TUN:8090/big" "$RT_FILE" "(c) 16 MiB from s to c through the router"
-sleep 0.3
+pcap_settle "$pcap" || diag "the capture kept growing"
 proc_stop "$tcpdump_pid" INT 5
 stats=$(python3 - "$pcap" <<'EOF'
 import struct, sys

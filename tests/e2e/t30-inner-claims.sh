@@ -33,7 +33,7 @@ toud_stop b || not_ok "toud on b stops on SIGTERM"
 pcap=$E2E_DIR/tou0.pcap
 bg_start a "$E2E_DIR/tcpdump.log" tcpdump -i tou0 -n -s 256 --immediate-mode -U -w "$pcap"
 tcpdump_pid=$BG_PID
-wait_for 10 grep -q "listening on" "$E2E_DIR/tcpdump.log" || bail_out "tcpdump did not start"
+wait_for 30 grep -q "listening on" "$E2E_DIR/tcpdump.log" || bail_out "tcpdump did not start"
 j0=$(show_json a) || bail_out "touctl show on a"
 
 nsx b python3 - <<'EOF' || bail_out "the sender in b failed"

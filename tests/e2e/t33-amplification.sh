@@ -23,16 +23,22 @@ udp_bytes() {
 	    awk '{ for (i = 1; i < NF; i++) if ($i == "length") s += $(i + 1) } END { print s + 0 }'
 }
 
+# shellcheck disable=SC2317
+no_half_open() { [ "$(tq a interface.half_open)" = 0 ]; }
+
 round() {
 	local mode=$1 pcap=$E2E_DIR/$1.pcap tdpid out in
 	bg_start x "$E2E_DIR/tcpdump-$mode.log" tcpdump -i xa -n -s 96 --immediate-mode -U \
 	    -w "$pcap" udp port 6080
 	tdpid=$BG_PID
-	wait_for 10 grep -q "listening on" "$E2E_DIR/tcpdump-$mode.log" || bail_out "tcpdump did not start"
+	wait_for 30 grep -q "listening on" "$E2E_DIR/tcpdump-$mode.log" || bail_out "tcpdump did not start"
 	nsx x "$ATTACK" "$mode" 10.201.0.2 10.201.0.1 6080 8 8 >"$E2E_DIR/attack-$mode.json" ||
 	    not_ok "($mode) the attacker ran" "$(cat "$E2E_DIR/attack-$mode.json")"
 	diag "($mode) attacker: $(tail -n 1 "$E2E_DIR/attack-$mode.json")"
-	sleep 9                 # the last half-open handshakes time out
+	# Until the last half-open handshakes have timed out (and stopped
+	# retransmitting), then the capture has written all.
+	wait_for 60 no_half_open || diag "($mode) half-open handshakes left after 60 s"
+	pcap_settle "$pcap" || diag "($mode) the capture kept growing"
 	proc_stop "$tdpid"
 	out=$(udp_bytes "$pcap" 10.201.0.1)
 	in=$(udp_bytes "$pcap" 10.201.0.2)

@@ -86,7 +86,7 @@ toud_start a || bail_out "toud on a did not start"
 A_PID=${TOUD_PID[a]}
 bg_start a "$E2E_DIR/tcpdump.log" tcpdump -i tou0 -p -n -U -w "$E2E_DIR/tun.pcap" icmp
 CAP_PID=$BG_PID
-wait_for 10 grep -q "listening on" "$E2E_DIR/tcpdump.log" || bail_out "tcpdump did not start"
+wait_for 30 grep -q "listening on" "$E2E_DIR/tcpdump.log" || bail_out "tcpdump did not start"
 
 # --- (0) control: the client's handshake and data records are good -----------
 

@@ -10,7 +10,8 @@
 #
 # Asserted: toud on a starts despite a's default routes and leaves them
 # alone; the default routes into the tunnel sit in table 51820 (fwmark
-# 0xca6c, both chosen by toud), with the two rules per family; a reaches c
+# 0xca6c, both chosen by toud) beside the drop route, with the two rules
+# per family; a reaches c
 # over IPv4 and IPv6 with TCP (checked by sha256, and c sees a's tunnel
 # addresses); on a's link there is then nothing but the tunnel's UDP to
 # b's endpoint (no TCP, nothing to or from c's addresses), so the tunnel's
@@ -82,11 +83,13 @@ for fam in 4 6; do
 	sup=$(grep -E "suppress_prefixlength 0 proto 116" <<<"$r" | cut -d: -f1)
 	notm=$(grep -E "not from all fwmark $MARK" <<<"$r" | cut -d: -f1)
 	cmp_ok "${sup:-x}" -lt "${notm:-x}" "IPv$fam: the main table's specific routes come first ($sup < $notm)"
+	# Besides it, the drop route of fail-open = no (t42 tests it).
 	r=$(nsx a ip -$fam route show table $TABLE)
-	if [[ $r == "default dev tou0 proto 116 "* && $(wc -l <<<"$r") -eq 1 ]]; then
-		ok "IPv$fam default route into tou0 in table $TABLE, and nothing else"
+	if [[ $r == "default dev tou0 proto 116 "* && $(wc -l <<<"$r") -eq 2 ]] &&
+	    grep -q "^unreachable default .*proto 116 metric 4294967295" <<<"$r"; then
+		ok "IPv$fam default route into tou0 in table $TABLE, the drop route, and nothing else"
 	else
-		not_ok "IPv$fam default route into tou0 in table $TABLE, and nothing else" "$r"
+		not_ok "IPv$fam default route into tou0 in table $TABLE, the drop route, and nothing else" "$r"
 	fi
 done
 case $(nsx a ip -4 route show default) in
@@ -126,10 +129,10 @@ http6=$HTTP_PID
 pcap=$E2E_DIR/ul0.pcap
 bg_start a "$E2E_DIR/tcpdump.log" tcpdump -i ul0 -n -s 96 --immediate-mode -U -w "$pcap" ip or ip6
 tcpdump_pid=$BG_PID
-wait_for 10 grep -q "listening on" "$E2E_DIR/tcpdump.log" || bail_out "tcpdump did not start"
+wait_for 30 grep -q "listening on" "$E2E_DIR/tcpdump.log" || bail_out "tcpdump did not start"
 fetch_check a "http://$C4:8080/f" "$E2E_DIR/www/f" "2 MB from c to a over IPv4 through the tunnel"
 fetch_check a "http://[$C6]:8086/f" "$E2E_DIR/www/f" "2 MB from c to a over IPv6 through the tunnel"
-sleep 0.3
+pcap_settle "$pcap" || diag "the capture kept growing"
 proc_stop "$tcpdump_pid"
 proc_stop "$http4"
 proc_stop "$http6"

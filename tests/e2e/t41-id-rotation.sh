@@ -26,7 +26,7 @@ sid=$(tq s peers.c.session_id)
 bg_start r "$E2E_DIR/tcpdump.log" tcpdump -i rs0 -p -n -s 96 -B 8192 --immediate-mode -U \
     -w "$E2E_DIR/rs0.pcap" udp port "$RT_PORT"
 CAP_PID=$BG_PID
-wait_for 10 grep -q "listening on" "$E2E_DIR/tcpdump.log" || bail_out "tcpdump did not start"
+wait_for 30 grep -q "listening on" "$E2E_DIR/tcpdump.log" || bail_out "tcpdump did not start"
 
 rt_serve_file s "$RT_S_TUN" 8080 64
 rt_rate rc0 40
@@ -58,7 +58,7 @@ proc_alive "$FETCH_PID" || not_ok "the download was still running after the last
 sleep 1
 rt_rate_off rc0
 rt_fetch_finish "$E2E_DIR/got" "$RT_FILE" 40 "the download survived three rebindings and an address change"
-sleep 0.5
+pcap_settle "$E2E_DIR/rs0.pcap" || diag "the capture kept growing"
 proc_stop "$CAP_PID" INT 5
 
 is "$(tq s peers.c.session_id)" "$sid" "the same association throughout (no handshake)"

@@ -855,6 +855,7 @@ START_TEST(test_equal)
 		"path-mtu = 1501\n", "user = toud\n", "log-level = debug\n",
 		"control = /run/x.sock\n", "rekey-time = 61\n", "rekey-bytes = 65G\n",
 		"rekey-records = 1M\n", "fwmark = 1\n", "table = off\n", "table = 254\n",
+		"fail-open = yes\n",
 	};
 	static const char *const peer_variants[] = {
 		"keepalive = 1\n", "endpoint = a.example:1\n", "address = 10.77.0.3\n",
@@ -1004,6 +1005,21 @@ START_TEST(test_routing)
 	ck_assert_ptr_nonnull(strstr(t, "\nfwmark      = off\ntable       = 254\n"));
 	free(t);
 	conf_free(c);
+	/* fail-open: no unless yes */
+	c = good(HEAD "[peer p]\nfingerprint = sha256:" FP_A2 "\nallowed-ips = 0.0.0.0/0\n");
+	ck_assert(!c->iface.fail_open);
+	conf_free(c);
+	c = good(HEAD "fail-open = YES\n[peer p]\nfingerprint = sha256:" FP_A2
+	    "\nallowed-ips = 0.0.0.0/0\n");
+	ck_assert(c->iface.fail_open);
+	roundtrip(c, "fail-open");
+	t = conf_print(c);
+	ck_assert_ptr_nonnull(strstr(t, "\ntable       = auto\nfail-open   = yes\n"));
+	free(t);
+	conf_free(c);
+	c = good(HEAD "fail-open = no\n");
+	ck_assert(!c->iface.fail_open);
+	conf_free(c);
 }
 END_TEST
 
@@ -1029,6 +1045,7 @@ START_TEST(test_routing_bad)
 	    "t.conf:5: table: '4294967296' out of range (1..4294967295, auto or off)");
 	bad(HEAD "table = main\n", "t.conf:5: table: 'main' is not a number (1..4294967295, auto or off)");
 	bad(HEAD "table = 255\n", "t.conf:5: table: '255' is the kernel's local table");
+	bad(HEAD "fail-open = on\n", "t.conf:5: fail-open: unknown value 'on' (yes or no)");
 	bad(HEAD "table = 0x10\n", "t.conf:5: table: '0x10' is not a number (1..4294967295, auto or off)");
 	bad(HEAD "table = auto\ntable = off\n", "t.conf:6: duplicate key 'table' in [interface]");
 	bad(HEAD "fwmark = 1\nfwmark = 1\n", "t.conf:6: duplicate key 'fwmark' in [interface]");
@@ -1085,6 +1102,7 @@ START_TEST(test_print)
 	    "rekey-records = 16M\n"
 	    "fwmark      = off\n"
 	    "table       = auto\n"
+	    "fail-open   = no\n"
 	    "\n"
 	    "[peer bob]\n"
 	    "fingerprint = sha256:" FP_A2 "\n"

@@ -125,7 +125,7 @@ struct rule_seen {
 	struct fib_rule_hdr frh;
 	uint16_t type, flags;
 	bool has_table, has_mark, has_mask, has_suppress, has_proto, has_prio;
-	uint32_t table, mark, mask, suppress;
+	uint32_t table, mark, mask, suppress, prio;
 	uint8_t proto;
 };
 
@@ -174,6 +174,8 @@ rule_parse(const uint8_t *buf, ssize_t len)
 			r.has_proto = true;
 			break;
 		case FRA_PRIORITY:
+			ck_assert_uint_eq(RTA_PAYLOAD(a), 4);
+			memcpy(&r.prio, RTA_DATA(a), 4);
 			r.has_prio = true;
 			break;
 		default:
@@ -228,6 +230,13 @@ START_TEST(test_rule_msg)
 	ck_assert_str_eq(rtnl_rule_fmt(&suppress, fmt, sizeof(fmt)),
 	    "IPv6 rule lookup 254 suppress_prefixlength 0");
 
+	/* a stale copy is deleted by its priority */
+	suppress.priority = 32764;
+	n = rtnl_rule_msg(buf, sizeof(buf), false, &suppress);
+	r = rule_parse(buf, n);
+	ck_assert(r.has_prio && r.prio == 32764);
+	suppress.priority = 0;
+
 	/* too small a buffer, and rules that make no sense */
 	ck_assert_int_eq(rtnl_rule_msg(buf, 20, true, &not_mark), -EMSGSIZE);
 	suppress.family = AF_UNIX;
@@ -279,8 +288,28 @@ START_TEST(test_rule_refusal)
 	ck_assert_int_eq(rtnl_rule_del(r, &bad), -EINVAL);
 	rtnl_undo_all(r);
 	rtnl_close(r);
-	/* a table nobody uses */
+	/* a table nobody uses, and no rule of ours for it */
 	ck_assert_int_eq(rtnl_table_used(0xfffffff0u), 0);
+	bad.fwmark = 0xfffffff0u;
+	ck_assert_int_eq(rtnl_rule_find(&bad, NULL, 0), 0);
+}
+END_TEST
+
+/* The drop route: a family and a table it can be in; deleting one this
+ * handle does not have asks nothing of the kernel. */
+START_TEST(test_drop_route_args)
+{
+	struct rtnl *r = rtnl_open();
+
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(rtnl_drop_add(r, AF_UNIX, 51820), -EINVAL);
+	ck_assert_int_eq(rtnl_drop_add(r, AF_INET, RT_TABLE_LOCAL), -EINVAL);
+	ck_assert_int_eq(rtnl_drop_add(r, AF_INET6, 0), -EINVAL);
+	ck_assert_int_eq(rtnl_drop_del(r, AF_INET, 0), -EINVAL);
+	ck_assert_int_eq(rtnl_drop_del(r, AF_INET, 51820), 0);
+	ck_assert_int_eq(rtnl_drop_del(r, AF_INET6, 51820), 0);
+	rtnl_undo_all(r);
+	rtnl_close(r);
 }
 END_TEST
 
@@ -479,6 +508,7 @@ rtnl_suite(void)
 	tcase_add_test(tc, test_rule_msg);
 	tcase_add_test(tc, test_fulltunnel_rules);
 	tcase_add_test(tc, test_rule_refusal);
+	tcase_add_test(tc, test_drop_route_args);
 	tcase_add_test(tc, test_monitor_parse);
 	tcase_add_test(tc, test_monitor_malformed);
 	suite_add_tcase(s, tc);
