@@ -20,9 +20,9 @@
 #include "prefix.h"
 #include "resolve.h"
 #include "rtnl.h"
-#include "rx.h"
 #include "session.h"
 #include "tun.h"
+#include "tunout.h"
 #include "tx.h"
 #include "udp.h"
 
@@ -132,8 +132,8 @@ peer_free(struct peer *p)
 		session_free(p->cur ? p->cur : p->next ? p->next : p->prev);
 	if (p->toud->tx)
 		tx_forget_peer(p->toud->tx, p);
-	if (p->toud->rx)
-		rx_forget_peer(p->toud->rx, p);
+	if (p->toud->tunout)
+		tunout_forget_peer(p->toud->tunout, p);
 	peer_timers_free(p);
 	keys_ca_free(p->ca_store);
 	free(p->pending_mem);

@@ -114,7 +114,7 @@ int peer_reconfigure(struct peer *p, const struct conf_peer *cf);
 int peer_install(struct peer *p);
 void peer_uninstall(struct peer *p);
 
-/* Host changes (toud.c's rtnetlink monitor).  A change matters to a peer
+/* Host changes (daemon.c's rtnetlink monitor).  A change matters to a peer
  * only if it can move the local address we reach it from: its local
  * address was removed, the default route of its endpoint's family changed,
  * or it has no local address yet and one of that family appeared; and

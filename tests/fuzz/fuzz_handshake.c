@@ -18,10 +18,8 @@
 
 #include "conf.h"
 #include "ctx.h"
-#include "handshake.h"
+#include "daemon.h"
 #include "keys.h"
-#include "peer.h"
-#include "prefix.h"
 #include "rx.h"
 #include "tun.h"
 #include "tx.h"
@@ -121,13 +119,9 @@ init(void)
 	T.udp = &udp;
 	T.tun_mtu = conf_tun_mtu(c);
 	T.local4 = c->iface.address[0].p.addr;
-	if (!(T.base = event_base_new()) || !(T.routes = prefix_table_new()) ||
-	    !(T.tx = tx_new(&T)) || !(T.rx = rx_new(&T)) || handshake_init(&T) < 0)
+	if (!(T.base = event_base_new()) || daemon_start_peers(&T) < 0 ||
+	    daemon_start_paths(&T) < 0 || T.n_peers != 1)
 		abort();
-	if (!(T.peers = calloc(1, sizeof(*T.peers))) || !(T.peers[0] = peer_new(&T, &c->peers[0])) ||
-	    peer_install(T.peers[0]) < 0)
-		abort();
-	T.n_peers = 1;
 	for (k = 0; k < SOURCES; k++) {
 		char s[32];
 

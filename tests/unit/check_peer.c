@@ -38,6 +38,7 @@
 #include "bytes.h"
 #include "conf.h"
 #include "ctx.h"
+#include "daemon.h"
 #include "dtls.h"
 #include "gue.h"
 #include "handshake.h"
@@ -53,6 +54,7 @@
 #include "sessid.h"
 #include "session.h"
 #include "tun.h"
+#include "tunout.h"
 #include "tx.h"
 #include "udp.h"
 
@@ -71,8 +73,6 @@ struct node {
 	struct toud t;
 	char dir[1024];
 	uint8_t fp[KEYS_FP_LEN];
-	struct tun tun;
-	struct udp udp;
 	int tunpair[2];                 /* [0] is toud's TUN, [1] the test's end */
 	union sockaddr_union addr;      /* this node's underlay address */
 	struct outrec *out;
@@ -177,11 +177,13 @@ node_keys(struct node *n, const char *name)
 	ck_assert_msg(keys_genkey(n->dir, n->fp, err, sizeof(err)) == 0, "genkey: %s", err);
 }
 
+/* What the kernel would give the node (its TUN is one end of a socket
+ * pair, its sockets none), then the daemon's own start-up steps that need
+ * no kernel, in its order. */
 static void
 node_start(struct node *n, struct conf *c, const char *underlay)
 {
 	struct toud *t = &n->t;
-	size_t i;
 
 	t->conf = c;
 	t->clock = fake_clock;
@@ -190,44 +192,26 @@ node_start(struct node *n, struct conf *c, const char *underlay)
 	n->out = calloc(OUT_MAX, sizeof(*n->out));
 	ck_assert_ptr_nonnull(n->out);
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0, n->tunpair), 0);
-	n->tun.fd = n->tunpair[0];
-	snprintf(n->tun.name, sizeof(n->tun.name), "tou0");
-	n->udp.fd4 = n->udp.fd6 = -1;
-	t->tun = &n->tun;
-	t->udp = &n->udp;
+	ck_assert_ptr_nonnull(t->tun = calloc(1, sizeof(*t->tun)));
+	ck_assert_ptr_nonnull(t->udp = calloc(1, sizeof(*t->udp)));
+	t->tun->fd = n->tunpair[0];
+	snprintf(t->tun->name, sizeof(t->tun->name), "tou0");
+	t->udp->fd4 = t->udp->fd6 = -1;
 	sa_set(&n->addr, underlay, 6080);
 	t->tun_mtu = conf_tun_mtu(c);
 	t->local4 = c->iface.address[0].p.addr;
 	ck_assert_ptr_nonnull(t->base = event_base_new());
-	ck_assert_ptr_nonnull(t->routes = prefix_table_new());
-	ck_assert_ptr_nonnull(t->tx = tx_new(t));
-	ck_assert_ptr_nonnull(t->rx = rx_new(t));
-	ck_assert_int_eq(handshake_init(t), 0);
-	t->peers = calloc(c->n_peers, sizeof(*t->peers));
-	ck_assert_ptr_nonnull(t->peers);
-	for (i = 0; i < c->n_peers; i++) {
-		ck_assert_ptr_nonnull(t->peers[i] = peer_new(t, &c->peers[i]));
-		ck_assert_int_eq(peer_install(t->peers[i]), 0);
-		t->n_peers++;
-	}
+	ck_assert_int_eq(daemon_start_peers(t), 0);
+	ck_assert_int_eq(daemon_start_paths(t), 0);
 }
 
+/* The daemon's teardown (which closes toud's end of the TUN), then the
+ * test's own. */
 static void
 node_stop(struct node *n)
 {
-	struct toud *t = &n->t;
-	size_t i;
-
-	for (i = 0; i < t->n_peers; i++)
-		peer_free(t->peers[i]);
-	free(t->peers);
-	handshake_free(t);
-	rx_free(t->rx);
-	tx_free(t->tx);
-	prefix_table_free(t->routes);
-	event_base_free(t->base);
-	conf_free(t->conf);
-	close(n->tunpair[0]);
+	daemon_stop(&n->t);
+	conf_free(n->t.conf);
 	close(n->tunpair[1]);
 	free(n->out);
 }
@@ -517,9 +501,11 @@ START_TEST(tun_refuses_merged)
 	unsigned i;
 
 	bring_up();
+	tunout_free(B.t.tunout);
 	rx_free(B.t.rx);
-	B.tun.vnet = true;
+	B.t.tun->vnet = true;
 	ck_assert_ptr_nonnull(B.t.rx = rx_new(&B.t));
+	ck_assert_ptr_nonnull(B.t.tunout = tunout_new(&B.t, rx_coalescer(B.t.rx)));
 	B.t.tun_sink = tun_sink_no_gso;
 	n_tunw = n_tunw_refused = 0;
 	ck_assert(rx_coalescing(B.t.rx));
@@ -1174,6 +1160,7 @@ START_TEST(open_thread_accepts)
 	unsigned i;
 
 	bring_up();
+	ck_assert_int_eq(tunout_start_thread(B.t.tunout), 0);
 	ck_assert_int_eq(rx_start_thread(B.t.rx), 0);
 	ck_assert(rx_opening_threaded(B.t.rx));
 	A.n_out = 0;
@@ -1219,6 +1206,7 @@ START_TEST(close_after_data)
 	unsigned i;
 
 	bring_up();
+	ck_assert_int_eq(tunout_start_thread(B.t.tunout), 0);
 	ck_assert_int_eq(rx_start_thread(B.t.rx), 0);
 	A.n_out = 0;
 	for (i = 0; i < n; i++)
@@ -1695,7 +1683,7 @@ START_TEST(netchange_concerns)
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 
 	ck_assert_int_ge(fd, 0);
-	A.udp.fd4 = fd;                 /* toud has an IPv4 socket */
+	A.t.udp->fd4 = fd;              /* toud has an IPv4 socket */
 	util_sa_to_addr(&A.addr, &mine, NULL);
 	ck_assert_int_eq(util_addr_parse("198.51.100.7", &ev.addr), 0);
 	/* b is configured, idle, not needed. */
@@ -1725,7 +1713,7 @@ START_TEST(netchange_concerns)
 	ck_assert(peer_netchange_note(&A.t, &ev));
 	ck_assert(peer_netchange_affects(&A.t.netchange, pa));
 	memset(&A.t.netchange, 0, sizeof(A.t.netchange));
-	A.udp.fd4 = -1;
+	A.t.udp->fd4 = -1;
 	close(fd);
 }
 END_TEST
