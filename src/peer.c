@@ -11,7 +11,6 @@
 #include "conf.h"
 #include "ctx.h"
 #include "dtls.h"
-#include "gue.h"
 #include "keys.h"
 #include "log.h"
 #include "notify.h"
@@ -441,27 +440,6 @@ peer_authenticated_rx(struct peer *p, struct session *s, const union sockaddr_un
 	peer_timers_path_due(p, now);
 }
 
-int
-peer_ping(struct peer *p, peer_ping_fn *fn, void *arg)
-{
-	struct session *s = p->cur;
-	int r;
-
-	if (!s || !s->established)
-		return -ENOTCONN;
-	if (p->ping_fn)
-		return -EBUSY;
-	if (RAND_bytes(p->ping_token, sizeof(p->ping_token)) != 1)
-		return -EIO;
-	if ((r = tx_path_message(s, GUE_CTYPE_CHALLENGE, p->ping_token, &s->addr, &s->local,
-	    0)) < 0)
-		return r;
-	p->ping_fn = fn;
-	p->ping_arg = arg;
-	peer_timers_ping_sent(p);
-	return 0;
-}
-
 void
 peer_ping_done(struct peer *p, bool answered)
 {
@@ -637,7 +615,7 @@ peer_netchange_apply(struct toud *t)
 			memset(&p->next->local, 0, sizeof(p->next->local));
 		if (p->prev)
 			memset(&p->prev->local, 0, sizeof(p->prev->local));
-		tx_control(t, p, GUE_CTYPE_KEEPALIVE, NULL, 0);
+		peer_timers_path_changed(p);
 	}
 	if (n)
 		log_info("local addresses or routes changed: telling %zu peer%s", n,

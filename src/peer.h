@@ -123,8 +123,9 @@ void peer_uninstall(struct peer *p);
  * container's veth appearing) concerns nobody.
  * peer_netchange_note() gathers one event and says whether any peer may be
  * concerned (the caller then arms its debounce); peer_netchange_apply()
- * makes the concerned peers forget their local address and send a
- * keepalive at once, so they learn our new endpoint. */
+ * makes the concerned peers forget their local address and tells their
+ * timers (peer_timers_path_changed(): a keepalive at once), so they learn
+ * our new endpoint. */
 struct rtnl_event;
 struct toud_netchange;
 bool peer_netchange_note(struct toud *t, const struct rtnl_event *ev);
@@ -157,12 +158,8 @@ void peer_authenticated_rx(struct peer *p, struct session *s, const union sockad
     const struct ipaddr *local, uint64_t seq, uint32_t index, size_t wire_len, uint64_t now);
 /* A path response (token) arrived on session s. */
 void peer_path_response(struct peer *p, struct session *s, const uint8_t *token, uint64_t now);
-/* touctl ping: send a path challenge on the current session's path; fn
- * is called once, when the response arrives, after PEER_PING_TIMEOUT_MS,
- * or when the peer is freed.  -ENOTCONN without a session, -EBUSY while
- * another ping is in flight. */
-int peer_ping(struct peer *p, peer_ping_fn *fn, void *arg);
-/* End the ping in flight, telling its caller (answered or not). */
+/* End the ping in flight (peer_timers_ping()), telling its caller
+ * (answered or not). */
 void peer_ping_done(struct peer *p, bool answered);
 /* Forget the caller of the ping in flight without telling it (it went away). */
 void peer_ping_cancel(struct peer *p);

@@ -1712,9 +1712,62 @@ START_TEST(netchange_concerns)
 	ev.kind = RTNL_EV_DEFAULT_ROUTE;
 	ck_assert(peer_netchange_note(&A.t, &ev));
 	ck_assert(peer_netchange_affects(&A.t.netchange, pa));
-	memset(&A.t.netchange, 0, sizeof(A.t.netchange));
+	/* Told, it forgets where B reaches it and sends a keepalive at once,
+	 * which B takes. */
+	A.n_out = 0;
+	peer_netchange_apply(&A.t);
+	ck_assert_int_eq(pa->cur->local.family, 0);
+	ck_assert(!peer_netchange_affects(&A.t.netchange, pa));
+	spin(&A);
+	ck_assert_uint_eq(A.n_out, 1);
+	ck_assert_uint_eq(deliver(&A, &B), 1);
+	ck_assert_uint_eq(peer_of(&B)->drops[DROP_BAD_RECORD], 0);
+	ck_assert_uint_eq(B.t.drops[DROP_UNKNOWN_SESSION], 0);
 	A.t.udp->fd4 = -1;
 	close(fd);
+}
+END_TEST
+
+static unsigned ping_calls;
+static bool ping_was_answered;
+
+static void
+ping_answer(void *arg, bool answered)
+{
+	(void)arg;
+	ping_calls++;
+	ping_was_answered = answered;
+}
+
+/* touctl ping: refused without a session and while one is in flight; a
+ * challenge on the session's path that B answers tells the caller once;
+ * one that goes unanswered tells it so when its deadline fires. */
+START_TEST(ping_answered_or_not)
+{
+	struct peer *pa = peer_of(&A);
+
+	ping_calls = 0;
+	ck_assert_int_eq(peer_timers_ping(pa, ping_answer, NULL), -ENOTCONN);
+	bring_up();
+	A.n_out = 0;
+	ck_assert_int_eq(peer_timers_ping(pa, ping_answer, NULL), 0);
+	ck_assert_int_eq(peer_timers_ping(pa, ping_answer, NULL), -EBUSY);
+	ck_assert(evtimer_pending(pa->ev_ping, NULL));
+	spin(&A);
+	ck_assert_uint_eq(A.n_out, 1);
+	pump();
+	ck_assert_uint_eq(ping_calls, 1);
+	ck_assert(ping_was_answered);
+	ck_assert(!evtimer_pending(pa->ev_ping, NULL));
+
+	ck_assert_int_eq(peer_timers_ping(pa, ping_answer, NULL), 0);
+	spin(&A);
+	A.n_out = 0;                    /* lost on the way */
+	event_active(pa->ev_ping, EV_TIMEOUT, 1);
+	event_base_loop(A.t.base, EVLOOP_NONBLOCK);
+	ck_assert_uint_eq(ping_calls, 2);
+	ck_assert(!ping_was_answered);
+	ck_assert_int_eq(peer_timers_ping(pa, ping_answer, NULL), 0);
 }
 END_TEST
 
@@ -1986,6 +2039,7 @@ peer_suite(void)
 	tcase_add_test(tc, wrong_pin_diagnosed);
 	tcase_add_test(tc, no_answer_diagnosed);
 	tcase_add_test(tc, netchange_concerns);
+	tcase_add_test(tc, ping_answered_or_not);
 	tcase_add_test(tc, cookie_stuck_diagnosed);
 	tcase_add_test(tc, cipher_mismatch_diagnosed);
 	tcase_add_test(tc, version_mismatch_diagnosed);
