@@ -2,7 +2,21 @@
  *
  * The state (peer_fsm.h: idle, handshaking, up, dead) is written only by
  * peer_event() in peer.c, from the transition table in peer_fsm.c; the
- * events come from the timer hooks in peer_timers.c. */
+ * events come from the timer hooks in peer_timers.c.
+ *
+ * The one cycle of files that call each other is here, and it is meant:
+ * the sending path and the timers call each other, as WireGuard's send.c
+ * and timers.c do.  tx.c tells the timers what it sent and starts a
+ * handshake when a session is due for one; peer_timers.c sends keepalives,
+ * path challenges and pings through tx.c and starts handshakes;
+ * handshake.c reports to the timers; peer.c is the data the three share
+ * (the peer, its held packets, peer_event()) and makes and frees its
+ * timers.  {tx, peer_timers, handshake, peer} and no other file: rx.c,
+ * daemon.c, toud.c, control.c, show.c and reload.c call into it from
+ * above and are never called from it; what it calls below (session,
+ * record, dtls, path, tunout, worker, ...) calls nothing in it.  A new
+ * arrow that would close another cycle becomes a callback passed in.
+ * tests/cli/knot.sh fails the build's tests on any other cycle. */
 #ifndef TOUD_PEER_H
 #define TOUD_PEER_H
 
