@@ -12,10 +12,11 @@
  * our source address, a certificate that two peers' configurations accept,
  * the diagnosis of failed handshakes (no answer, a stuck cookie exchange,
  * no version or cipher suite in common), which peers a host change
- * concerns, path validation and session IDs that follow the path, a
- * TUN that refuses merged packets (written segment by segment instead),
- * and records sealed on the sending thread and opened on the opening
- * thread. */
+ * concerns and the keepalive it makes them send, touctl ping, path
+ * validation and session IDs that follow the path, a TUN that refuses
+ * merged packets (written segment by segment instead), and records sealed
+ * on the sending thread and opened on the opening thread.  Nodes start and
+ * stop through daemon.c, in the daemon's order. */
 #include <check.h>
 #include <errno.h>
 #include <ftw.h>
