@@ -310,7 +310,7 @@ control_ping(struct control_conn *cc, char **argv, int argc)
 	if (!(p = peer_find_by_name(cc->c->t, argv[1])))
 		return control_error("no such peer '%s'", control_quote(argv[1], q, sizeof(q)));
 	cc->ping_start_us = util_now_us();
-	if ((r = peer_ping(p, control_ping_answer, cc)) < 0) {
+	if ((r = peer_timers_ping(p, control_ping_answer, cc)) < 0) {
 		if (r == -ENOTCONN)
 			return control_error("peer '%s' has no session", p->name);
 		if (r == -EBUSY)

@@ -24,6 +24,7 @@ struct control;
 struct prefix_table;
 struct peer;
 struct rx;
+struct tunout;
 struct dtls_ctx;
 struct session;
 struct evdns_base;
@@ -40,7 +41,7 @@ struct toud {
 	const char *conf_file;
 	const char *instance_control;   /* -i NAME: the instance's default socket */
 	bool debug;                     /* -d: debug logging whatever the file says */
-	bool starting;                  /* in toud_start(): a failure is fatal (err) */
+	bool starting;                  /* until daemon_ready(): a failure is fatal (err) */
 	struct conf *conf;              /* the configuration in force */
 
 	struct tun *tun;
@@ -49,6 +50,7 @@ struct toud {
 	struct control *control;
 	struct tx *tx;                  /* TUN -> UDP, with its buffers */
 	struct rx *rx;                  /* UDP -> TUN, with its buffers */
+	struct tunout *tunout;          /* the TUN's one writer (rx's packets, tx's ICMP) */
 
 	struct peer **peers;            /* in configuration order */
 	size_t n_peers;

@@ -11,7 +11,6 @@
 #include "conf.h"
 #include "ctx.h"
 #include "dtls.h"
-#include "gue.h"
 #include "keys.h"
 #include "log.h"
 #include "notify.h"
@@ -20,9 +19,9 @@
 #include "prefix.h"
 #include "resolve.h"
 #include "rtnl.h"
-#include "rx.h"
 #include "session.h"
 #include "tun.h"
+#include "tunout.h"
 #include "tx.h"
 #include "udp.h"
 
@@ -132,8 +131,8 @@ peer_free(struct peer *p)
 		session_free(p->cur ? p->cur : p->next ? p->next : p->prev);
 	if (p->toud->tx)
 		tx_forget_peer(p->toud->tx, p);
-	if (p->toud->rx)
-		rx_forget_peer(p->toud->rx, p);
+	if (p->toud->tunout)
+		tunout_forget_peer(p->toud->tunout, p);
 	peer_timers_free(p);
 	keys_ca_free(p->ca_store);
 	free(p->pending_mem);
@@ -441,27 +440,6 @@ peer_authenticated_rx(struct peer *p, struct session *s, const union sockaddr_un
 	peer_timers_path_due(p, now);
 }
 
-int
-peer_ping(struct peer *p, peer_ping_fn *fn, void *arg)
-{
-	struct session *s = p->cur;
-	int r;
-
-	if (!s || !s->established)
-		return -ENOTCONN;
-	if (p->ping_fn)
-		return -EBUSY;
-	if (RAND_bytes(p->ping_token, sizeof(p->ping_token)) != 1)
-		return -EIO;
-	if ((r = tx_path_message(s, GUE_CTYPE_CHALLENGE, p->ping_token, &s->addr, &s->local,
-	    0)) < 0)
-		return r;
-	p->ping_fn = fn;
-	p->ping_arg = arg;
-	peer_timers_ping_sent(p);
-	return 0;
-}
-
 void
 peer_ping_done(struct peer *p, bool answered)
 {
@@ -637,7 +615,7 @@ peer_netchange_apply(struct toud *t)
 			memset(&p->next->local, 0, sizeof(p->next->local));
 		if (p->prev)
 			memset(&p->prev->local, 0, sizeof(p->prev->local));
-		tx_control(t, p, GUE_CTYPE_KEEPALIVE, NULL, 0);
+		peer_timers_path_changed(p);
 	}
 	if (n)
 		log_info("local addresses or routes changed: telling %zu peer%s", n,

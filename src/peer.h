@@ -2,7 +2,21 @@
  *
  * The state (peer_fsm.h: idle, handshaking, up, dead) is written only by
  * peer_event() in peer.c, from the transition table in peer_fsm.c; the
- * events come from the timer hooks in peer_timers.c. */
+ * events come from the timer hooks in peer_timers.c.
+ *
+ * The one cycle of files that call each other is here, and it is meant:
+ * the sending path and the timers call each other, as WireGuard's send.c
+ * and timers.c do.  tx.c tells the timers what it sent and starts a
+ * handshake when a session is due for one; peer_timers.c sends keepalives,
+ * path challenges and pings through tx.c and starts handshakes;
+ * handshake.c reports to the timers; peer.c is the data the three share
+ * (the peer, its held packets, peer_event()) and makes and frees its
+ * timers.  {tx, peer_timers, handshake, peer} and no other file: rx.c,
+ * daemon.c, toud.c, control.c, show.c and reload.c call into it from
+ * above and are never called from it; what it calls below (session,
+ * record, dtls, path, tunout, worker, ...) calls nothing in it.  A new
+ * arrow that would close another cycle becomes a callback passed in.
+ * tests/cli/knot.sh fails the build's tests on any other cycle. */
 #ifndef TOUD_PEER_H
 #define TOUD_PEER_H
 
@@ -114,7 +128,7 @@ int peer_reconfigure(struct peer *p, const struct conf_peer *cf);
 int peer_install(struct peer *p);
 void peer_uninstall(struct peer *p);
 
-/* Host changes (toud.c's rtnetlink monitor).  A change matters to a peer
+/* Host changes (daemon.c's rtnetlink monitor).  A change matters to a peer
  * only if it can move the local address we reach it from: its local
  * address was removed, the default route of its endpoint's family changed,
  * or it has no local address yet and one of that family appeared; and
@@ -123,8 +137,9 @@ void peer_uninstall(struct peer *p);
  * container's veth appearing) concerns nobody.
  * peer_netchange_note() gathers one event and says whether any peer may be
  * concerned (the caller then arms its debounce); peer_netchange_apply()
- * makes the concerned peers forget their local address and send a
- * keepalive at once, so they learn our new endpoint. */
+ * makes the concerned peers forget their local address and tells their
+ * timers (peer_timers_path_changed(): a keepalive at once), so they learn
+ * our new endpoint. */
 struct rtnl_event;
 struct toud_netchange;
 bool peer_netchange_note(struct toud *t, const struct rtnl_event *ev);
@@ -157,12 +172,8 @@ void peer_authenticated_rx(struct peer *p, struct session *s, const union sockad
     const struct ipaddr *local, uint64_t seq, uint32_t index, size_t wire_len, uint64_t now);
 /* A path response (token) arrived on session s. */
 void peer_path_response(struct peer *p, struct session *s, const uint8_t *token, uint64_t now);
-/* touctl ping: send a path challenge on the current session's path; fn
- * is called once, when the response arrives, after PEER_PING_TIMEOUT_MS,
- * or when the peer is freed.  -ENOTCONN without a session, -EBUSY while
- * another ping is in flight. */
-int peer_ping(struct peer *p, peer_ping_fn *fn, void *arg);
-/* End the ping in flight, telling its caller (answered or not). */
+/* End the ping in flight (peer_timers_ping()), telling its caller
+ * (answered or not). */
 void peer_ping_done(struct peer *p, bool answered);
 /* Forget the caller of the ping in flight without telling it (it went away). */
 void peer_ping_cancel(struct peer *p);

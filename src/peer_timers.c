@@ -23,7 +23,10 @@
  *   (reconnect: 1 s after the close).
  * rekey: rekey-time after a session we initiated came up, a new handshake
  *   (rekey-bytes and rekey-records are checked on the send path).
- * ping: touctl ping's deadline, PEER_PING_TIMEOUT_MS after its challenge.
+ * ping: touctl ping's challenge, and its deadline PEER_PING_TIMEOUT_MS
+ *   after it.
+ * path changed: the host's addresses or routes changed under the path to
+ *   the peer (peer_netchange_apply): a keepalive at once.
  * path: while a new address of the peer is validated (path.h), the next
  *   path challenge after 250, 500, 1000 ms, then the verdict; a challenge
  *   the amplification budget does not allow is skipped (counted).
@@ -37,6 +40,7 @@
 
 #include <event2/event.h>
 #include <event2/util.h>
+#include <openssl/rand.h>
 
 #include "conf.h"
 #include "ctx.h"
@@ -427,6 +431,12 @@ peer_timers_path_due(struct peer *p, uint64_t now)
 		evtimer_del(p->ev_path);
 }
 
+void
+peer_timers_path_changed(struct peer *p)
+{
+	tx_control(p->toud, p, GUE_CTYPE_KEEPALIVE, NULL, 0);
+}
+
 static void
 ping_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -435,10 +445,25 @@ ping_cb(evutil_socket_t fd, short what, void *arg)
 	peer_ping_done(arg, false);
 }
 
-void
-peer_timers_ping_sent(struct peer *p)
+int
+peer_timers_ping(struct peer *p, peer_ping_fn *fn, void *arg)
 {
+	struct session *s = p->cur;
+	int r;
+
+	if (!s || !s->established)
+		return -ENOTCONN;
+	if (p->ping_fn)
+		return -EBUSY;
+	if (RAND_bytes(p->ping_token, sizeof(p->ping_token)) != 1)
+		return -EIO;
+	if ((r = tx_path_message(s, GUE_CTYPE_CHALLENGE, p->ping_token, &s->addr, &s->local,
+	    0)) < 0)
+		return r;
+	p->ping_fn = fn;
+	p->ping_arg = arg;
 	arm(p->ev_ping, PEER_PING_TIMEOUT_MS);
+	return 0;
 }
 
 void

@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-struct peer;
+#include "peer.h"
 
 int peer_timers_init(struct peer *p);
 void peer_timers_free(struct peer *p);
@@ -51,9 +51,19 @@ uint64_t peer_timers_rekey_delay(uint64_t established_ms, uint64_t rekey_ms, uin
 /* A path probe started, or its timer fired: send the challenge that is
  * due or give up (peer_timers.c; the timer calls it). */
 void peer_timers_path_due(struct peer *p, uint64_t now);
-/* touctl ping sent a challenge / it ended. */
-void peer_timers_ping_sent(struct peer *p);
+/* touctl ping: send a path challenge on the current session's path; fn
+ * is called once, when the response arrives (peer_path_response), after
+ * PEER_PING_TIMEOUT_MS, or when the peer is freed.  -ENOTCONN without a
+ * session, -EBUSY while another ping is in flight. */
+int peer_timers_ping(struct peer *p, peer_ping_fn *fn, void *arg);
+/* The ping in flight ended: its deadline goes. */
 void peer_timers_ping_done(struct peer *p);
+/* The host's addresses or routes changed under the path to p, which
+ * forgot its local address (peer_netchange_apply): a keepalive at once,
+ * so the peer learns our new endpoint without waiting for a timer (with
+ * DTLS it authenticates, so the peer roams to it; without a session it
+ * starts a handshake). */
+void peer_timers_path_changed(struct peer *p);
 /* The dead-peer interval: sent and unanswered this long means dead. */
 uint64_t peer_timers_dead_ms(const struct peer *p);
 

@@ -1,8 +1,7 @@
 /* rx.c - the receiving direction: datagrams from the UDP sockets, validated,
  * matched to a peer, rebuilt into IP packets and written to the TUN through
- * tunout.c, the TUN's one writer (which has the threading model of this
- * direction); what toud itself answers into the TUN (ICMP too big for the
- * sending direction) goes through rx_local() to it too.
+ * tunout.c, the TUN's one writer (the daemon's, shared with the sending
+ * direction's ICMP; it has the threading model of this direction).
  *
  * With DTLS this file owns the whole demux: outer GUE header, prefilter,
  * session lookup; an unknown ID goes to handshake_listen(), a known one to
@@ -68,7 +67,6 @@ struct rx {
 	/* vnet TUN: packets for the TUN are coalesced, flushed per batch */
 	uint8_t *coal_mem;
 	struct offload_coal coal;
-	struct tunout *out;                 /* the TUN's writer */
 	struct rxopen *open;                /* DTLS: toud's data records, opened in batches */
 	struct prefix_cache route_cache;    /* inner sources: one peer's in a row */
 };
@@ -152,7 +150,7 @@ rx_deliver(struct toud *t, struct peer *p, uint8_t *pkt, size_t len, size_t wire
 	}
 	/* A failed write is counted by tunout.c (if it fails later, on
 	 * the TUN thread, the packet has been counted here too). */
-	if (tunout_packet(t->rx->out, p, NULL, pkt, pi.len) < 0)
+	if (tunout_packet(t->tunout, p, NULL, pkt, pi.len) < 0)
 		return;
 	peer_rx(p, wire_len, now);
 }
@@ -373,7 +371,7 @@ rx_opened_end(void *arg)
 
 	if (x->coal_mem)
 		offload_coal_flush(&x->coal);
-	tunout_flush(x->out);
+	tunout_flush(x->t->tunout);
 }
 
 /* One datagram of encryption = dtls: outer GUE header and one record. */
@@ -556,7 +554,7 @@ rx_emit(void *arg, void *owner, const struct offload_vnet *vh, uint8_t *pkt, siz
 {
 	struct rx *x = arg;
 
-	tunout_packet(x->out, owner, vh, pkt, len);
+	tunout_packet(x->t->tunout, owner, vh, pkt, len);
 }
 
 /* The end of a receive round: the records to open, and then the packets
@@ -603,27 +601,19 @@ rx_readable(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-void
-rx_local(struct toud *t, const uint8_t *pkt, size_t len)
-{
-	tunout_local(t->rx->out, pkt, len);
-}
-
 int
 rx_start_thread(struct rx *x)
 {
 	struct toud *t = x->t;
-	int rc = tunout_start_thread(x->out);
 
 	/* A datagram of toud's own path MTU at most; a larger one is opened
 	 * on the main loop. */
-	if (rc == 0 && t->conf->iface.encryption == CONF_ENC_DTLS) {
-		if (!(x->open = rxopen_new(t->base, t->conf->iface.path_mtu, RX_HEADROOM,
-		    &t->events[EVENT_OPEN_THREAD_BATCHES], rx_opened, rx_opened_end, x)))
-			return -errno;
-		rc = rxopen_start_thread(x->open);
-	}
-	return rc;
+	if (t->conf->iface.encryption != CONF_ENC_DTLS)
+		return 0;
+	if (!(x->open = rxopen_new(t->base, t->conf->iface.path_mtu, RX_HEADROOM,
+	    &t->events[EVENT_OPEN_THREAD_BATCHES], rx_opened, rx_opened_end, x)))
+		return -errno;
+	return rxopen_start_thread(x->open);
 }
 
 bool
@@ -639,22 +629,16 @@ rx_flush_records(struct toud *t)
 		rxopen_drain(t->rx->open);
 }
 
-void
-rx_forget_peer(struct rx *x, const struct peer *p)
-{
-	tunout_forget_peer(x->out, p);
-}
-
-bool
-rx_threaded(const struct rx *x)
-{
-	return x && tunout_threaded(x->out);
-}
-
 bool
 rx_coalescing(const struct rx *x)
 {
 	return x && x->coal_mem && !x->coal.no_merge;
+}
+
+struct offload_coal *
+rx_coalescer(struct rx *x)
+{
+	return x->coal_mem ? &x->coal : NULL;
 }
 
 void
@@ -696,8 +680,6 @@ rx_new(struct toud *t)
 			goto err;
 		offload_coal_init(&x->coal, x->coal_mem, OFFLOAD_COAL_SLOTS, rx_emit, x);
 	}
-	if (!(x->out = tunout_new(t, x->coal_mem ? &x->coal : NULL)))
-		goto err;
 	if (t->udp->fd4 >= 0) {
 		x->ev4 = event_new(t->base, t->udp->fd4, EV_READ | EV_PERSIST, rx_readable, x);
 		if (!x->ev4 || event_add(x->ev4, NULL) < 0)
@@ -721,7 +703,6 @@ rx_free(struct rx *x)
 	if (!x)
 		return;
 	rxopen_free(x->open);
-	tunout_free(x->out);
 	if (x->ev4)
 		event_free(x->ev4);
 	if (x->ev6)

@@ -7,7 +7,6 @@
 #include <stdint.h>
 
 struct toud;
-struct peer;
 struct rx;
 
 struct rx *rx_new(struct toud *t);        /* also starts reading the sockets */
@@ -16,21 +15,19 @@ void rx_free(struct rx *x);
  * node): copied into the receive buffers and handled as if read. */
 struct udp_msg;
 void rx_input(struct toud *t, const struct udp_msg *msgs, unsigned n);
-/* A packet toud itself answers into the TUN (an ICMP error from the
- * sending direction); a failed write is counted as tun_write. */
-void rx_local(struct toud *t, const uint8_t *pkt, size_t len);
 /* Whether packets for the TUN are merged (TUN offloads on, not refused). */
 bool rx_coalescing(const struct rx *x);
-/* Hand the TUN writes to a thread of their own (tunout.c) and, with DTLS,
- * the opening of records to another (rxopen.c), once privileges are
- * dropped.  0 or -errno. */
+/* The coalescer of packets for the TUN (NULL: a TUN without offloads), for
+ * the TUN's writer, which stops its merging when the kernel refuses a
+ * merged packet. */
+struct offload_coal;
+struct offload_coal *rx_coalescer(struct rx *x);
+/* With DTLS, hand the opening of records to a thread of its own
+ * (rxopen.c), once privileges are dropped.  0 or -errno. */
 int rx_start_thread(struct rx *x);
-/* Whether those threads run. */
-bool rx_threaded(const struct rx *x);
+/* Whether that thread runs. */
 bool rx_opening_threaded(const struct rx *x);
 /* Shutdown: every record being opened is handed back and delivered. */
 void rx_flush_records(struct toud *t);
-/* p goes away: its packets still being written are accounted to nobody. */
-void rx_forget_peer(struct rx *x, const struct peer *p);
 
 #endif

@@ -21,6 +21,7 @@
 #include "session.h"
 #include "show.h"
 #include "tun.h"
+#include "tunout.h"
 #include "tx.h"
 #include "udp.h"
 #include "util.h"
@@ -408,7 +409,7 @@ show_json(FILE *b, const struct toud *t, struct peer *const *peers,
 	    "\"tun_coalesce\": %s}", off.tun_tso ? "true" : "false", off.udp_gso ? "true" : "false",
 	    off.udp_gro ? "true" : "false", off.tun_coalesce ? "true" : "false");
 	fprintf(b, ",\n    \"threads\": {\"udp_send\": %s, \"tun_write\": %s, \"record_open\": %s}",
-	    tx_threaded(t->tx) ? "true" : "false", rx_threaded(t->rx) ? "true" : "false",
+	    tx_threaded(t->tx) ? "true" : "false", tunout_threaded(t->tunout) ? "true" : "false",
 	    rx_opening_threaded(t->rx) ? "true" : "false");
 	fputs(",\n    \"drops\": ", b);
 	show_json_drops(b, t->drops);
@@ -587,7 +588,7 @@ show_text(FILE *b, const struct toud *t, struct peer *const *peers,
 	    off.tun_tso ? "on" : "off", off.udp_gso ? "on" : "off", off.udp_gro ? "on" : "off",
 	    off.tun_coalesce ? "on" : "off");
 	fprintf(b, "  threads: udp-send %s, tun-write %s, record-open %s\n",
-	    tx_threaded(t->tx) ? "on" : "off", rx_threaded(t->rx) ? "on" : "off",
+	    tx_threaded(t->tx) ? "on" : "off", tunout_threaded(t->tunout) ? "on" : "off",
 	    rx_opening_threaded(t->rx) ? "on" : "off");
 	if (show_own_fp(t, fp))
 		fprintf(b, "  fingerprint: %s\n", fp);

@@ -69,9 +69,9 @@
 #include "prefix.h"
 #include "ratelimit.h"
 #include "record.h"
-#include "rx.h"
 #include "session.h"
 #include "tun.h"
+#include "tunout.h"
 #include "tx.h"
 #include "udp.h"
 #include "worker.h"
@@ -151,8 +151,8 @@ count_drop(struct toud *t, struct peer *p, enum drop_reason r)
 		t->drops[r]++;
 }
 
-/* Answer an oversize packet with ICMP too big, into the TUN through
- * rx_local() (the TUN's one writer). */
+/* Answer an oversize packet with ICMP too big, into the TUN through its one
+ * writer. */
 static void
 too_big(struct toud *t, struct peer *p, const uint8_t *pkt, const struct pkt_info *pi,
     size_t mtu)
@@ -171,7 +171,7 @@ too_big(struct toud *t, struct peer *p, const uint8_t *pkt, const struct pkt_inf
 	}
 	n = pkt_too_big(reply, sizeof(reply), pkt, pi, (uint32_t)mtu, from);
 	if (n)
-		rx_local(t, reply, n);
+		tunout_local(t->tunout, reply, n);
 }
 
 /* Multicast and IPv6 link-local destinations: what the kernel itself sends

@@ -12,10 +12,11 @@
  * our source address, a certificate that two peers' configurations accept,
  * the diagnosis of failed handshakes (no answer, a stuck cookie exchange,
  * no version or cipher suite in common), which peers a host change
- * concerns, path validation and session IDs that follow the path, a
- * TUN that refuses merged packets (written segment by segment instead),
- * and records sealed on the sending thread and opened on the opening
- * thread. */
+ * concerns and the keepalive it makes them send, touctl ping, path
+ * validation and session IDs that follow the path, a TUN that refuses
+ * merged packets (written segment by segment instead), and records sealed
+ * on the sending thread and opened on the opening thread.  Nodes start and
+ * stop through daemon.c, in the daemon's order. */
 #include <check.h>
 #include <errno.h>
 #include <ftw.h>
@@ -38,6 +39,7 @@
 #include "bytes.h"
 #include "conf.h"
 #include "ctx.h"
+#include "daemon.h"
 #include "dtls.h"
 #include "gue.h"
 #include "handshake.h"
@@ -53,6 +55,7 @@
 #include "sessid.h"
 #include "session.h"
 #include "tun.h"
+#include "tunout.h"
 #include "tx.h"
 #include "udp.h"
 
@@ -71,8 +74,6 @@ struct node {
 	struct toud t;
 	char dir[1024];
 	uint8_t fp[KEYS_FP_LEN];
-	struct tun tun;
-	struct udp udp;
 	int tunpair[2];                 /* [0] is toud's TUN, [1] the test's end */
 	union sockaddr_union addr;      /* this node's underlay address */
 	struct outrec *out;
@@ -177,11 +178,13 @@ node_keys(struct node *n, const char *name)
 	ck_assert_msg(keys_genkey(n->dir, n->fp, err, sizeof(err)) == 0, "genkey: %s", err);
 }
 
+/* What the kernel would give the node (its TUN is one end of a socket
+ * pair, its sockets none), then the daemon's own start-up steps that need
+ * no kernel, in its order. */
 static void
 node_start(struct node *n, struct conf *c, const char *underlay)
 {
 	struct toud *t = &n->t;
-	size_t i;
 
 	t->conf = c;
 	t->clock = fake_clock;
@@ -190,44 +193,26 @@ node_start(struct node *n, struct conf *c, const char *underlay)
 	n->out = calloc(OUT_MAX, sizeof(*n->out));
 	ck_assert_ptr_nonnull(n->out);
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0, n->tunpair), 0);
-	n->tun.fd = n->tunpair[0];
-	snprintf(n->tun.name, sizeof(n->tun.name), "tou0");
-	n->udp.fd4 = n->udp.fd6 = -1;
-	t->tun = &n->tun;
-	t->udp = &n->udp;
+	ck_assert_ptr_nonnull(t->tun = calloc(1, sizeof(*t->tun)));
+	ck_assert_ptr_nonnull(t->udp = calloc(1, sizeof(*t->udp)));
+	t->tun->fd = n->tunpair[0];
+	snprintf(t->tun->name, sizeof(t->tun->name), "tou0");
+	t->udp->fd4 = t->udp->fd6 = -1;
 	sa_set(&n->addr, underlay, 6080);
 	t->tun_mtu = conf_tun_mtu(c);
 	t->local4 = c->iface.address[0].p.addr;
 	ck_assert_ptr_nonnull(t->base = event_base_new());
-	ck_assert_ptr_nonnull(t->routes = prefix_table_new());
-	ck_assert_ptr_nonnull(t->tx = tx_new(t));
-	ck_assert_ptr_nonnull(t->rx = rx_new(t));
-	ck_assert_int_eq(handshake_init(t), 0);
-	t->peers = calloc(c->n_peers, sizeof(*t->peers));
-	ck_assert_ptr_nonnull(t->peers);
-	for (i = 0; i < c->n_peers; i++) {
-		ck_assert_ptr_nonnull(t->peers[i] = peer_new(t, &c->peers[i]));
-		ck_assert_int_eq(peer_install(t->peers[i]), 0);
-		t->n_peers++;
-	}
+	ck_assert_int_eq(daemon_start_peers(t), 0);
+	ck_assert_int_eq(daemon_start_paths(t), 0);
 }
 
+/* The daemon's teardown (which closes toud's end of the TUN), then the
+ * test's own. */
 static void
 node_stop(struct node *n)
 {
-	struct toud *t = &n->t;
-	size_t i;
-
-	for (i = 0; i < t->n_peers; i++)
-		peer_free(t->peers[i]);
-	free(t->peers);
-	handshake_free(t);
-	rx_free(t->rx);
-	tx_free(t->tx);
-	prefix_table_free(t->routes);
-	event_base_free(t->base);
-	conf_free(t->conf);
-	close(n->tunpair[0]);
+	daemon_stop(&n->t);
+	conf_free(n->t.conf);
 	close(n->tunpair[1]);
 	free(n->out);
 }
@@ -517,9 +502,11 @@ START_TEST(tun_refuses_merged)
 	unsigned i;
 
 	bring_up();
+	tunout_free(B.t.tunout);
 	rx_free(B.t.rx);
-	B.tun.vnet = true;
+	B.t.tun->vnet = true;
 	ck_assert_ptr_nonnull(B.t.rx = rx_new(&B.t));
+	ck_assert_ptr_nonnull(B.t.tunout = tunout_new(&B.t, rx_coalescer(B.t.rx)));
 	B.t.tun_sink = tun_sink_no_gso;
 	n_tunw = n_tunw_refused = 0;
 	ck_assert(rx_coalescing(B.t.rx));
@@ -1174,6 +1161,7 @@ START_TEST(open_thread_accepts)
 	unsigned i;
 
 	bring_up();
+	ck_assert_int_eq(tunout_start_thread(B.t.tunout), 0);
 	ck_assert_int_eq(rx_start_thread(B.t.rx), 0);
 	ck_assert(rx_opening_threaded(B.t.rx));
 	A.n_out = 0;
@@ -1219,6 +1207,7 @@ START_TEST(close_after_data)
 	unsigned i;
 
 	bring_up();
+	ck_assert_int_eq(tunout_start_thread(B.t.tunout), 0);
 	ck_assert_int_eq(rx_start_thread(B.t.rx), 0);
 	A.n_out = 0;
 	for (i = 0; i < n; i++)
@@ -1695,7 +1684,7 @@ START_TEST(netchange_concerns)
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 
 	ck_assert_int_ge(fd, 0);
-	A.udp.fd4 = fd;                 /* toud has an IPv4 socket */
+	A.t.udp->fd4 = fd;              /* toud has an IPv4 socket */
 	util_sa_to_addr(&A.addr, &mine, NULL);
 	ck_assert_int_eq(util_addr_parse("198.51.100.7", &ev.addr), 0);
 	/* b is configured, idle, not needed. */
@@ -1724,9 +1713,62 @@ START_TEST(netchange_concerns)
 	ev.kind = RTNL_EV_DEFAULT_ROUTE;
 	ck_assert(peer_netchange_note(&A.t, &ev));
 	ck_assert(peer_netchange_affects(&A.t.netchange, pa));
-	memset(&A.t.netchange, 0, sizeof(A.t.netchange));
-	A.udp.fd4 = -1;
+	/* Told, it forgets where B reaches it and sends a keepalive at once,
+	 * which B takes. */
+	A.n_out = 0;
+	peer_netchange_apply(&A.t);
+	ck_assert_int_eq(pa->cur->local.family, 0);
+	ck_assert(!peer_netchange_affects(&A.t.netchange, pa));
+	spin(&A);
+	ck_assert_uint_eq(A.n_out, 1);
+	ck_assert_uint_eq(deliver(&A, &B), 1);
+	ck_assert_uint_eq(peer_of(&B)->drops[DROP_BAD_RECORD], 0);
+	ck_assert_uint_eq(B.t.drops[DROP_UNKNOWN_SESSION], 0);
+	A.t.udp->fd4 = -1;
 	close(fd);
+}
+END_TEST
+
+static unsigned ping_calls;
+static bool ping_was_answered;
+
+static void
+ping_answer(void *arg, bool answered)
+{
+	(void)arg;
+	ping_calls++;
+	ping_was_answered = answered;
+}
+
+/* touctl ping: refused without a session and while one is in flight; a
+ * challenge on the session's path that B answers tells the caller once;
+ * one that goes unanswered tells it so when its deadline fires. */
+START_TEST(ping_answered_or_not)
+{
+	struct peer *pa = peer_of(&A);
+
+	ping_calls = 0;
+	ck_assert_int_eq(peer_timers_ping(pa, ping_answer, NULL), -ENOTCONN);
+	bring_up();
+	A.n_out = 0;
+	ck_assert_int_eq(peer_timers_ping(pa, ping_answer, NULL), 0);
+	ck_assert_int_eq(peer_timers_ping(pa, ping_answer, NULL), -EBUSY);
+	ck_assert(evtimer_pending(pa->ev_ping, NULL));
+	spin(&A);
+	ck_assert_uint_eq(A.n_out, 1);
+	pump();
+	ck_assert_uint_eq(ping_calls, 1);
+	ck_assert(ping_was_answered);
+	ck_assert(!evtimer_pending(pa->ev_ping, NULL));
+
+	ck_assert_int_eq(peer_timers_ping(pa, ping_answer, NULL), 0);
+	spin(&A);
+	A.n_out = 0;                    /* lost on the way */
+	event_active(pa->ev_ping, EV_TIMEOUT, 1);
+	event_base_loop(A.t.base, EVLOOP_NONBLOCK);
+	ck_assert_uint_eq(ping_calls, 2);
+	ck_assert(!ping_was_answered);
+	ck_assert_int_eq(peer_timers_ping(pa, ping_answer, NULL), 0);
 }
 END_TEST
 
@@ -1998,6 +2040,7 @@ peer_suite(void)
 	tcase_add_test(tc, wrong_pin_diagnosed);
 	tcase_add_test(tc, no_answer_diagnosed);
 	tcase_add_test(tc, netchange_concerns);
+	tcase_add_test(tc, ping_answered_or_not);
 	tcase_add_test(tc, cookie_stuck_diagnosed);
 	tcase_add_test(tc, cipher_mismatch_diagnosed);
 	tcase_add_test(tc, version_mismatch_diagnosed);
