@@ -348,7 +348,8 @@ toud_start(struct toud *t)
 	}
 	if (!(t->tx = tx_new(t)) || !(t->rx = rx_new(t)))
 		return -ENOMEM;
-	if (ifc->encryption == CONF_ENC_DTLS && (rc = handshake_init(t)) < 0)
+	if (ifc->encryption == CONF_ENC_DTLS &&
+	    (rc = handshake_init(t, tx_session_output, tx_listen_output)) < 0)
 		return rc;
 	if ((rc = setup_signals(t)) < 0 || (rc = setup_netmon(t)) < 0)
 		return rc;
@@ -410,7 +411,7 @@ toud_stop(struct toud *t)
 	/* Tell the peers, so they need not wait for a timeout. */
 	for (i = 0; t->dtls && i < t->n_peers; i++)
 		if (t->peers[i]->cur)
-			dtls_sess_close(t->peers[i]->cur->dtls);
+			session_end(t->peers[i]->cur);
 	tx_flush_records(t);
 	for (i = 0; i < t->n_peers; i++)
 		peer_free(t->peers[i]);
