@@ -1975,6 +1975,39 @@ START_TEST(state_names)
 }
 END_TEST
 
+/* A session past its maximum age that no handshake replaced is ended by
+ * the rekey timer: the other side is told, and the peer goes idle with
+ * the event of its own (a dead peer stays dead). */
+START_TEST(max_age_end)
+{
+	struct peer *pa = peer_of(&A), *pb = peer_of(&B);
+	uint64_t age = handshake_max_age_ms(&B.t);
+	int dead;
+
+	for (dead = 0; dead < 2; dead++) {
+		bring_up();
+		ck_assert_ptr_nonnull(pb->cur);
+		ck_assert_ptr_null(pb->next);
+		if (dead)
+			peer_event(pb, PEER_EV_DEAD);
+		fake_now += age + SESSION_HANDSHAKE_MS;
+		event_active(pb->ev_rekey, EV_TIMEOUT, 1);
+		spin(&B);
+		ck_assert_ptr_null(pb->cur);
+		ck_assert_ptr_null(pb->next);
+		ck_assert_str_eq(state(&B), dead ? "dead" : "idle");
+		ck_assert_str_eq(pb->last_error, "session reached its maximum age");
+		/* its close_notify reaches A, which drops the session too */
+		ck_assert_uint_gt(B.n_out, 0);
+		deliver(&B, &A);
+		ck_assert_ptr_null(pa->cur);
+		ck_assert_uint_eq(A.t.events[EVENT_SESSION_CLOSED], (uint64_t)dead + 1);
+		while (pa->prev || pb->prev)
+			session_free(pa->prev ? pa->prev : pb->prev);
+	}
+}
+END_TEST
+
 /* The session table: by ID, by name, in the list, and the half-open
  * count, through insert and free; and its queries without a table. */
 START_TEST(session_table)
@@ -2062,6 +2095,7 @@ peer_suite(void)
 	tcase_add_test(tc, state_names);
 	tcase_add_test(tc, cert_matches_two_peers);
 	tcase_add_test(tc, max_age_both_roles);
+	tcase_add_test(tc, max_age_end);
 	tcase_add_test(tc, session_table);
 	tcase_add_test(tc, tun_refuses_merged);
 	tcase_add_test(tc, send_thread_seals);
