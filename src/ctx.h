@@ -26,13 +26,12 @@ struct peer;
 struct rx;
 struct tunout;
 struct dtls_ctx;
-struct session;
+struct session_table;
+struct handshake;
 struct evdns_base;
-struct ratelimit;
 struct udp_msg;
 struct keys_ca_cache;
 
-#define TOUD_SESSION_BUCKETS 256       /* session ID hash table (power of two) */
 #define TOUD_NETCHANGE_GONE 8          /* removed addresses remembered per burst */
 struct tx;
 
@@ -74,7 +73,10 @@ struct toud {
 	bool full4, full6;
 
 	uint64_t drops[DROP__MAX];      /* drops that belong to no peer */
-	uint64_t events[EVENT__MAX];    /* events that belong to no peer (events.h) */
+	/* Events counted for the interface (events.h): those that belong to
+	 * no peer, and session_closed (a close_notify from any peer, counted
+	 * here only). */
+	uint64_t events[EVENT__MAX];
 
 	/* Seams for running the core without a kernel (unit tests): the
 	 * monotonic clock (NULL: util_now_ms), where tx.c's output queue
@@ -89,17 +91,8 @@ struct toud {
 
 	/* encryption = dtls */
 	struct dtls_ctx *dtls;
-	struct session_alias *sessions[TOUD_SESSION_BUCKETS];  /* by ID on the wire */
-	struct session *session_list;                       /* every session */
-	unsigned n_half_open;           /* server handshakes not yet authenticated */
-	uint64_t listen_id;             /* session ID of the ClientHello being answered */
-	struct ratelimit *hs_limit;     /* cookie-verified handshakes per source */
-	/* The last key refused for matching two peers (handshake.c), so that
-	 * its failed handshake says so; forgotten on reload. */
-	bool hs_ambiguous;
-	uint8_t hs_ambiguous_fp[32];
-	char hs_ambiguous_why[200];
-	struct event *ev_cookie;        /* cookie secret rotation */
+	struct session_table *sessions; /* session.h */
+	struct handshake *hs;           /* handshake.c: listener state, cookie timer */
 
 	struct event *ev_sigterm, *ev_sigint, *ev_sighup;
 	struct event *ev_watchdog;      /* notify.c */

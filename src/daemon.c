@@ -196,7 +196,8 @@ daemon_start_paths(struct toud *t)
 	if (!(t->tx = tx_new(t)) || !(t->rx = rx_new(t)) ||
 	    !(t->tunout = tunout_new(t, rx_coalescer(t->rx))))
 		return -ENOMEM;
-	if (ifc->encryption == CONF_ENC_DTLS && (rc = handshake_init(t)) < 0)
+	if (ifc->encryption == CONF_ENC_DTLS &&
+	    (rc = handshake_init(t, tx_session_output, tx_listen_output)) < 0)
 		return rc;
 	return 0;
 }
@@ -384,7 +385,7 @@ daemon_stop(struct toud *t)
 	/* Tell the peers, so they need not wait for a timeout. */
 	for (i = 0; t->dtls && i < t->n_peers; i++)
 		if (t->peers[i]->cur)
-			dtls_sess_close(t->peers[i]->cur->dtls);
+			session_end(t->peers[i]->cur);
 	tx_flush_records(t);
 	for (i = 0; i < t->n_peers; i++)
 		peer_free(t->peers[i]);

@@ -1,7 +1,10 @@
-/* drop.c - names of the drop counters (JSON keys: never rename). */
+/* drop.c - names of the drop counters (JSON keys: never rename), and
+ * where a drop is counted. */
 #include <assert.h>
 
+#include "ctx.h"
 #include "drop.h"
+#include "peer.h"
 
 static const char *const drop_names[DROP__MAX] = {
 	[DROP_GUE + GUE_ERR_TRUNCATED] = "gue_truncated",
@@ -59,4 +62,13 @@ const char *
 drop_name(enum drop_reason r)
 {
 	return (unsigned)r < DROP__MAX && drop_names[r] ? drop_names[r] : "unknown";
+}
+
+void
+drop_count(struct toud *t, struct peer *p, enum drop_reason r, unsigned n)
+{
+	if (p)
+		p->drops[r] += n;
+	else
+		t->drops[r] += n;
 }

@@ -46,7 +46,13 @@ enum drop_reason {
 	DROP__MAX
 };
 
+struct toud;
+struct peer;
+
 const char *drop_name(enum drop_reason r);
+/* Count n drops of reason r on peer p, or on the interface when no peer
+ * is known (p NULL). */
+void drop_count(struct toud *t, struct peer *p, enum drop_reason r, unsigned n);
 static inline enum drop_reason drop_gue(enum gue_err e) { return (enum drop_reason)(DROP_GUE + e); }
 static inline enum drop_reason drop_pkt(enum pkt_err e) { return (enum drop_reason)(DROP_PKT + e); }
 

@@ -64,7 +64,7 @@ struct dtls_ctx {
 	SSL_CTX *ssl_ctx;
 	dtls_authorize_fn *authorize;
 	void *authorize_arg;
-	dtls_output_fn *listen_output;
+	dtls_listen_output_fn *listen_output;
 	void *listen_output_arg;
 	unsigned link_mtu;
 	uint8_t fp[DTLS_FP_LEN];
@@ -94,10 +94,6 @@ struct dtls_sess {
 	bool established;
 	enum dtls_result failed;                /* terminal result, or DTLS_AGAIN */
 	void *expect;
-	/* What authorize() returned when the certificate arrived: only for
-	 * callers that keep the object alive for the whole handshake (the
-	 * daemon looks its peer up again at DTLS_DONE, by peer_fp). */
-	void *peer_obj;
 	unsigned early_dropped;                 /* see dtls_sess_take_early() */
 	bool has_peer_fp;
 	uint8_t peer_fp[DTLS_FP_LEN];           /* the key the peer presented */
@@ -212,7 +208,7 @@ dgram_write(BIO *b, const char *data, int dlen)
 		 * the listener cannot amplify a spoofed source. */
 		if (left > s->c->listen_req_len || s->c->listen_output == NULL)
 			return dlen;
-		out = s->c->listen_output;
+		out = NULL;
 		arg = s->c->listen_output_arg;
 		to = &s->src;
 		s->c->listen_replied = true;
@@ -221,14 +217,16 @@ dgram_write(BIO *b, const char *data, int dlen)
 		arg = s->out_arg;
 		to = &s->peer;
 	}
-	if (out == NULL)
+	if (out == NULL && !s->listener)
 		return dlen;
 	while (left > 0) {
 		n = left;
 		if (left >= DTLS_RECORD_HDR &&
 		    DTLS_RECORD_HDR + (size_t)bytes_get16(p + 11) <= left)
 			n = DTLS_RECORD_HDR + bytes_get16(p + 11);
-		if (s->listener || sess_write_check(s, p, n))
+		if (s->listener)
+			s->c->listen_output(arg, s->c->listen_sid, p, n, to);
+		else if (sess_write_check(s, p, n))
 			out(arg, p, n, to, NULL);
 		p += n;
 		left -= n;
@@ -388,7 +386,6 @@ verify_cb(X509_STORE_CTX *xs, void *arg)
 		s->has_refused_fp = true;
 		goto refuse;
 	}
-	s->peer_obj = p;
 	memcpy(s->peer_fp, fp, DTLS_FP_LEN);
 	s->has_peer_fp = true;
 	return 1;
@@ -882,12 +879,6 @@ dtls_sess_established(const struct dtls_sess *s)
 	return s->established && s->failed == DTLS_AGAIN;
 }
 
-void *
-dtls_sess_peer(const struct dtls_sess *s)
-{
-	return s->peer_obj;
-}
-
 unsigned
 dtls_sess_take_early(struct dtls_sess *s)
 {
@@ -938,15 +929,6 @@ const uint8_t *
 dtls_sess_peer_fp(const struct dtls_sess *s)
 {
 	return s->has_peer_fp ? s->peer_fp : NULL;
-}
-
-bool
-dtls_sess_verify_ca(const struct dtls_sess *s, const char *ca_file, const char *name)
-{
-	X509 *leaf = SSL_get0_peer_certificate(s->ssl);
-
-	return leaf != NULL && keys_verify_ca_chain(leaf, SSL_get_peer_cert_chain(s->ssl),
-	    ca_file, name);
 }
 
 bool

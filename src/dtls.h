@@ -40,6 +40,11 @@ struct record_sealer;
 typedef void dtls_output_fn(void *arg, const uint8_t *rec, size_t len,
     const union sockaddr_union *to, struct record_sealer *seal);
 
+/* A stateless answer of the listener (a HelloVerifyRequest, ready to go)
+ * to the ClientHello that came with session ID sid (dtls_listen_admit). */
+typedef void dtls_listen_output_fn(void *arg, uint64_t sid, const uint8_t *rec, size_t len,
+    const union sockaddr_union *to);
+
 /* Map the certificate a peer presented to the peer object it authenticates,
  * or NULL to refuse it.  fp is the SHA-256 of its public key; xs the chain
  * for CA checks (keys_verify_ca). */
@@ -52,7 +57,7 @@ struct dtls_ctx_config {
 	const char *keylog_file;       /* NULL: SSLKEYLOGFILE or none */
 	dtls_authorize_fn *authorize;
 	void *authorize_arg;
-	dtls_output_fn *listen_output; /* where HelloVerifyRequests go */
+	dtls_listen_output_fn *listen_output;  /* where HelloVerifyRequests go */
 	void *listen_output_arg;
 	unsigned link_mtu;             /* largest DTLS record datagram (bytes after the outer GUE header) */
 };
@@ -134,9 +139,6 @@ unsigned dtls_sess_take_early(struct dtls_sess *s);
 /* Send close_notify. */
 void dtls_sess_close(struct dtls_sess *s);
 bool dtls_sess_established(const struct dtls_sess *s);
-/* The peer object authorize() returned (NULL until the certificate was
- * accepted).  Valid only while the caller keeps that object alive. */
-void *dtls_sess_peer(const struct dtls_sess *s);
 /* The fingerprint of the key the peer presented (NULL before that), and a
  * CA check of the chain it presented: for deciding the peer again when the
  * handshake completes, from the configuration in force then. */
@@ -154,7 +156,6 @@ const char *dtls_sess_alert(const struct dtls_sess *s);
  * that returned DTLS_LISTEN_FAILED (NULL after any other result). */
 const char *dtls_sess_mismatch(const struct dtls_sess *s);
 const char *dtls_ctx_listen_mismatch(const struct dtls_ctx *c);
-bool dtls_sess_verify_ca(const struct dtls_sess *s, const char *ca_file, const char *name);
 struct x509_store_st;
 bool dtls_sess_verify_ca_store(const struct dtls_sess *s, struct x509_store_st *store,
     const char *name);

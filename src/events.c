@@ -1,5 +1,8 @@
-/* events.c - names of the event counters (JSON keys: never rename). */
+/* events.c - names of the event counters (JSON keys: never rename), and
+ * where an event is counted. */
+#include "ctx.h"
 #include "events.h"
+#include "peer.h"
 #include "util.h"
 
 static const char *const event_names[EVENT__MAX] = {
@@ -27,4 +30,13 @@ const char *
 event_name(enum toud_event e)
 {
 	return (unsigned)e < EVENT__MAX && event_names[e] ? event_names[e] : "unknown";
+}
+
+void
+event_count(struct toud *t, struct peer *p, enum toud_event e)
+{
+	if (p)
+		p->events[e]++;
+	else
+		t->events[e]++;
 }

@@ -27,6 +27,12 @@ enum toud_event {
 	EVENT__MAX
 };
 
+struct toud;
+struct peer;
+
 const char *event_name(enum toud_event e);
+/* Count event e on peer p, or on the interface when it belongs to no
+ * peer (p NULL). */
+void event_count(struct toud *t, struct peer *p, enum toud_event e);
 
 #endif

@@ -2,12 +2,13 @@
  * limiter, half-open table), completing (authorize, tie-break, retire),
  * failing, and the handshake retransmission timer.
  *
- * A leaf in the way WireGuard's noise.c and cookie.c are: the entry points
- * return what happened and the callers (rx.c for received records, tx.c and
- * peer_timers.c for starting) act on it.  Records leave through tx.c's
- * queue, by the DTLS output callback installed here.  The retransmission
- * timer, which has no caller to return to, reports a handshake that timed
- * out to peer_timers_handshake_failed().
+ * Received records' results are returned and rx.c acts on them, as
+ * WireGuard's receive.c does on noise.c's.  This file tells peer_timers.c
+ * what changes a peer's timers: a handshake started, one that failed and
+ * left the peer without a session (from rx.c's results too, and from the
+ * retransmission timer, which has no caller to return to), sessions a
+ * reload ended.  Records leave through the output callbacks the daemon
+ * passed to handshake_init().
  *
  * The peer of a server session is decided when the handshake completes,
  * by looking the presented key up in the configuration in force then: no
@@ -33,7 +34,7 @@
 #include "peer_timers.h"
 #include "ratelimit.h"
 #include "session.h"
-#include "tx.h"
+#include "timer.h"
 
 /* Two sessions of one peer established within this interval came up
  * together (both sides initiated at once): the tie-break decides. */
@@ -48,14 +49,17 @@
 /* The DTLS handshake message type of a HelloVerifyRequest (RFC 6347). */
 #define HS_HELLO_VERIFY_REQUEST 3
 
-static void
-count_event(struct toud *t, struct peer *p, enum toud_event e)
-{
-	if (p)
-		p->events[e]++;
-	else
-		t->events[e]++;
-}
+/* The handshake state of the daemon (t->hs). */
+struct handshake {
+	dtls_output_fn *session_output;         /* where a session's records go */
+	struct ratelimit *limit;                /* cookie-verified handshakes per source */
+	struct event *ev_cookie;                /* cookie secret rotation */
+	/* The last key refused for matching two peers, so that its failed
+	 * handshake says so; forgotten on reload. */
+	bool ambiguous;
+	uint8_t ambiguous_fp[DTLS_FP_LEN];
+	char ambiguous_why[200];
+};
 
 static const char *
 sess_addr(const struct session *s, char *buf, size_t len)
@@ -80,8 +84,8 @@ cookie_init(struct toud *t)
 {
 	struct timeval tv = { .tv_sec = DTLS_COOKIE_ROTATE_S };
 
-	t->ev_cookie = event_new(t->base, -1, EV_PERSIST, cookie_rotate, t);
-	if (!t->ev_cookie || event_add(t->ev_cookie, &tv) < 0)
+	t->hs->ev_cookie = event_new(t->base, -1, EV_PERSIST, cookie_rotate, t);
+	if (!t->hs->ev_cookie || event_add(t->hs->ev_cookie, &tv) < 0)
 		return -ENOMEM;
 	return 0;
 }
@@ -107,9 +111,9 @@ limiter_init(struct toud *t)
 
 	if (RAND_bytes(secret, sizeof(secret)) != 1)
 		return -EIO;
-	t->hs_limit = ratelimit_new(HS_RATE_SOURCES, HS_RATE_PER_S, HS_RATE_BURST, secret);
+	t->hs->limit = ratelimit_new(HS_RATE_SOURCES, HS_RATE_PER_S, HS_RATE_BURST, secret);
 	OPENSSL_cleanse(secret, sizeof(secret));
-	return t->hs_limit ? 0 : -ENOMEM;
+	return t->hs->limit ? 0 : -ENOMEM;
 }
 
 /* --- half-open table ------------------------------------------------- */
@@ -117,24 +121,7 @@ limiter_init(struct toud *t)
 static bool
 halfopen_full(const struct toud *t)
 {
-	return t->n_half_open >= HANDSHAKE_HALF_OPEN_MAX;
-}
-
-static void
-halfopen_add(struct session *s)
-{
-	s->half_open = true;
-	s->t->n_half_open++;
-}
-
-/* Authenticated (or gone): no longer half open.  session_free() does the
- * same for a session that goes while half open. */
-static void
-halfopen_done(struct session *s)
-{
-	if (s->half_open && s->t->n_half_open)
-		s->t->n_half_open--;
-	s->half_open = false;
+	return session_half_open(t) >= HANDSHAKE_HALF_OPEN_MAX;
 }
 
 /* --- the context ----------------------------------------------------- */
@@ -152,7 +139,8 @@ authorize_cb(void *arg, const uint8_t fp[DTLS_FP_LEN], struct x509_store_ctx_st 
 }
 
 int
-handshake_init(struct toud *t)
+handshake_init(struct toud *t, dtls_output_fn *session_output,
+    dtls_listen_output_fn *listen_output)
 {
 	const struct conf_iface *ifc = &t->conf->iface;
 	struct dtls_ctx_config cfg = {
@@ -161,7 +149,7 @@ handshake_init(struct toud *t)
 		.keylog_file = ifc->keylog_file,
 		.authorize = authorize_cb,
 		.authorize_arg = t,
-		.listen_output = tx_listen_output,
+		.listen_output = listen_output,
 		.listen_output_arg = t,
 		/* Bytes after the outer GUE header on the best case path
 		 * (IPv4); tx.c keeps each packet within its real path. */
@@ -170,6 +158,9 @@ handshake_init(struct toud *t)
 	char err[256];
 	int rc;
 
+	if (!(t->hs = calloc(1, sizeof(*t->hs))) || !(t->sessions = session_table_new()))
+		return -ENOMEM;
+	t->hs->session_output = session_output;
 	if ((rc = limiter_init(t)) < 0)
 		return rc;
 	t->dtls = dtls_ctx_new(&cfg, err, sizeof(err));
@@ -186,14 +177,17 @@ handshake_init(struct toud *t)
 void
 handshake_free(struct toud *t)
 {
-	session_free_all(t);
-	if (t->ev_cookie)
-		event_free(t->ev_cookie);
-	t->ev_cookie = NULL;
+	session_table_free(t->sessions);
+	t->sessions = NULL;
+	if (t->hs) {
+		if (t->hs->ev_cookie)
+			event_free(t->hs->ev_cookie);
+		ratelimit_free(t->hs->limit);
+		free(t->hs);
+		t->hs = NULL;
+	}
 	dtls_ctx_free(t->dtls);
 	t->dtls = NULL;
-	ratelimit_free(t->hs_limit);
-	t->hs_limit = NULL;
 }
 
 /* --- authorize ------------------------------------------------------- */
@@ -220,16 +214,17 @@ ca_ok(const struct peer *p, struct x509_store_ctx_st *xs, const struct dtls_sess
 static void
 ambiguous(struct toud *t, const uint8_t *fp, struct peer *p1, struct peer *p2)
 {
+	struct handshake *hs = t->hs;
 	char f[7 + 2 * KEYS_FP_LEN + 1];
 
 	keys_fp_format(fp, f);
-	snprintf(t->hs_ambiguous_why, sizeof(t->hs_ambiguous_why),
+	snprintf(hs->ambiguous_why, sizeof(hs->ambiguous_why),
 	    "its key %s matches both peer \"%s\" and peer \"%s\"", f, p1->name, p2->name);
-	memcpy(t->hs_ambiguous_fp, fp, sizeof(t->hs_ambiguous_fp));
-	t->hs_ambiguous = true;
-	log_warnx(HS_REFUSED "%s", t->hs_ambiguous_why);
-	snprintf(p1->last_error, sizeof(p1->last_error), HS_REFUSED "%s", t->hs_ambiguous_why);
-	snprintf(p2->last_error, sizeof(p2->last_error), HS_REFUSED "%s", t->hs_ambiguous_why);
+	memcpy(hs->ambiguous_fp, fp, sizeof(hs->ambiguous_fp));
+	hs->ambiguous = true;
+	log_warnx(HS_REFUSED "%s", hs->ambiguous_why);
+	snprintf(p1->last_error, sizeof(p1->last_error), HS_REFUSED "%s", hs->ambiguous_why);
+	snprintf(p2->last_error, sizeof(p2->last_error), HS_REFUSED "%s", hs->ambiguous_why);
 }
 
 static struct peer *
@@ -267,14 +262,6 @@ handshake_authorize(struct toud *t, const struct session *s)
 
 /* --- the handshake timer --------------------------------------------- */
 
-static void
-arm_ms(struct event *ev, uint64_t ms)
-{
-	struct timeval tv = { .tv_sec = (time_t)(ms / 1000), .tv_usec = (suseconds_t)(ms % 1000) * 1000 };
-
-	evtimer_add(ev, &tv);
-}
-
 void
 handshake_progress(struct session *s, uint64_t now)
 {
@@ -291,7 +278,7 @@ handshake_progress(struct session *s, uint64_t now)
 		evtimer_add(s->ev_timer, &tv);
 		return;
 	}
-	arm_ms(s->ev_timer, left);
+	timer_arm_ms(s->ev_timer, left);
 }
 
 /* Why a client handshake ran out of time, from what came back: nothing
@@ -318,15 +305,6 @@ timeout_reason(const struct session *s, uint64_t now, const char *why, char *buf
 }
 
 static void
-fail_and_report(struct session *s, const char *why)
-{
-	struct peer *p = handshake_failed(s, why);
-
-	if (p && !p->cur && !p->next)
-		peer_timers_handshake_failed(p, why);
-}
-
-static void
 timer_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct session *s = arg;
@@ -336,11 +314,11 @@ timer_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	if (now - s->created_ms >= SESSION_HANDSHAKE_MS) {
-		fail_and_report(s, timeout_reason(s, now, "timed out", buf, sizeof(buf)));
+		handshake_failed(s, timeout_reason(s, now, "timed out", buf, sizeof(buf)));
 		return;
 	}
 	if (dtls_sess_handle_timeout(s->dtls) == DTLS_ERR_HANDSHAKE) {
-		fail_and_report(s, timeout_reason(s, now, "retransmissions exhausted", buf,
+		handshake_failed(s, timeout_reason(s, now, "retransmissions exhausted", buf,
 		    sizeof(buf)));
 		return;
 	}
@@ -379,14 +357,14 @@ handshake_initiate(struct peer *p, uint64_t now)
 	s->peer = p;
 	if (p->cur)
 		s->local = p->cur->local;
-	s->dtls = dtls_sess_client(t->dtls, p, tx_session_output, s, &p->endpoint);
+	s->dtls = dtls_sess_client(t->dtls, p, t->hs->session_output, s, &p->endpoint);
 	if (!s->dtls) {
 		session_free(s);
 		return -ENOMEM;
 	}
 	session_insert(s);
 	p->next = s;
-	count_event(t, p, EVENT_HANDSHAKE_STARTED);
+	event_count(t, p, EVENT_HANDSHAKE_STARTED);
 	log_debug("peer \"%s\" (%s): handshake %016llx started", p->name,
 	    sess_addr(s, buf, sizeof(buf)), (unsigned long long)id);
 	peer_timers_handshake_started(p);
@@ -433,11 +411,11 @@ listen_admit(void *arg, const union sockaddr_union *from, size_t credit)
 	unsigned n_src = 0;
 
 	util_sa_to_addr(from, &src, NULL);
-	if (!ratelimit_allow(t->hs_limit, &src, a->now)) {
+	if (!ratelimit_allow(t->hs->limit, &src, a->now)) {
 		t->drops[DROP_HS_RATE]++;
 		return NULL;
 	}
-	for (s = t->session_list; s; s = s->lnext) {
+	for (s = session_next(t, NULL); s; s = session_next(t, s)) {
 		if (!halfopen_unverified(s))
 			continue;
 		if (!oldest || s->created_ms < oldest->created_ms)
@@ -473,7 +451,7 @@ listen_admit(void *arg, const union sockaddr_union *from, size_t credit)
 	s->hs_rx = 2 * GUE_OUTER_LEN + credit + a->rec_len;
 	s->hs_tx = GUE_OUTER_LEN + credit;
 	session_insert(s);
-	halfopen_add(s);
+	session_half_open_add(s);
 	a->s = s;
 	return s;
 }
@@ -494,14 +472,13 @@ handshake_listen(struct toud *t, uint64_t id, const uint8_t *rec, size_t len,
 		t->drops[DROP_UNKNOWN_SESSION]++;
 		return;
 	}
-	t->listen_id = id;
-	r = dtls_listen_admit(t->dtls, rec, len, from, id, tx_session_output, listen_admit, &a,
-	    &ds);
+	r = dtls_listen_admit(t->dtls, rec, len, from, id, t->hs->session_output, listen_admit,
+	    &a, &ds);
 	switch (r) {
 	case DTLS_LISTEN_ACCEPTED:
 		break;
 	case DTLS_LISTEN_REPLIED:
-		count_event(t, NULL, EVENT_COOKIE_REQUESTED);
+		event_count(t, NULL, EVENT_COOKIE_REQUESTED);
 		t->drops[DROP_HS_COOKIE]++;
 		return;
 	case DTLS_LISTEN_REFUSED:
@@ -521,7 +498,7 @@ handshake_listen(struct toud *t, uint64_t id, const uint8_t *rec, size_t len,
 		return;
 	}
 	a.s->dtls = ds;
-	count_event(t, NULL, EVENT_HANDSHAKE_ACCEPTED);
+	event_count(t, NULL, EVENT_HANDSHAKE_ACCEPTED);
 	if (dtls_sess_handshake(ds) == DTLS_ERR_HANDSHAKE) {
 		handshake_failed(a.s, "refused");
 		return;
@@ -610,7 +587,7 @@ handshake_established(struct session *s, uint64_t now)
 		return HANDSHAKE_REFUSED;
 	s->peer = p;
 	session_ids_start(s);
-	halfopen_done(s);
+	session_half_open_done(s);
 	s->established = true;
 	s->established_ms = now;
 	s->last_rx_ms = now;
@@ -634,7 +611,7 @@ handshake_established(struct session *s, uint64_t now)
 	log_info("peer \"%s\" (%s): session %s established (%s, %s)", p->name,
 	    sess_addr(s, buf, sizeof(buf)), id, s->initiator ? "initiator" : "responder",
 	    dtls_sess_cipher(s->dtls));
-	count_event(t, p, EVENT_HANDSHAKE_COMPLETED);
+	event_count(t, p, EVENT_HANDSHAKE_COMPLETED);
 	return HANDSHAKE_UP;
 }
 
@@ -666,8 +643,10 @@ failure_reason(const struct session *s, const struct peer *p, const char *why, c
 	const char *mm = s->dtls ? dtls_sess_mismatch(s->dtls) : NULL;
 	char got[7 + 2 * KEYS_FP_LEN + 1], want[sizeof(got)];
 
-	if (fp && s->t->hs_ambiguous && memcmp(fp, s->t->hs_ambiguous_fp, KEYS_FP_LEN) == 0) {
-		snprintf(out, len, "%s", s->t->hs_ambiguous_why);
+	const struct handshake *hs = s->t->hs;
+
+	if (fp && hs->ambiguous && memcmp(fp, hs->ambiguous_fp, KEYS_FP_LEN) == 0) {
+		snprintf(out, len, "%s", hs->ambiguous_why);
 	} else if (fp) {
 		keys_fp_format(fp, got);
 		if (p && p->cf->has_fingerprint) {
@@ -711,17 +690,19 @@ log_due(struct peer *p, const char *reason, uint64_t now)
 	return true;
 }
 
-struct peer *
-handshake_failed(struct session *s, const char *why)
+/* Count, log and free s; the peer it was for (NULL for an unauthenticated
+ * one). */
+static struct peer *
+fail(struct session *s, const char *why)
 {
 	struct peer *p = s->peer, *at;
 	char buf[UTIL_ADDRSTRLEN], reason[240];
 	uint64_t now = toud_now(s->t);
 
-	count_event(s->t, p, EVENT_HANDSHAKE_FAILED);
+	event_count(s->t, p, EVENT_HANDSHAKE_FAILED);
+	drop_count(s->t, p, DROP_HANDSHAKE, 1);
 	failure_reason(s, p, why, reason, sizeof(reason));
 	if (p) {
-		p->drops[DROP_HANDSHAKE]++;
 		if (log_due(p, reason, now))
 			log_warnx("peer \"%s\" (%s): handshake failed: %s", p->name,
 			    sess_addr(s, buf, sizeof(buf)), reason);
@@ -732,7 +713,6 @@ handshake_failed(struct session *s, const char *why)
 		session_free(s);
 		return p;
 	}
-	s->t->drops[DROP_HANDSHAKE]++;
 	/* From where a configured peer is: the administrator wants to know
 	 * (once a minute), whoever else tries is noise.  A peer that has no
 	 * session says it in last_error too, unless it already says why more
@@ -752,6 +732,15 @@ handshake_failed(struct session *s, const char *why)
 	return NULL;
 }
 
+void
+handshake_failed(struct session *s, const char *why)
+{
+	struct peer *p = fail(s, why);
+
+	if (p && !p->cur && !p->next)
+		peer_timers_handshake_failed(p, why);
+}
+
 /* --- reload: sessions whose key the configuration no longer accepts -- */
 
 size_t
@@ -759,7 +748,7 @@ handshake_reauthorize(struct toud *t)
 {
 	size_t i, ended = 0;
 
-	t->hs_ambiguous = false;        /* what matched two peers may not now */
+	t->hs->ambiguous = false;       /* what matched two peers may not now */
 	for (i = 0; i < t->n_peers; i++) {
 		struct peer *p = t->peers[i];
 		struct session *ss[3];
@@ -780,8 +769,7 @@ handshake_reauthorize(struct toud *t)
 			    "accepted for this peer", p->name, (unsigned long long)s->id);
 			snprintf(p->last_error, sizeof(p->last_error),
 			    "session ended: key no longer accepted");
-			dtls_sess_close(s->dtls);
-			session_free(s);
+			session_end(s);
 			here++;
 		}
 		if (here)

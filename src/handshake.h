@@ -1,9 +1,12 @@
 /* handshake.h - starting, answering and finishing DTLS handshakes.
  *
- * The handshake code returns what happened; rx.c, tx.c and peer_timers.c
- * act on it (the same split as WireGuard's noise.c and cookie.c).  The one
- * exception is the retransmission timer, which reports a handshake that
- * timed out to peer_timers_handshake_failed(). */
+ * Received records' results are returned: rx.c acts on them (the same
+ * split as WireGuard's noise.c and cookie.c).  What has no caller to
+ * return to, or changes a peer's timers, is reported to peer_timers.c: a
+ * handshake started or refused at once (handshake_initiate), one that timed
+ * out (the retransmission timer), sessions a reload ended
+ * (handshake_reauthorize).  Records leave through the output callbacks the
+ * daemon passes to handshake_init(). */
 #ifndef TOUD_HANDSHAKE_H
 #define TOUD_HANDSHAKE_H
 
@@ -11,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dtls.h"
 #include "util.h"
 
 struct toud;
@@ -19,8 +23,13 @@ struct session;
 
 #define HANDSHAKE_HALF_OPEN_MAX 64      /* server handshakes in progress, in all */
 
-/* The DTLS context, the cookie secret and its rotation timer. */
-int handshake_init(struct toud *t);
+/* The DTLS context, the session table (t->sessions), the cookie secret
+ * and its rotation timer.  A session's records go to session_output (its
+ * arg the session), the listener's stateless answers to listen_output (its
+ * arg t). */
+int handshake_init(struct toud *t, dtls_output_fn *session_output,
+    dtls_listen_output_fn *listen_output);
+/* Frees every session too. */
 void handshake_free(struct toud *t);
 
 /* Start a client handshake to p's endpoint: 0 (also when one is running,
@@ -53,10 +62,9 @@ enum handshake_done {
  * configuration by the key it authenticated with (authorize), then which
  * session the peer keeps (tie-break, retire). */
 enum handshake_done handshake_established(struct session *s, uint64_t now);
-/* The handshake of s failed: count, log, free s.  Returns the peer it was
- * for (NULL for an unauthenticated one); the caller tells peer_timers when
- * that peer has no session left. */
-struct peer *handshake_failed(struct session *s, const char *why);
+/* The handshake of s failed: count, log, free s, and tell peer_timers when
+ * the peer it was for has no session left. */
+void handshake_failed(struct session *s, const char *why);
 
 /* The peer whose pinned fingerprint, or CA and name, the key and chain
  * that session s authenticated with satisfy; NULL for none, or for a key

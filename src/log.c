@@ -46,12 +46,6 @@ log_set_level(enum log_level level)
 	log_state.level = level;
 }
 
-enum log_level
-log_get_level(void)
-{
-	return (enum log_level)log_state.level;
-}
-
 int
 log_level_parse(const char *s, enum log_level *out)
 {
@@ -178,17 +172,6 @@ fatal(const char *fmt, ...)
 
 	va_start(ap, fmt);
 	vlog(LOG_LEVEL_ERR, saved, fmt, ap);
-	va_end(ap);
-	exit(1);
-}
-
-void
-fatalx(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vlog(LOG_LEVEL_ERR, 0, fmt, ap);
 	va_end(ap);
 	exit(1);
 }

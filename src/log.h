@@ -15,7 +15,6 @@ enum log_level { LOG_LEVEL_ERR, LOG_LEVEL_WARN, LOG_LEVEL_INFO, LOG_LEVEL_DEBUG 
 
 void log_init(enum log_level level, const char *progname);
 void log_set_level(enum log_level level);
-enum log_level log_get_level(void);
 int log_level_parse(const char *s, enum log_level *out);   /* 0 or -EINVAL */
 const char *log_level_name(enum log_level level);
 
@@ -33,6 +32,5 @@ void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Rate-limited debug for the packet path (a few lines per second at most). */
 void log_debug_rl(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-void fatalx(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
 #endif

@@ -84,9 +84,9 @@ peer_reconfigure(struct peer *p, const struct conf_peer *cf)
 		/* The key that authenticated the sessions may be revoked: end
 		 * them; the next packet starts a handshake under the new rules. */
 		if (p->cur)
-			dtls_sess_close(p->cur->dtls);
-		while (p->cur || p->next || p->prev)
-			session_free(p->cur ? p->cur : p->next ? p->next : p->prev);
+			session_end(p->cur);
+		while (p->next || p->prev)
+			session_free(p->next ? p->next : p->prev);
 		peer_timers_reset(p);
 		peer_event(p, PEER_EV_RESET);
 	}
@@ -375,14 +375,6 @@ peer_pending_pop(struct peer *p, const uint8_t **payload, size_t *len, uint8_t *
 	return true;
 }
 
-const struct ipaddr *
-peer_local(const struct peer *p)
-{
-	const struct ipaddr *a = p->toud->dtls ? (p->cur ? &p->cur->local : NULL) : &p->local;
-
-	return a && a->family ? a : NULL;
-}
-
 void
 peer_authenticated_rx(struct peer *p, struct session *s, const union sockaddr_union *from,
     const struct ipaddr *local, uint64_t seq, uint32_t index, size_t wire_len, uint64_t now)
@@ -485,11 +477,6 @@ peer_path_response(struct peer *p, struct session *s, const uint8_t *token, uint
 	peer_timers_path_due(p, now);   /* nothing due: disarms */
 }
 
-/* The host's addresses or default route changed: the path to every peer
- * may be new.  Forget the source addresses learnt so far (one may be gone)
- * and send each peer a keepalive at once, so it learns our new endpoint
- * without waiting for a timer (in DTLS mode it authenticates, so the peer
- * roams to it; without a session it starts a handshake). */
 /* The local address p is reached at: its session's in DTLS mode, its own
  * with encryption = none. */
 static const struct ipaddr *
@@ -591,6 +578,11 @@ peer_netchange_affects(const struct toud_netchange *nc, const struct peer *p)
 	return false;
 }
 
+/* The host's addresses or default route changed: the path to every peer
+ * may be new.  Forget the source addresses learnt so far (one may be gone)
+ * and send each peer a keepalive at once, so it learns our new endpoint
+ * without waiting for a timer (in DTLS mode it authenticates, so the peer
+ * roams to it; without a session it starts a handshake). */
 void
 peer_netchange_apply(struct toud *t)
 {

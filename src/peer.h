@@ -2,7 +2,8 @@
  *
  * The state (peer_fsm.h: idle, handshaking, up, dead) is written only by
  * peer_event() in peer.c, from the transition table in peer_fsm.c; the
- * events come from the timer hooks in peer_timers.c.
+ * events come from the timer hooks in peer_timers.c, and a reload's
+ * change of authentication from peer_reconfigure().
  *
  * The one cycle of files that call each other is here, and it is meant:
  * the sending path and the timers call each other, as WireGuard's send.c
@@ -54,7 +55,7 @@ struct peer {
 	/* encryption = none: the local address the peer last reached us at
 	 * (IP_PKTINFO), used as the source of what we send it; family 0 = let
 	 * the kernel choose.  With DTLS each session keeps its own (the one
-	 * copy), see peer_local(). */
+	 * copy). */
 	struct ipaddr local;
 
 	/* The peer's tunnel addresses for compact TOU (first of each family). */
@@ -158,8 +159,6 @@ void peer_tx(struct peer *p, size_t bytes, uint64_t now_ms);
 void peer_event(struct peer *p, enum peer_event e);
 /* STATUS= for the service manager: how many peers are up. */
 void peer_report_status(struct toud *t);
-/* The source address for what we send p (NULL: the kernel chooses). */
-const struct ipaddr *peer_local(const struct peer *p);
 /* The roaming rule (DESIGN 5): a record of session s from `from`, wire_len
  * bytes on the wire, received at our address `local`, authenticated with
  * record number seq.  A record newer than every one accepted before that

@@ -1,10 +1,10 @@
 /* peer_fsm.c - the peer state machine as a table.
  *
- *   state \ event  started      up   failed  closed  quiet  dead  reset
- *   idle           handshaking  up   dead    idle    idle   dead  idle
- *   handshaking    handshaking  up   dead    idle    hs     dead  idle
- *   up             up           up   up      idle    idle   dead  idle
- *   dead           handshaking  up   dead    idle    dead   dead  idle
+ *   state \ event  started      up   failed  closed  quiet  dead  reset  ended
+ *   idle           handshaking  up   dead    idle    idle   dead  idle   idle
+ *   handshaking    handshaking  up   dead    idle    hs     dead  idle   hs
+ *   up             up           up   up      idle    idle   dead  idle   idle
+ *   dead           handshaking  up   dead    idle    dead   dead  idle   dead
  *
  * idle: nothing to say (never contacted, quiet, or closed by the peer);
  * handshaking: our first handshake runs; up: a session (or, with
@@ -30,6 +30,7 @@ static const char *const event_names[PEER_EV__MAX] = {
 	[PEER_EV_QUIET] = "quiet",
 	[PEER_EV_DEAD] = "not answering",
 	[PEER_EV_RESET] = "authentication changed",
+	[PEER_EV_SESSIONS_ENDED] = "sessions ended",
 };
 
 #define I PEER_IDLE
@@ -37,11 +38,11 @@ static const char *const event_names[PEER_EV__MAX] = {
 #define U PEER_UP
 #define D PEER_DEAD
 static const enum peer_state next_state[PEER_STATE__MAX][PEER_EV__MAX] = {
-	/*                   started up failed closed quiet dead reset */
-	[PEER_IDLE] =        { H,    U,  D,     I,     I,    D,   I },
-	[PEER_HANDSHAKING] = { H,    U,  D,     I,     H,    D,   I },
-	[PEER_UP] =          { U,    U,  U,     I,     I,    D,   I },
-	[PEER_DEAD] =        { H,    U,  D,     I,     D,    D,   I },
+	/*                   started up failed closed quiet dead reset ended */
+	[PEER_IDLE] =        { H,    U,  D,     I,     I,    D,   I,    I },
+	[PEER_HANDSHAKING] = { H,    U,  D,     I,     H,    D,   I,    H },
+	[PEER_UP] =          { U,    U,  U,     I,     I,    D,   I,    I },
+	[PEER_DEAD] =        { H,    U,  D,     I,     D,    D,   I,    D },
 };
 #undef I
 #undef H

@@ -15,6 +15,7 @@ enum peer_event {
 	PEER_EV_QUIET,                  /* nothing received for the liveness window, keepalive off */
 	PEER_EV_DEAD,                   /* the peer stopped answering (see toud(8)) */
 	PEER_EV_RESET,                  /* a reload changed how the peer authenticates */
+	PEER_EV_SESSIONS_ENDED,         /* we ended its sessions (maximum age), none left */
 	PEER_EV__MAX
 };
 

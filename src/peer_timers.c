@@ -52,6 +52,7 @@
 #include "peer_timers.h"
 #include "resolve.h"
 #include "session.h"
+#include "timer.h"
 #include "tx.h"
 
 #define PEER_IDLE_WINDOW_MS 120000
@@ -60,14 +61,6 @@
 #define RETRY_MIN_MS 1000
 #define RETRY_MAX_MS 60000
 #define RECONNECT_MS 1000               /* a restarting peer is usually back by then */
-
-static void
-arm(struct event *ev, uint64_t ms)
-{
-	struct timeval tv = { .tv_sec = (time_t)(ms / 1000), .tv_usec = (suseconds_t)(ms % 1000) * 1000 };
-
-	evtimer_add(ev, &tv);
-}
 
 static uint64_t
 liveness_ms(const struct peer *p)
@@ -92,10 +85,10 @@ keepalive_cb(evutil_socket_t fd, short what, void *arg)
 	if (p->has_endpoint && now - p->last_tx_ms >= interval) {
 		if (tx_control(p->toud, p, GUE_CTYPE_KEEPALIVE, NULL, 0) < 0)
 			log_debug_rl("peer \"%s\": keepalive not sent", p->name);
-		arm(p->ev_keepalive, interval);
+		timer_arm_ms(p->ev_keepalive, interval);
 		return;
 	}
-	arm(p->ev_keepalive, p->has_endpoint ? p->last_tx_ms + interval - now : interval);
+	timer_arm_ms(p->ev_keepalive, p->has_endpoint ? p->last_tx_ms + interval - now : interval);
 }
 
 static void
@@ -107,12 +100,12 @@ liveness_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	if (now - p->last_rx_ms < window) {
-		arm(p->ev_liveness, p->last_rx_ms + window - now);
+		timer_arm_ms(p->ev_liveness, p->last_rx_ms + window - now);
 		return;
 	}
 	if (p->toud->dtls && p->cur && !p->cf->keepalive) {
 		/* A quiet peer with a session is still up. */
-		arm(p->ev_liveness, window);
+		timer_arm_ms(p->ev_liveness, window);
 		return;
 	}
 	peer_event(p, p->cf->keepalive ? PEER_EV_DEAD : PEER_EV_QUIET);
@@ -130,7 +123,7 @@ dead_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (!p->unanswered_ms || peer_timers_check_dead(p, now))
 		return;
-	arm(p->ev_dead, p->unanswered_ms + peer_timers_dead_ms(p) - now);
+	timer_arm_ms(p->ev_dead, p->unanswered_ms + peer_timers_dead_ms(p) - now);
 }
 
 void
@@ -143,7 +136,7 @@ peer_timers_data_sent(struct peer *p, uint64_t now)
 		return;
 	p->unanswered_ms = now;
 	if (!evtimer_pending(p->ev_dead, NULL))
-		arm(p->ev_dead, peer_timers_dead_ms(p));
+		timer_arm_ms(p->ev_dead, peer_timers_dead_ms(p));
 }
 
 void
@@ -154,7 +147,7 @@ peer_timers_authenticated_rx(struct peer *p, uint64_t now)
 	if (p->state != PEER_UP) {
 		/* The first packet in a while. */
 		peer_event(p, PEER_EV_UP);
-		arm(p->ev_liveness, liveness_ms(p));
+		timer_arm_ms(p->ev_liveness, liveness_ms(p));
 	}
 }
 
@@ -169,7 +162,7 @@ peer_timers_data_received(struct peer *p, uint64_t now)
 		return;
 	}
 	if (!evtimer_pending(p->ev_passive, NULL))
-		arm(p->ev_passive, PEER_PASSIVE_KEEPALIVE_MS);
+		timer_arm_ms(p->ev_passive, PEER_PASSIVE_KEEPALIVE_MS);
 }
 
 bool
@@ -251,7 +244,7 @@ peer_timers_closed_by_peer(struct peer *p)
 	p->reconnect = true;
 	p->hs_retry_ms = 0;
 	p->next_attempt_ms = toud_now(p->toud) + RECONNECT_MS;
-	arm(p->ev_retry, RECONNECT_MS);
+	timer_arm_ms(p->ev_retry, RECONNECT_MS);
 }
 
 void
@@ -290,7 +283,7 @@ peer_timers_handshake_failed(struct peer *p, const char *why)
 	resolve_peer(p);                /* the name may point elsewhere now */
 	if (!p->cur)
 		peer_event(p, PEER_EV_HANDSHAKE_FAILED);
-	arm(p->ev_retry, delay);
+	timer_arm_ms(p->ev_retry, delay);
 }
 
 uint64_t
@@ -322,6 +315,21 @@ rekey_next(const struct peer *p, uint64_t now)
 	return d;
 }
 
+/* We ended sessions of p ourselves, for the reason e says: with none left
+ * to send on, the peer is idle (dead stays dead), or handshaking if a new
+ * handshake already runs. */
+static void
+sessions_ended(struct peer *p, enum peer_event e)
+{
+	if (p->cur)
+		return;
+	if (!p->next)
+		peer_timers_reset(p);
+	peer_event(p, e);
+	if (p->next)
+		peer_event(p, PEER_EV_HANDSHAKE_STARTED);
+}
+
 static void
 rekey_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -336,15 +344,14 @@ rekey_cb(evutil_socket_t fd, short what, void *arg)
 		log_warnx("peer \"%s\": session %016llx ended at its maximum age", p->name,
 		    (unsigned long long)p->cur->id);
 		snprintf(p->last_error, sizeof(p->last_error), "session reached its maximum age");
-		dtls_sess_close(p->cur->dtls);
-		session_free(p->cur);
-		peer_timers_sessions_ended(p);
+		session_end(p->cur);
+		sessions_ended(p, PEER_EV_SESSIONS_ENDED);
 		return;
 	}
 	if (handshake_needs_rekey(p, now))
 		handshake_initiate(p, now);
 	if (p->cur)
-		arm(p->ev_rekey, rekey_next(p, now));
+		timer_arm_ms(p->ev_rekey, rekey_next(p, now));
 }
 
 void
@@ -357,21 +364,15 @@ peer_timers_handshake_done(struct peer *p)
 	p->last_error[0] = '\0';
 	p->unanswered_ms = 0;
 	peer_event(p, PEER_EV_UP);
-	arm(p->ev_liveness, liveness_ms(p));
-	arm(p->ev_rekey, rekey_next(p, toud_now(p->toud)));
+	timer_arm_ms(p->ev_liveness, liveness_ms(p));
+	timer_arm_ms(p->ev_rekey, rekey_next(p, toud_now(p->toud)));
 	evtimer_del(p->ev_retry);
 }
 
 void
 peer_timers_sessions_ended(struct peer *p)
 {
-	if (p->cur)
-		return;
-	if (!p->next)
-		peer_timers_reset(p);
-	peer_event(p, PEER_EV_RESET);
-	if (p->next)
-		peer_event(p, PEER_EV_HANDSHAKE_STARTED);
+	sessions_ended(p, PEER_EV_RESET);
 }
 
 void
@@ -426,7 +427,7 @@ peer_timers_path_due(struct peer *p, uint64_t now)
 		break;
 	}
 	if (pp->state == PATH_PROBING)
-		arm(p->ev_path, pp->next_ms > now ? pp->next_ms - now : 0);
+		timer_arm_ms(p->ev_path, pp->next_ms > now ? pp->next_ms - now : 0);
 	else
 		evtimer_del(p->ev_path);
 }
@@ -462,7 +463,7 @@ peer_timers_ping(struct peer *p, peer_ping_fn *fn, void *arg)
 		return r;
 	p->ping_fn = fn;
 	p->ping_arg = arg;
-	arm(p->ev_ping, PEER_PING_TIMEOUT_MS);
+	timer_arm_ms(p->ev_ping, PEER_PING_TIMEOUT_MS);
 	return 0;
 }
 
@@ -495,7 +496,7 @@ peer_timers_init(struct peer *p)
 			return -ENOMEM;
 		/* The first keepalive goes out at once: it opens the NAT
 		 * mapping and tells the peer where we are. */
-		arm(p->ev_keepalive, 0);
+		timer_arm_ms(p->ev_keepalive, 0);
 	}
 	return 0;
 }
@@ -506,12 +507,12 @@ peer_timers_reconfigure(struct peer *p)
 	if (p->cf->keepalive && !p->ev_keepalive) {
 		p->ev_keepalive = evtimer_new(p->toud->base, keepalive_cb, p);
 		if (p->ev_keepalive)
-			arm(p->ev_keepalive, 0);
+			timer_arm_ms(p->ev_keepalive, 0);
 	} else if (!p->cf->keepalive && p->ev_keepalive) {
 		event_free(p->ev_keepalive);
 		p->ev_keepalive = NULL;
 	} else if (p->ev_keepalive) {
-		arm(p->ev_keepalive, 0);     /* re-evaluate with the new interval */
+		timer_arm_ms(p->ev_keepalive, 0);     /* re-evaluate with the new interval */
 	}
 }
 

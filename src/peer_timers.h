@@ -41,9 +41,10 @@ void peer_timers_closed_by_peer(struct peer *p);
 int peer_timers_wanted(struct peer *p);
 /* A reload changed how the peer authenticates: its sessions are gone. */
 void peer_timers_reset(struct peer *p);
-/* We ended sessions of p ourselves (its key is no longer accepted, or a
- * session reached its maximum age): with none left to send on, the peer
- * is idle, or handshaking if a new handshake already runs. */
+/* A reload ended sessions of p (its key is no longer accepted): with none
+ * left to send on, the peer is idle, or handshaking if a new handshake
+ * already runs.  (A session that reaches its maximum age is ended by the
+ * rekey timer here, with an event of its own.) */
 void peer_timers_sessions_ended(struct peer *p);
 /* Pure parts of the timers, for tests: the delay until the rekey timer is
  * due again, given a handshake may be running at the deadline. */

@@ -796,3 +796,17 @@ pkt_ecn_decap(uint8_t outer, uint8_t inner, bool *drop)
 		*drop = d;
 	return res;
 }
+
+void
+pkt_set_ecn(uint8_t *p, const struct pkt_info *pi, uint8_t ecn)
+{
+	ecn &= 0x03;
+	if (pi->family == AF_INET) {
+		uint16_t old = bytes_get16(p);
+
+		p[1] = (uint8_t)((p[1] & ~0x03) | ecn);
+		pkt_csum_update16(p + 10, htons(old), htons(bytes_get16(p)));
+	} else {
+		p[1] = (uint8_t)((p[1] & ~(0x03 << 4)) | ecn << 4);
+	}
+}

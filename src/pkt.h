@@ -122,5 +122,8 @@ enum pkt_claim pkt_claim(const uint8_t *p, const struct pkt_info *pi, struct ipa
  * an ECT inner as CE; returns the inner ECN to write.  *drop is set when the
  * combination must be dropped (outer CE, inner Not-ECT). */
 uint8_t pkt_ecn_decap(uint8_t outer, uint8_t inner, bool *drop);
+/* Write ecn into the ECN field of the parsed packet p (pi), keeping the
+ * IPv4 header checksum right. */
+void pkt_set_ecn(uint8_t *p, const struct pkt_info *pi, uint8_t ecn);
 
 #endif

@@ -33,7 +33,6 @@
 
 #include <event2/event.h>
 
-#include "bytes.h"
 #include "conf.h"
 #include "ctx.h"
 #include "gue.h"
@@ -71,15 +70,6 @@ struct rx {
 	struct prefix_cache route_cache;    /* inner sources: one peer's in a row */
 };
 
-static inline void
-count_drop(struct toud *t, struct peer *p, enum drop_reason r, unsigned n)
-{
-	if (p)
-		p->drops[r] += n;
-	else
-		t->drops[r] += n;
-}
-
 /* The peer that the inner address addr is routed to. */
 static struct peer *
 rx_route(struct toud *t, int family, const uint8_t *addr)
@@ -87,10 +77,11 @@ rx_route(struct toud *t, int family, const uint8_t *addr)
 	return prefix_lookup_cached(t->routes, &t->rx->route_cache, family, addr);
 }
 
-/* Deliver a whole IP packet from p to the TUN: source check, ECN, MSS. */
+/* Deliver a whole IP packet from p, out of datagram m, to the TUN: source
+ * check, ECN, MSS. */
 static void
-rx_deliver(struct toud *t, struct peer *p, uint8_t *pkt, size_t len, size_t wire_len,
-    uint8_t outer_tos, uint64_t now)
+rx_deliver(struct toud *t, struct peer *p, const struct udp_msg *m, uint8_t *pkt, size_t len,
+    uint64_t now)
 {
 	struct pkt_info pi;
 	struct ipaddr claimed;
@@ -125,34 +116,27 @@ rx_deliver(struct toud *t, struct peer *p, uint8_t *pkt, size_t len, size_t wire
 		}
 		break;
 	}
-	ecn = pkt_ecn_decap(outer_tos & 3, pi.ecn, &drop);
+	ecn = pkt_ecn_decap(m->tos & 3, pi.ecn, &drop);
 	if (drop) {
 		p->drops[DROP_ECN]++;
 		return;
 	}
-	if (ecn != pi.ecn) {
-		if (pi.family == AF_INET) {
-			uint16_t old = bytes_get16(pkt);
-			pkt[1] = (uint8_t)((pkt[1] & ~3) | ecn);
-			pkt_csum_update16(pkt + 10, htons(old), htons(bytes_get16(pkt)));
-		} else {
-			pkt[1] = (uint8_t)((pkt[1] & ~(3 << 4)) | ecn << 4);
-		}
-	}
+	if (ecn != pi.ecn)
+		pkt_set_ecn(pkt, &pi, ecn);
 	if (pi.proto == IPPROTO_TCP)
 		pkt_mss_clamp(pkt, &pi, pkt_mss_for_mtu(pi.family, t->tun_mtu));
 	if (t->rx->coal_mem) {
 		/* Copied or written before this returns; a failed write is
 		 * counted by tunout.c. */
 		offload_coal_add(&t->rx->coal, pkt, pi.len, p);
-		peer_rx(p, wire_len, now);
+		peer_rx(p, m->len, now);
 		return;
 	}
 	/* A failed write is counted by tunout.c (if it fails later, on
 	 * the TUN thread, the packet has been counted here too). */
 	if (tunout_packet(t->tunout, p, NULL, pkt, pi.len) < 0)
 		return;
-	peer_rx(p, wire_len, now);
+	peer_rx(p, m->len, now);
 }
 
 /* The address pair of a compact segment from p: pkt_compact_family()
@@ -227,15 +211,15 @@ rx_control(struct toud *t, struct peer *p, struct session *s, uint32_t index,
 	}
 }
 
-/* An inner GUE payload from p (decrypted, or a plain datagram m; s is its
- * session, NULL with encryption = none): control message, compact segment
- * (IP header rebuilt in the bytes before buf, which must have room for it)
- * or whole IP packet, to the TUN.  wire_len, the UDP payload it came in, is
- * what rx_bytes counts (as tx_bytes does). */
+/* An inner GUE payload (buf, len) from p out of datagram m (decrypted, or
+ * m's own bytes; s is its session, NULL with encryption = none): control
+ * message, compact segment (IP header rebuilt in the bytes before buf,
+ * which must have room for it) or whole IP packet, to the TUN.  The UDP
+ * payload it came in, m->len, is what rx_bytes counts (as tx_bytes does);
+ * m->tos the outer ECN. */
 static void
 rx_inner(struct toud *t, struct peer *p, struct session *s, uint32_t index,
-    const struct udp_msg *m, uint8_t *buf, size_t len, size_t wire_len, uint8_t tos,
-    uint64_t now)
+    const struct udp_msg *m, uint8_t *buf, size_t len, uint64_t now)
 {
 	struct gue_inner in;
 	enum gue_err gerr;
@@ -247,12 +231,12 @@ rx_inner(struct toud *t, struct peer *p, struct session *s, uint32_t index,
 	}
 	switch (in.kind) {
 	case GUE_KIND_CONTROL:
-		peer_rx(p, wire_len, now);
+		peer_rx(p, m->len, now);
 		rx_control(t, p, s, index, m, &in, now);
 		return;
 	case GUE_KIND_IP:
 		peer_timers_data_received(p, now);
-		rx_deliver(t, p, (uint8_t *)in.payload, in.len, wire_len, tos, now);
+		rx_deliver(t, p, m, (uint8_t *)in.payload, in.len, now);
 		return;
 	case GUE_KIND_COMPACT: {
 		uint8_t *seg = (uint8_t *)in.payload;
@@ -271,30 +255,21 @@ rx_inner(struct toud *t, struct peer *p, struct session *s, uint32_t index,
 		}
 		/* ECN: the sender copied the inner field to the outer header,
 		 * where the path may have marked CE; it is the inner field now. */
-		hlen = pkt_ip_build(seg, in.len, in.proto, src, dst, tos & 3);
+		hlen = pkt_ip_build(seg, in.len, in.proto, src, dst, m->tos & 3);
 		if (!hlen) {
 			p->drops[drop_pkt(PKT_ERR_LENGTH)]++;
 			return;
 		}
-		rx_deliver(t, p, seg - hlen, hlen + in.len, wire_len, tos, now);
+		rx_deliver(t, p, m, seg - hlen, hlen + in.len, now);
 		return;
 	}
 	}
 }
 
-static void
-rx_handshake_failed(struct session *s, const char *why)
-{
-	struct peer *p = handshake_failed(s, why);
-
-	if (p && !p->cur && !p->next)
-		peer_timers_handshake_failed(p, why);
-}
-
 /* The drop counter of a record refused by record_check() or
  * record_accept(). */
 static enum drop_reason
-record_drop(enum record_status st)
+record_status_drop(enum record_status st)
 {
 	switch (st) {
 	case RECORD_ERR_DUP:
@@ -315,12 +290,12 @@ rx_data(struct toud *t, struct session *s, const struct udp_msg *m, uint32_t ind
 	struct peer *p = s->peer;
 
 	if (!p || !s->established) {
-		count_drop(t, NULL, DROP_NO_SESSION_PEER, 1);
+		drop_count(t, NULL, DROP_NO_SESSION_PEER, 1);
 		return;
 	}
 	peer_authenticated_rx(p, s, &m->peer, &m->local, seq, index, m->len, now);
 	peer_timers_authenticated_rx(p, now);
-	rx_inner(t, p, s, index, m, out, len, m->len, m->tos, now);
+	rx_inner(t, p, s, index, m, out, len, now);
 }
 
 /* rxopen_fn: a data record back from rxopen.c, opened or not; accepted
@@ -350,11 +325,11 @@ rx_opened(void *arg, struct rxopen_rec *r)
 	}
 	s->rx_queued--;
 	if (!rrx) {
-		count_drop(t, s->peer, DROP_BAD_RECORD, 1);
+		drop_count(t, s->peer, DROP_BAD_RECORD, 1);
 		return;
 	}
 	if ((st = record_accept(rrx, r->seq, r->status)) != RECORD_OK) {
-		count_drop(t, s->peer, record_drop(st), 1);
+		drop_count(t, s->peer, record_status_drop(st), 1);
 		return;
 	}
 	pre = record_prefix(rrx->cipher);
@@ -374,125 +349,65 @@ rx_opened_end(void *arg)
 	tunout_flush(x->t->tunout);
 }
 
-/* One datagram of encryption = dtls: outer GUE header and one record. */
+/* The handshake of s completed with a record of datagram m. */
 static void
-rx_dtls(struct rx *x, struct udp_msg *m, uint64_t now)
+rx_established(struct toud *t, struct session *s, const struct udp_msg *m, uint64_t now)
 {
-	struct toud *t = x->t;
-	uint8_t *rec = m->buf + GUE_OUTER_LEN;
-	uint8_t *out = x->scratch + RX_HEADROOM;
-	size_t rlen, outlen, cap = RX_BUF_SIZE - RX_HEADROOM, pre;
-	struct session *s;
-	struct record_rx *rrx;
 	struct peer *p;
-	enum session_result r;
-	enum gue_err gerr;
-	uint64_t id, seq;
-	uint32_t index = 0;
-	uint8_t ctype;
+
+	/* The record that completed the handshake authenticated: the
+	 * initiator learns the local address the peer reaches, as a responder
+	 * did from its ClientHello (else only data would teach it, and until
+	 * then any new address looks like ours). */
+	if (m->local.family)
+		s->local = m->local;
+	switch (handshake_established(s, now)) {
+	case HANDSHAKE_UP:
+		p = s->peer;
+		peer_timers_handshake_done(p);
+		tx_send_staged(p);
+		return;
+	case HANDSHAKE_KEPT_OLD:
+		return;
+	case HANDSHAKE_REFUSED:
+		/* OpenSSL has written its last flight already: it must not
+		 * complete the other side's handshake. */
+		tx_withdraw_session(t->tx, s->id);
+		handshake_failed(s, "no peer for this key");
+		return;
+	}
+}
+
+/* What a record of session s, from datagram m, did when it brought no data
+ * (SESSION_DATA is rx_open_now()'s to deliver). */
+static void
+rx_session_result(struct toud *t, struct session *s, const struct udp_msg *m,
+    enum session_result r, uint64_t now)
+{
+	struct peer *p;
 	char buf[UTIL_ADDRSTRLEN];
 
-	if ((gerr = gue_outer_decode(m->buf, m->len, &id)) != GUE_OK) {
-		t->drops[drop_gue(gerr)]++;
-		return;
-	}
-	rlen = m->len - GUE_OUTER_LEN;
-	s = session_find(t, id, &index);
-	if (gue_dtls_prefilter(rec, rlen, &ctype) != GUE_DTLS_OK) {
-		count_drop(t, s ? s->peer : NULL, DROP_DTLS_HEADER, 1);
-		return;
-	}
-	if (!s) {
-		handshake_listen(t, id, rec, rlen, &m->peer, &m->local, now);
-		return;
-	}
-	handshake_received(s, rec, rlen, m->len);
-	/* toud's own data records of an established session are opened in
-	 * batches (rxopen.c), maybe on the opening thread: checked against
-	 * the window now, accepted when they come back (rx_opened). */
-	if (ctype == RECORD_TYPE_APPDATA && x->open && (rrx = session_record_rx(s))) {
-		enum record_status st = record_check(rrx, rec, rlen, &seq);
-
-		if (st == RECORD_OK &&
-		    rxopen_add(x->open, m, GUE_OUTER_LEN, rrx->opener, s->id, index, seq)) {
-			s->rx_queued++;
-			return;
-		}
-		/* Refused at the first look, as record_open() would; a record
-		 * larger than a batch takes is opened below, one of another
-		 * epoch is OpenSSL's. */
-		if (st != RECORD_OK && st != RECORD_ERR_EPOCH) {
-			count_drop(t, s->peer, record_drop(st), 1);
-			return;
-		}
-	}
-	/* Anything else of a session is done at once (handshake messages,
-	 * alerts, a record larger than a batch takes): its records queued
-	 * before it come first, so a close_notify does not overtake the
-	 * data sent before it.  (Only an established session has any: a
-	 * handshake cannot make the main loop wait.) */
-	if (s->rx_queued) {
-		rxopen_drain(x->open);
-		if (!(s = session_find(t, id, &index))) {
-			t->drops[DROP_UNKNOWN_SESSION]++;
-			return;
-		}
-	}
-	/* Without the opening thread (or larger than its batches take),
-	 * toud's own data records are opened here, in place, over the
-	 * record: the plaintext needs no copy, and the datagram is done with
-	 * after. */
-	if (ctype == RECORD_TYPE_APPDATA && (pre = session_data_prefix(s)) && rlen > pre) {
-		out = rec + pre;
-		cap = rlen - pre;
-	}
-	r = session_open(s, rec, rlen, out, cap, &outlen, &seq, now);
-	if (s->early_dropped) {
-		count_drop(t, s->peer, DROP_EARLY_RECORD, s->early_dropped);
-		s->early_dropped = 0;
-	}
 	switch (r) {
 	case SESSION_NOTHING:
 		if (!s->established)
 			handshake_progress(s, now);
 		return;
 	case SESSION_ESTABLISHED:
-		/* The record that completed the handshake authenticated: the
-		 * initiator learns the local address the peer reaches, as a
-		 * responder did from its ClientHello (else only data would
-		 * teach it, and until then any new address looks like ours). */
-		if (m->local.family)
-			s->local = m->local;
-		switch (handshake_established(s, now)) {
-		case HANDSHAKE_UP:
-			p = s->peer;
-			peer_timers_handshake_done(p);
-			tx_send_staged(p);
-			return;
-		case HANDSHAKE_KEPT_OLD:
-			return;
-		case HANDSHAKE_REFUSED:
-			/* OpenSSL has written its last flight already: it must
-			 * not complete the other side's handshake. */
-			tx_withdraw_session(t->tx, s->id);
-			rx_handshake_failed(s, "no peer for this key");
-			return;
-		}
+		rx_established(t, s, m, now);
 		return;
 	case SESSION_DATA:
-		rx_data(t, s, m, index, seq, out, outlen, now);
 		return;
 	case SESSION_FAILED:
-		rx_handshake_failed(s, s->peer ? "refused" : "unknown key");
+		handshake_failed(s, s->peer ? "refused" : "unknown key");
 		return;
 	case SESSION_REPLAY:
-		count_drop(t, s->peer, DROP_REPLAY, 1);
+		drop_count(t, s->peer, DROP_REPLAY, 1);
 		return;
 	case SESSION_REPLAY_OLD:
-		count_drop(t, s->peer, DROP_REPLAY_OLD, 1);
+		drop_count(t, s->peer, DROP_REPLAY_OLD, 1);
 		return;
 	case SESSION_BAD_RECORD:
-		count_drop(t, s->peer, DROP_BAD_RECORD, 1);
+		drop_count(t, s->peer, DROP_BAD_RECORD, 1);
 		return;
 	case SESSION_CLOSED:
 		if (!(p = s->peer) || !s->established) {
@@ -505,6 +420,116 @@ rx_dtls(struct rx *x, struct udp_msg *m, uint64_t now)
 		peer_timers_closed_by_peer(p);
 		return;
 	}
+}
+
+/* The record (rec, rlen) of datagram m, of session s with the ID of index,
+ * opened here and now: handshake messages, alerts, and data records the
+ * opening thread does not take (none runs, or one larger than its
+ * batches).  toud's own data records are opened in place, over the
+ * record: the plaintext needs no copy, and the datagram is done with
+ * after. */
+static void
+rx_open_now(struct rx *x, struct session *s, struct udp_msg *m, uint8_t *rec, size_t rlen,
+    uint8_t ctype, uint32_t index, uint64_t now)
+{
+	struct toud *t = x->t;
+	uint8_t *out = x->scratch + RX_HEADROOM;
+	size_t outlen, cap = RX_BUF_SIZE - RX_HEADROOM, pre;
+	enum session_result r;
+	uint64_t seq;
+
+	if (ctype == RECORD_TYPE_APPDATA && (pre = session_data_prefix(s)) && rlen > pre) {
+		out = rec + pre;
+		cap = rlen - pre;
+	}
+	r = session_open(s, rec, rlen, out, cap, &outlen, &seq, now);
+	if (s->early_dropped) {
+		drop_count(t, s->peer, DROP_EARLY_RECORD, s->early_dropped);
+		s->early_dropped = 0;
+	}
+	if (r == SESSION_DATA)
+		rx_data(t, s, m, index, seq, out, outlen, now);
+	else
+		rx_session_result(t, s, m, r, now);
+}
+
+/* A data record (rec, rlen) of datagram m, of established session s with
+ * the ID of index, to be opened in a batch (rxopen.c), maybe on the opening
+ * thread: checked against the replay window now, accepted when it comes
+ * back (rx_opened).  True when it was queued or refused; false when it is
+ * to be opened at once: no opening thread, a record larger than a batch
+ * takes, or one of another epoch (OpenSSL's). */
+static bool
+rx_queue(struct rx *x, struct session *s, const struct udp_msg *m, const uint8_t *rec,
+    size_t rlen, uint32_t index)
+{
+	struct record_rx *rrx;
+	enum record_status st;
+	uint64_t seq;
+
+	if (!x->open || !(rrx = session_record_rx(s)))
+		return false;
+	st = record_check(rrx, rec, rlen, &seq);
+	if (st == RECORD_OK) {
+		/* Counted before it is added: adding may flush a batch whose
+		 * records end the session, after which s is not to be
+		 * touched.  A refusal comes before any of that. */
+		s->rx_queued++;
+		if (rxopen_add(x->open, m, GUE_OUTER_LEN, rrx->opener, s->id, index, seq))
+			return true;
+		s->rx_queued--;
+		return false;
+	}
+	if (st == RECORD_ERR_EPOCH)
+		return false;
+	/* Refused at the first look, as record_open() would. */
+	drop_count(x->t, s->peer, record_status_drop(st), 1);
+	return true;
+}
+
+/* One datagram of encryption = dtls: outer GUE header and one record, to
+ * its session by the ID it carries, or to the listener. */
+static void
+rx_dtls(struct rx *x, struct udp_msg *m, uint64_t now)
+{
+	struct toud *t = x->t;
+	uint8_t *rec = m->buf + GUE_OUTER_LEN;
+	size_t rlen;
+	struct session *s;
+	enum gue_err gerr;
+	uint64_t id;
+	uint32_t index = 0;
+	uint8_t ctype;
+
+	if ((gerr = gue_outer_decode(m->buf, m->len, &id)) != GUE_OK) {
+		drop_count(t, NULL, drop_gue(gerr), 1);
+		return;
+	}
+	rlen = m->len - GUE_OUTER_LEN;
+	s = session_find(t, id, &index);
+	if (gue_dtls_prefilter(rec, rlen, &ctype) != GUE_DTLS_OK) {
+		drop_count(t, s ? s->peer : NULL, DROP_DTLS_HEADER, 1);
+		return;
+	}
+	if (!s) {
+		handshake_listen(t, id, rec, rlen, &m->peer, &m->local, now);
+		return;
+	}
+	handshake_received(s, rec, rlen, m->len);
+	if (ctype == RECORD_TYPE_APPDATA && rx_queue(x, s, m, rec, rlen, index))
+		return;
+	/* What is opened at once comes after the session's records queued
+	 * before it, so a close_notify does not overtake the data sent before
+	 * it.  (Only an established session has any: a handshake cannot make
+	 * the main loop wait.)  They may end the session. */
+	if (s->rx_queued) {
+		rxopen_drain(x->open);
+		if (!(s = session_find(t, id, &index))) {
+			drop_count(t, NULL, DROP_UNKNOWN_SESSION, 1);
+			return;
+		}
+	}
+	rx_open_now(x, s, m, rec, rlen, ctype, index, now);
 }
 
 static void
@@ -530,7 +555,7 @@ rx_datagram(struct rx *x, struct udp_msg *m, uint64_t now)
 	if (m->local.family)
 		p->local = m->local;
 	peer_timers_authenticated_rx(p, now);
-	rx_inner(t, p, NULL, 0, m, m->buf, m->len, m->len, m->tos, now);
+	rx_inner(t, p, NULL, 0, m, m->buf, m->len, now);
 }
 
 /* A UDP_GRO buffer: its datagrams one by one, in place. */

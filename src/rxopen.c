@@ -112,8 +112,10 @@ rxopen_add(struct rxopen *o, const struct udp_msg *m, size_t off,
 
 	if (m->len > o->max_len)
 		return false;
-	/* The reference first: a flush may hand back records that end the
-	 * session. */
+	/* The reference first: the flush below may hand back records, and
+	 * what is done with them may one day end the session this record is
+	 * of (nothing does today); the caller counts the record as queued
+	 * before this call for the same reason. */
 	op = record_opener_get(op);
 	if (o->cur->n == RXOPEN_RECS)
 		rxopen_flush(o);

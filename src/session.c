@@ -23,7 +23,60 @@
 static inline unsigned
 bucket(uint64_t id)
 {
-	return (unsigned)((id ^ id >> 29 ^ id >> 47) & (TOUD_SESSION_BUCKETS - 1));
+	return (unsigned)((id ^ id >> 29 ^ id >> 47) & (SESSION_BUCKETS - 1));
+}
+
+struct session_table *
+session_table_new(void)
+{
+	return calloc(1, sizeof(struct session_table));
+}
+
+void
+session_table_free(struct session_table *st)
+{
+	if (!st)
+		return;
+	while (st->list)
+		session_free(st->list);
+	free(st);
+}
+
+size_t
+session_count(const struct toud *t)
+{
+	return t->sessions ? t->sessions->n : 0;
+}
+
+unsigned
+session_half_open(const struct toud *t)
+{
+	return t->sessions ? t->sessions->n_half_open : 0;
+}
+
+void
+session_half_open_add(struct session *s)
+{
+	if (s->half_open)
+		return;
+	s->half_open = true;
+	s->t->sessions->n_half_open++;
+}
+
+void
+session_half_open_done(struct session *s)
+{
+	if (s->half_open && s->t->sessions->n_half_open)
+		s->t->sessions->n_half_open--;
+	s->half_open = false;
+}
+
+struct session *
+session_next(const struct toud *t, const struct session *s)
+{
+	if (s)
+		return s->lnext;
+	return t->sessions ? t->sessions->list : NULL;
 }
 
 struct session *
@@ -31,7 +84,7 @@ session_find(struct toud *t, uint64_t id, uint32_t *index)
 {
 	struct session_alias *a;
 
-	for (a = t->sessions[bucket(id)]; a; a = a->hnext) {
+	for (a = t->sessions->buckets[bucket(id)]; a; a = a->hnext) {
 		if (a->id == id) {
 			if (index)
 				*index = a->index;
@@ -46,7 +99,7 @@ session_named(struct toud *t, uint64_t id)
 {
 	struct session *s;
 
-	for (s = t->session_list; s; s = s->lnext)
+	for (s = t->sessions->list; s; s = s->lnext)
 		if (s->id == id)
 			return s;
 	return NULL;
@@ -55,11 +108,11 @@ session_named(struct toud *t, uint64_t id)
 static void
 alias_add(struct session_alias *a)
 {
-	struct toud *t = a->s->t;
+	struct session_table *st = a->s->t->sessions;
 	unsigned b = bucket(a->id);
 
-	a->hnext = t->sessions[b];
-	t->sessions[b] = a;
+	a->hnext = st->buckets[b];
+	st->buckets[b] = a;
 	a->in_table = true;
 }
 
@@ -70,7 +123,7 @@ alias_remove(struct session_alias *a)
 
 	if (!a->in_table)
 		return;
-	for (pp = &a->s->t->sessions[bucket(a->id)]; *pp; pp = &(*pp)->hnext) {
+	for (pp = &a->s->t->sessions->buckets[bucket(a->id)]; *pp; pp = &(*pp)->hnext) {
 		if (*pp == a) {
 			*pp = a->hnext;
 			break;
@@ -82,7 +135,7 @@ alias_remove(struct session_alias *a)
 void
 session_insert(struct session *s)
 {
-	struct toud *t = s->t;
+	struct session_table *st = s->t->sessions;
 	struct session_alias *a = &s->alias[0];
 
 	a->s = s;
@@ -90,11 +143,12 @@ session_insert(struct session *s)
 	a->index = 0;
 	alias_add(a);
 	s->wire_id = s->id;
-	s->lnext = t->session_list;
+	s->lnext = st->list;
 	if (s->lnext)
 		s->lnext->lprev = &s->lnext;
-	s->lprev = &t->session_list;
-	t->session_list = s;
+	s->lprev = &st->list;
+	st->list = s;
+	st->n++;
 }
 
 uint64_t
@@ -301,14 +355,14 @@ session_free(struct session *s)
 		if (p->prev == s)
 			p->prev = NULL;
 	}
-	if (s->half_open && s->t->n_half_open)
-		s->t->n_half_open--;
+	session_half_open_done(s);
 	for (k = 0; k < SESSION_ID_SLOTS; k++)
 		alias_remove(&s->alias[k]);
 	if (s->lprev) {
 		*s->lprev = s->lnext;
 		if (s->lnext)
 			s->lnext->lprev = s->lprev;
+		s->t->sessions->n--;
 	}
 	if (s->ev_retire)
 		event_free(s->ev_retire);
@@ -322,10 +376,11 @@ session_free(struct session *s)
 }
 
 void
-session_free_all(struct toud *t)
+session_end(struct session *s)
 {
-	while (t->session_list)
-		session_free(t->session_list);
+	if (s->dtls)
+		dtls_sess_close(s->dtls);
+	session_free(s);
 }
 
 void

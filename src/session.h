@@ -45,6 +45,8 @@ struct event;
 
 struct session;
 
+#define SESSION_BUCKETS 256             /* ID hash table (power of two) */
+
 /* One ID of a session in the table. */
 struct session_alias {
 	uint64_t id;
@@ -86,7 +88,7 @@ struct session {
 	struct event *ev_timer;         /* handshake.c: retransmission and handshake deadline */
 	struct event *ev_drain;         /* drain deadline once replaced */
 	struct event *ev_retire;        /* retire IDs no longer used */
-	struct session *lnext, **lprev; /* t->session_list */
+	struct session *lnext, **lprev; /* the table's list of every session */
 	/* The IDs (sessid.h), once the handshake exported their seed. */
 	bool ids_derived;
 	uint8_t id_seed[SESSID_SEED_LEN];
@@ -104,6 +106,15 @@ struct session {
 	uint64_t tx_to_id;
 };
 
+/* Every session of the daemon (t->sessions): by each ID on the wire, and
+ * in one list; and how many server handshakes are half open. */
+struct session_table {
+	struct session_alias *buckets[SESSION_BUCKETS];
+	struct session *list;
+	size_t n;
+	unsigned n_half_open;           /* server handshakes not yet authenticated */
+};
+
 /* What a received record did. */
 enum session_result {
 	SESSION_NOTHING,        /* consumed: handshake progress, or nothing to report */
@@ -116,6 +127,21 @@ enum session_result {
 	SESSION_BAD_RECORD,     /* refused: failed authentication or malformed */
 };
 
+struct session_table *session_table_new(void);
+/* Frees every session in it first (shutdown). */
+void session_table_free(struct session_table *st);
+/* How many sessions there are (established, draining and handshaking),
+ * and how many of them are half-open server handshakes; 0 without a table
+ * (encryption = none). */
+size_t session_count(const struct toud *t);
+unsigned session_half_open(const struct toud *t);
+/* Mark s as a half-open server handshake, counted until it authenticates
+ * (session_half_open_done) or is freed. */
+void session_half_open_add(struct session *s);
+void session_half_open_done(struct session *s);
+/* Every session in turn: the first for NULL, then the one after s; NULL
+ * after the last.  s may not be freed in between. */
+struct session *session_next(const struct toud *t, const struct session *s);
 /* The session an ID on the wire belongs to, and the ID's index (NULL if
  * none); session_named() finds a session by its ID 0 whatever IDs it uses. */
 struct session *session_find(struct toud *t, uint64_t id, uint32_t *index);
@@ -145,8 +171,9 @@ uint64_t session_new_id(struct toud *t);
 void session_insert(struct session *s);
 /* Free a session, detaching it from its peer (cur/next/prev). */
 void session_free(struct session *s);
-/* Free every session (shutdown). */
-void session_free_all(struct toud *t);
+/* End s: a close_notify tells the peer (so it need not wait for a
+ * timeout), then s is freed. */
+void session_end(struct session *s);
 /* The session was replaced: free it after SESSION_DRAIN_MS. */
 void session_drain(struct session *s);
 

@@ -232,10 +232,8 @@ show_json_prefixes(FILE *b, const struct conf_prefix *pf, size_t n)
 	fwrite("]", 1, 1, b);
 }
 
-/* What a peer is configured to be (from its [peer] section) and, when it
- * is not up, why: the pinned fingerprint or CA and name, addresses,
- * keepalive; the cipher of the session in use; the last handshake error
- * and the seconds until the next attempt (rounded up). */
+/* The fingerprint p pins, formatted into buf; NULL for a peer that is
+ * authenticated by CA and name. */
 static const char *
 show_pinned_fp(const struct peer *p, char *buf)
 {
@@ -349,18 +347,6 @@ show_json_peer(FILE *b, const struct peer *p, uint64_t now_ms)
 	fputs("\n    }", b);
 }
 
-/* DTLS sessions in the table (established, draining and handshaking). */
-static size_t
-show_sessions(const struct toud *t)
-{
-	const struct session *s;
-	size_t n = 0;
-
-	for (s = t->session_list; s; s = s->lnext)
-		n++;
-	return n;
-}
-
 /* This node's fingerprint, what its peers pin (DTLS only). */
 static const char *
 show_own_fp(const struct toud *t, char *buf)
@@ -416,7 +402,7 @@ show_json(FILE *b, const struct toud *t, struct peer *const *peers,
 	fputs(",\n    \"events\": ", b);
 	show_json_events(b, t->events);
 	fprintf(b, ",\n    \"sessions\": %zu,\n    \"half_open\": %u",
-	    show_sessions(t), t->n_half_open);
+	    session_count(t), session_half_open(t));
 	fputs(",\n    \"fingerprint\": ", b);
 	show_json_str_or_null(b, show_own_fp(t, fp));
 	fprintf(b, ",\n    \"fwmark\": %u,\n    \"table\": %u", (unsigned)t->fwmark,

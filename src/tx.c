@@ -481,13 +481,13 @@ tx_session_output(void *arg, const uint8_t *rec, size_t len, const union sockadd
 }
 
 void
-tx_listen_output(void *arg, const uint8_t *rec, size_t len, const union sockaddr_union *to,
-    struct record_sealer *seal)
+tx_listen_output(void *arg, uint64_t sid, const uint8_t *rec, size_t len,
+    const union sockaddr_union *to)
 {
 	struct toud *t = arg;
 
 	/* No session's: 0 names none (session IDs are never 0). */
-	tx_queue_record(t->tx, 0, t->listen_id, rec, len, to, NULL, NULL, 0, seal);
+	tx_queue_record(t->tx, 0, sid, rec, len, to, NULL, NULL, 0, NULL);
 }
 
 void

@@ -35,12 +35,13 @@ int tx_control(struct toud *t, struct peer *p, uint8_t ctype, const void *body, 
 #define TX_PATH_WIRE_MAX (16 + 13 + 8 + 16 + 4 + 8)
 int tx_path_message(struct session *s, uint8_t ctype, const uint8_t *token,
     const union sockaddr_union *to, const struct ipaddr *local, uint64_t wire_id);
-/* dtls_output_fn for a session (arg: struct session *) and for the cookie
- * listener (arg: struct toud *): frame the record and queue it. */
+/* dtls_output_fn for a session (arg: struct session *), and
+ * dtls_listen_output_fn for the cookie listener (arg: struct toud *):
+ * frame the record and queue it. */
 void tx_session_output(void *arg, const uint8_t *rec, size_t len, const union sockaddr_union *to,
     struct record_sealer *seal);
-void tx_listen_output(void *arg, const uint8_t *rec, size_t len, const union sockaddr_union *to,
-    struct record_sealer *seal);
+void tx_listen_output(void *arg, uint64_t sid, const uint8_t *rec, size_t len,
+    const union sockaddr_union *to);
 /* Send what p held while its handshake ran, now that it has a session. */
 void tx_send_staged(struct peer *p);
 /* Take back the records of session id still in the queue (a handshake

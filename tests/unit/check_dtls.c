@@ -47,6 +47,7 @@ struct queue {
 	struct rec r[QMAX];
 	size_t head, n;
 	size_t calls;
+	uint64_t sid;           /* the session ID the listener's last answer was for */
 };
 
 struct authz {
@@ -165,6 +166,18 @@ q_out(void *arg, const uint8_t *rec, size_t len, const union sockaddr_union *to,
 	q->calls++;
 }
 
+/* dtls_listen_output_fn: the listener's answers go to the node's queue,
+ * which notes the session ID they answer. */
+static void
+q_listen_out(void *arg, uint64_t sid, const uint8_t *rec, size_t len,
+    const union sockaddr_union *to)
+{
+	struct queue *q = arg;
+
+	q->sid = sid;
+	q_out(arg, rec, len, to, NULL);
+}
+
 static struct rec *
 q_pop(struct queue *q)
 {
@@ -225,7 +238,7 @@ ctx_open(struct node *n, const char *keylog)
 		.keylog_file = keylog,
 		.authorize = authorize,
 		.authorize_arg = &n->az,
-		.listen_output = q_out,
+		.listen_output = q_listen_out,
 		.listen_output_arg = n->lq,
 		.link_mtu = LINK_MTU,
 	};
@@ -515,8 +528,8 @@ START_TEST(handshake_full)
 	ck_assert_mem_eq(B.az.seen, A.fp, DTLS_FP_LEN);
 	ck_assert_mem_eq(dtls_ctx_fingerprint(A.c), A.fp, DTLS_FP_LEN);
 	ck_assert_mem_eq(dtls_ctx_fingerprint(B.c), B.fp, DTLS_FP_LEN);
-	ck_assert_ptr_eq(dtls_sess_peer(l.cs), &peer_b);
-	ck_assert_ptr_eq(dtls_sess_peer(l.ss), &peer_a);
+	ck_assert_mem_eq(dtls_sess_peer_fp(l.cs), B.fp, DTLS_FP_LEN);
+	ck_assert_mem_eq(dtls_sess_peer_fp(l.ss), A.fp, DTLS_FP_LEN);
 	ck_assert_str_eq(dtls_sess_cipher(l.cs), "ECDHE-ECDSA-AES128-GCM-SHA256");
 	ck_assert_str_eq(dtls_sess_cipher(l.ss), "ECDHE-ECDSA-AES128-GCM-SHA256");
 	ck_assert(!dtls_sess_timeout(l.cs, &tv));
@@ -574,7 +587,7 @@ START_TEST(server_refuses_unknown_key)
 	ck_assert_int_eq(l.cerr, DTLS_ERR_HANDSHAKE);
 	ck_assert(!l.cdone && !l.sdone);
 	ck_assert_int_eq(B.az.calls, 1);
-	ck_assert_ptr_null(dtls_sess_peer(l.ss));
+	ck_assert_ptr_null(dtls_sess_peer_fp(l.ss));
 	ck_assert(!dtls_sess_established(l.cs) && !dtls_sess_established(l.ss));
 	ck_assert_int_eq(dtls_sess_seal(l.cs, &b, 1), -ENOTCONN);
 	ck_assert_int_eq(dtls_sess_seal(l.ss, &b, 1), -ENOTCONN);
@@ -599,7 +612,7 @@ START_TEST(client_refuses_unknown_key)
 	ck_assert_int_eq(l.serr, DTLS_ERR_HANDSHAKE);
 	ck_assert(!l.cdone && !l.sdone);
 	ck_assert_int_eq(B.az.calls, 0);        /* the server never got that far */
-	ck_assert_ptr_null(dtls_sess_peer(l.cs));
+	ck_assert_ptr_null(dtls_sess_peer_fp(l.cs));
 	ck_assert_int_eq(dtls_sess_seal(l.cs, &b, 1), -ENOTCONN);
 	link_free(&l);
 }
@@ -616,7 +629,7 @@ START_TEST(client_expects_other_peer)
 	ck_assert(l.cfail && l.sfail);
 	ck_assert(!l.cdone && !l.sdone);
 	ck_assert_int_eq(A.az.calls, 1);
-	ck_assert_ptr_null(dtls_sess_peer(l.cs));
+	ck_assert_ptr_null(dtls_sess_peer_fp(l.cs));
 	link_free(&l);
 }
 END_TEST
@@ -1158,6 +1171,7 @@ START_TEST(cookie_bound_to_session_id)
 	ck_assert_int_eq(dtls_listen_admit(B.c, ch1.b, ch1.len, &A.addr, 0x1111, q_out,
 	    admit_cb, &al, &l.ss), DTLS_LISTEN_REPLIED);
 	ck_assert_uint_eq(al.calls, 0);
+	ck_assert_uint_eq(B.lq->sid, 0x1111);   /* the answer says which hello it answers */
 	r = q_pop(B.lq);
 	to_client(&l, r);
 	ch2 = *q_pop(l.c2s);
@@ -1166,6 +1180,7 @@ START_TEST(cookie_bound_to_session_id)
 	    admit_cb, &al, &l.ss), DTLS_LISTEN_REPLIED);
 	ck_assert_uint_eq(al.calls, 0);
 	ck_assert_ptr_null(l.ss);
+	ck_assert_uint_eq(B.lq->sid, 0x2222);
 	r = q_pop(B.lq);
 	ck_assert_uint_lt(r->len, ch2.len);
 	/* its own ID, refused by the caller: no reply, no session */
@@ -1324,8 +1339,8 @@ START_TEST(rekey_switch)
 		pass(l1.ss, l1.s2c, l1.cs, old, sizeof(old));
 	}
 	ck_assert(l2.cdone && l2.sdone && !l2.cfail && !l2.sfail);
-	ck_assert_ptr_eq(dtls_sess_peer(l2.ss), &peer_a);
-	ck_assert_ptr_eq(dtls_sess_peer(l2.cs), &peer_b);
+	ck_assert_mem_eq(dtls_sess_peer_fp(l2.ss), A.fp, DTLS_FP_LEN);
+	ck_assert_mem_eq(dtls_sess_peer_fp(l2.cs), B.fp, DTLS_FP_LEN);
 	pass(l2.cs, l2.c2s, l2.ss, new, sizeof(new));
 	pass(l2.ss, l2.s2c, l2.cs, new, sizeof(new));
 	/* drain: late records of the old session still open on it */
@@ -1850,7 +1865,8 @@ START_TEST(ca_handshake)
 	A.az.ca_name = "bob";
 	A.az.ca_obj = &peer_b;
 	link_up(&l, &A, &B, &peer_b);
-	ck_assert_ptr_eq(dtls_sess_peer(l.cs), &peer_b);
+	/* accepted by CA and name: the key B presents now, not its pinned one */
+	ck_assert_mem_eq(dtls_sess_peer_fp(l.cs), dtls_ctx_fingerprint(B.c), DTLS_FP_LEN);
 	link_free(&l);
 
 	A.az.ca_name = "carol";

@@ -576,7 +576,7 @@ START_TEST(handshake_with_held_packets)
 	ck_assert_uint_eq(pa->events[EVENT_HANDSHAKE_STARTED], 1);
 	ck_assert_uint_eq(pa->events[EVENT_HANDSHAKE_COMPLETED], 1);
 	ck_assert_uint_eq(pb->events[EVENT_HANDSHAKE_COMPLETED], 1);
-	ck_assert_uint_eq(B.t.n_half_open, 0);
+	ck_assert_uint_eq(session_half_open(&B.t), 0);
 	/* And back. */
 	tun_send(&B, false, 9);
 	pump();
@@ -1367,7 +1367,7 @@ START_TEST(reload_removes_peer_mid_handshake)
 	n = A.n_out;                    /* Certificate ... Finished */
 	ck_assert_uint_ge(n, 3);
 	deliver_range(&A, &B, 0, n - 1, NULL);
-	ck_assert_uint_eq(B.t.n_half_open, 1);
+	ck_assert_uint_eq(session_half_open(&B.t), 1);
 	/* The reload removes A from B. */
 	peer_free(B.t.peers[0]);
 	B.t.n_peers = 0;
@@ -1375,7 +1375,7 @@ START_TEST(reload_removes_peer_mid_handshake)
 	deliver_range(&A, &B, n - 1, n, NULL);
 	A.n_out = 0;
 	ck_assert_uint_eq(B.t.drops[DROP_HANDSHAKE], handshake_failed + 1);
-	ck_assert_uint_eq(B.t.n_half_open, 0);
+	ck_assert_uint_eq(session_half_open(&B.t), 0);
 	/* B's last flight, written before it refused, does not leave: A's
 	 * handshake does not complete either. */
 	spin(&B);
@@ -1571,7 +1571,7 @@ START_TEST(cookie_stuck_diagnosed)
 	    pa->last_error);
 	ck_assert_uint_eq(pa->hs_log_ms, t1);  /* a new kind: logged within the minute */
 	ck_assert_str_eq(pa->hs_log_kind, "cookie exchange stuck");
-	ck_assert_uint_eq(B.t.n_half_open, 0);
+	ck_assert_uint_eq(session_half_open(&B.t), 0);
 	ck_assert_ptr_null(peer_of(&B)->cur);
 }
 END_TEST
@@ -1651,7 +1651,7 @@ START_TEST(cipher_mismatch_diagnosed)
 	ck_assert_str_eq(pb->last_error, "handshake from its endpoint failed: version/cipher "
 	    "mismatch: none of the other side's cipher suites is one of toud's");
 	ck_assert_uint_eq(pb->hs_log_ms, fake_now);
-	ck_assert_uint_eq(B.t.n_half_open, 0);
+	ck_assert_uint_eq(session_half_open(&B.t), 0);
 }
 END_TEST
 
@@ -1970,7 +1970,7 @@ START_TEST(cert_matches_two_peers)
 	ck_assert_int_eq(tun_recv(&A), -1);
 	ck_assert_uint_ge(A.t.events[EVENT_HANDSHAKE_FAILED], 1);
 	ck_assert_uint_ge(A.t.drops[DROP_HANDSHAKE], 1);
-	ck_assert_uint_eq(A.t.n_half_open, 0);
+	ck_assert_uint_eq(session_half_open(&A.t), 0);
 	ck_assert_str_eq(pb->last_error, want);
 	ck_assert_str_eq(pc->last_error, want);
 	ck_assert_msg(strncmp(pa->last_error, "handshake failed: rejected by the other side",
@@ -2005,6 +2005,97 @@ START_TEST(state_names)
 	ck_assert_int_eq(peer_fsm_next(PEER_DEAD, PEER_EV_UP), PEER_UP);
 	ck_assert_int_eq(peer_fsm_next(PEER_UP, PEER_EV_CLOSED), PEER_IDLE);
 	ck_assert_int_eq(peer_fsm_next(PEER_DEAD, PEER_EV_RESET), PEER_IDLE);
+	/* Sessions we ended (maximum age) say nothing new about the peer:
+	 * up becomes idle, a dead peer stays dead. */
+	ck_assert_int_eq(peer_fsm_next(PEER_UP, PEER_EV_SESSIONS_ENDED), PEER_IDLE);
+	ck_assert_int_eq(peer_fsm_next(PEER_DEAD, PEER_EV_SESSIONS_ENDED), PEER_DEAD);
+	ck_assert_int_eq(peer_fsm_next(PEER_IDLE, PEER_EV_SESSIONS_ENDED), PEER_IDLE);
+	ck_assert_int_eq(peer_fsm_next(PEER_HANDSHAKING, PEER_EV_SESSIONS_ENDED),
+	    PEER_HANDSHAKING);
+	ck_assert_str_eq(peer_event_name(PEER_EV_SESSIONS_ENDED), "sessions ended");
+	ck_assert_str_eq(peer_event_name(PEER_EV__MAX), "unknown");
+}
+END_TEST
+
+/* A session past its maximum age that no handshake replaced is ended by
+ * the rekey timer: the other side is told, and the peer goes idle with
+ * the event of its own (a dead peer stays dead). */
+START_TEST(max_age_end)
+{
+	struct peer *pa = peer_of(&A), *pb = peer_of(&B);
+	uint64_t age = handshake_max_age_ms(&B.t);
+	int dead;
+
+	for (dead = 0; dead < 2; dead++) {
+		bring_up();
+		ck_assert_ptr_nonnull(pb->cur);
+		ck_assert_ptr_null(pb->next);
+		if (dead)
+			peer_event(pb, PEER_EV_DEAD);
+		fake_now += age + SESSION_HANDSHAKE_MS;
+		event_active(pb->ev_rekey, EV_TIMEOUT, 1);
+		spin(&B);
+		ck_assert_ptr_null(pb->cur);
+		ck_assert_ptr_null(pb->next);
+		ck_assert_str_eq(state(&B), dead ? "dead" : "idle");
+		ck_assert_str_eq(pb->last_error, "session reached its maximum age");
+		/* its close_notify reaches A, which drops the session too */
+		ck_assert_uint_gt(B.n_out, 0);
+		deliver(&B, &A);
+		ck_assert_ptr_null(pa->cur);
+		ck_assert_uint_eq(A.t.events[EVENT_SESSION_CLOSED], (uint64_t)dead + 1);
+		while (pa->prev || pb->prev)
+			session_free(pa->prev ? pa->prev : pb->prev);
+	}
+}
+END_TEST
+
+/* The session table: by ID, by name, in the list, and the half-open
+ * count, through insert and free; and its queries without a table. */
+START_TEST(session_table)
+{
+	union sockaddr_union any = B.addr;
+	struct toud none = { 0 };
+	struct session *s1, *s2, *s;
+	size_t n0 = session_count(&B.t), n = 0;
+	uint32_t idx = 7;
+	bool seen1 = false, seen2 = false;
+
+	ck_assert_ptr_nonnull(s1 = session_alloc(&B.t, 0x1111, &any, fake_now));
+	ck_assert_ptr_nonnull(s2 = session_alloc(&B.t, 0x2222, &any, fake_now));
+	ck_assert_ptr_null(session_find(&B.t, 0x1111, NULL));  /* not yet inserted */
+	session_insert(s1);
+	session_insert(s2);
+	ck_assert_uint_eq(session_count(&B.t), n0 + 2);
+	ck_assert_ptr_eq(session_find(&B.t, 0x1111, &idx), s1);
+	ck_assert_uint_eq(idx, 0);
+	ck_assert_ptr_eq(session_find(&B.t, 0x2222, NULL), s2);
+	ck_assert_ptr_eq(session_named(&B.t, 0x2222), s2);
+	for (s = session_next(&B.t, NULL); s; s = session_next(&B.t, s)) {
+		seen1 |= s == s1;
+		seen2 |= s == s2;
+		n++;
+	}
+	ck_assert(seen1 && seen2);
+	ck_assert_uint_eq(n, n0 + 2);
+	session_half_open_add(s2);
+	session_half_open_add(s2);
+	ck_assert_uint_eq(session_half_open(&B.t), 1);
+	session_free(s2);               /* half open: the count follows */
+	ck_assert_uint_eq(session_half_open(&B.t), 0);
+	ck_assert_ptr_null(session_find(&B.t, 0x2222, NULL));
+	ck_assert_ptr_null(session_named(&B.t, 0x2222));
+	ck_assert_uint_eq(session_count(&B.t), n0 + 1);
+	session_half_open_add(s1);
+	session_half_open_done(s1);     /* authenticated */
+	ck_assert_uint_eq(session_half_open(&B.t), 0);
+	session_free(s1);
+	ck_assert_uint_eq(session_count(&B.t), n0);
+	ck_assert_ptr_null(session_find(&B.t, 0x1111, NULL));
+	/* encryption = none: no table */
+	ck_assert_uint_eq(session_count(&none), 0);
+	ck_assert_uint_eq(session_half_open(&none), 0);
+	ck_assert_ptr_null(session_next(&none, NULL));
 }
 END_TEST
 
@@ -2047,6 +2138,8 @@ peer_suite(void)
 	tcase_add_test(tc, state_names);
 	tcase_add_test(tc, cert_matches_two_peers);
 	tcase_add_test(tc, max_age_both_roles);
+	tcase_add_test(tc, max_age_end);
+	tcase_add_test(tc, session_table);
 	tcase_add_test(tc, tun_refuses_merged);
 	tcase_add_test(tc, send_thread_seals);
 	tcase_add_test(tc, open_thread_accepts);

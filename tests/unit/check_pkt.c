@@ -1806,6 +1806,50 @@ START_TEST(ecn_table)
 }
 END_TEST
 
+/* The ECN field rewritten in place: only its two bits, and the IPv4
+ * header checksum still holds; DSCP and the flow label are kept. */
+START_TEST(set_ecn)
+{
+	uint8_t buf[BUFSZ];
+	struct ipaddr s = check_addr("10.77.0.2"), d = check_addr("10.77.0.1");
+	struct ipaddr s6 = check_addr("fd77::2"), d6 = check_addr("fd77::1");
+	struct pkt_info pi;
+	uint8_t *seg = buf + HEADROOM, *h;
+	size_t n;
+
+	n = mktcp(seg, 0x10, NULL, 0, 100);
+	ck_assert_uint_eq(pkt_ip_build(seg, n, IPPROTO_TCP, &s, &d, 0x02), 20);
+	h = seg - 20;
+	h[1] |= 0xb8;                           /* a DSCP to keep */
+	h[10] = h[11] = 0;
+	{
+		uint16_t c = ref_csum1(h, 20);
+
+		h[10] = (uint8_t)(c >> 8);
+		h[11] = (uint8_t)c;
+	}
+	ck_assert_uint_eq(ref_csum1(h, 20), 0);
+	ck_assert_int_eq(pkt_parse(h, n + 20, &pi), PKT_OK);
+	pkt_set_ecn(h, &pi, 0x03);
+	ck_assert_uint_eq(h[1], 0xbb);
+	ck_assert_uint_eq(ref_csum1(h, 20), 0);
+	ck_assert_int_eq(pkt_parse(h, n + 20, &pi), PKT_OK);
+	ck_assert_uint_eq(pi.ecn, 3);
+
+	n = mktcp(seg, 0x10, NULL, 0, 100);
+	ck_assert_uint_eq(pkt_ip_build(seg, n, IPPROTO_TCP, &s6, &d6, 0x01), 40);
+	h = seg - 40;
+	h[1] |= 0x05;                           /* flow label bits to keep */
+	ck_assert_int_eq(pkt_parse(h, n + 40, &pi), PKT_OK);
+	ck_assert_uint_eq(pi.ecn, 1);
+	pkt_set_ecn(h, &pi, 0x03);
+	ck_assert_uint_eq(h[0], 0x60);
+	ck_assert_uint_eq(h[1], 0x35);
+	ck_assert_int_eq(pkt_parse(h, n + 40, &pi), PKT_OK);
+	ck_assert_uint_eq(pi.ecn, 3);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -1843,6 +1887,7 @@ main(void)
 	tcase_add_test(tc, claim_icmp_quote);
 	tcase_add_test(tc, claim_icmp_behind_ext_and_fragments);
 	tcase_add_test(tc, claim_encap);
+	tcase_add_test(tc, set_ecn);
 	suite_add_tcase(s, tc);
 	return check_run(s);
 }
