@@ -4,6 +4,7 @@
  * '#' starts a comment anywhere on a line.  Every message names the line and,
  * when it is about a key, the key. */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +31,7 @@ struct conf_parser {
 	int line;
 	enum conf_section sec;
 	size_t peer;                  /* index of the current peer */
-	uint32_t seen;                /* scalar keys already set in this section */
+	uint64_t seen;                /* scalar keys already set: bit i is conf_keys[i] */
 	char where[CONF_NAME_MAX + 16]; /* "[interface]" or "[peer NAME]" */
 };
 
@@ -815,7 +816,7 @@ conf_set_keepalive(struct conf_parser *p, const struct conf_key *k, const char *
 	return 0;
 }
 
-/* At most 32 keys: the "seen" mask has one bit per entry. */
+/* The "seen" mask of struct conf_parser has one bit per entry. */
 static const struct conf_key conf_keys[] = {
 	{ "name", SEC_IFACE, false, conf_set_iface_name },
 	{ "address", SEC_IFACE, true, conf_set_iface_address },
@@ -855,6 +856,8 @@ conf_keyvalue(struct conf_parser *p, char *s)
 	size_t i;
 	int r;
 
+	_Static_assert(ARRAY_SIZE(conf_keys) <= sizeof(p->seen) * CHAR_BIT,
+	    "conf_keys[] has more entries than the seen mask has bits");
 	if (!eq)
 		return conf_perr(p, "missing '=' (expected 'key = value')");
 	*eq = '\0';
@@ -875,9 +878,9 @@ conf_keyvalue(struct conf_parser *p, char *s)
 	if (!k)
 		return conf_perr(p, "unknown key '%s' in %s",
 		    conf_quote(key, q, sizeof(q)), p->where);
-	if (!k->list && (p->seen & (1u << i)))
+	if (!k->list && (p->seen & (UINT64_C(1) << i)))
 		return conf_perr(p, "duplicate key '%s' in %s", k->name, p->where);
-	p->seen |= 1u << i;
+	p->seen |= UINT64_C(1) << i;
 	if (*val == '\0')
 		return conf_perr(p, "%s: empty value", k->name);
 	if (!k->list)
