@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "conf.h"
+#include "conf_diff.h"
 #include "dtls.h"
 #include "fulltunnel.h"
 #include "handshake.h"
@@ -19,63 +20,6 @@
 #include "peer.h"
 #include "session.h"
 #include "toud.h"
-
-static bool
-str_eq(const char *a, const char *b)
-{
-	return (!a && !b) || (a && b && strcmp(a, b) == 0);
-}
-
-static bool
-prefixes_eq(const struct conf_prefix *a, size_t na, const struct conf_prefix *b, size_t nb)
-{
-	size_t i;
-
-	if (na != nb)
-		return false;
-	for (i = 0; i < na; i++)
-		if (a[i].p.len != b[i].p.len || !util_addr_equal(&a[i].p.addr, &b[i].p.addr))
-			return false;
-	return true;
-}
-
-/* The first [interface] key whose change needs a restart, or NULL. */
-static const char *
-iface_restart_key(const struct conf_iface *a, const struct conf_iface *b)
-{
-	if (strcmp(a->name, b->name) != 0)
-		return "name";
-	if (!prefixes_eq(a->address, a->n_address, b->address, b->n_address))
-		return "address";
-	if (a->listen_port != b->listen_port || a->has_listen_addr != b->has_listen_addr ||
-	    (a->has_listen_addr && !util_addr_equal(&a->listen_addr, &b->listen_addr)))
-		return "listen";
-	if (!str_eq(a->private_key, b->private_key))
-		return "private-key";
-	if (!str_eq(a->certificate, b->certificate))
-		return "certificate";
-	if (!str_eq(a->keylog_file, b->keylog_file))
-		return "keylog-file";
-	if (a->mtu != b->mtu)
-		return "mtu";
-	if (a->path_mtu != b->path_mtu)
-		return "path-mtu";
-	if (!str_eq(a->user, b->user))
-		return "user";
-	if (a->encryption != b->encryption)
-		return "encryption";
-	if (a->offload != b->offload)
-		return "offload";
-	if (a->threads != b->threads)
-		return "threads";
-	if (!str_eq(a->control, b->control))
-		return "control";
-	if (a->fwmark != b->fwmark)
-		return "fwmark";
-	if (a->table != b->table || a->table_number != b->table_number)
-		return "table";
-	return NULL;
-}
 
 static struct peer *
 take_peer(struct peer **old, size_t n, const char *name)
@@ -116,7 +60,7 @@ reload(struct toud *t, char *err, size_t errlen)
 	struct conf_error ce;
 	struct peer **np, **old = t->peers;
 	size_t i, n_old = t->n_peers, added = 0, removed = 0, changed = 0, failed = 0;
-	const char *key;
+	uint32_t restart;
 	char buf[600];
 	int rc;
 
@@ -131,9 +75,11 @@ reload(struct toud *t, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory; nothing changed");
 		return -ENOMEM;
 	}
-	if ((key = iface_restart_key(&oc->iface, &nc->iface)) != NULL) {
+	restart = conf_diff_iface(&oc->iface, &nc->iface) & ~CONF_IFACE_DIFF_RELOADABLE;
+	if (restart) {
+		/* The first such key, in the order of tou.conf(5). */
 		snprintf(err, errlen, "%s: changing [interface] %s needs a restart; nothing changed",
-		    t->conf_file, key);
+		    t->conf_file, conf_diff_iface_fmt(restart & -restart, buf, sizeof(buf)));
 		conf_free(nc);
 		return -EINVAL;
 	}
@@ -177,10 +123,9 @@ reload(struct toud *t, char *err, size_t errlen)
 	for (i = 0; i < nc->n_peers; i++) {
 		if (!np[i])
 			continue;
-		if (!conf_peer_equal(np[i]->cf, &nc->peers[i])) {
-			log_info("peer \"%s\": changed", np[i]->name);
+		/* peer_reconfigure() logs what changed. */
+		if (conf_diff_peer(np[i]->cf, &nc->peers[i]))
 			changed++;
-		}
 		if (peer_reconfigure(np[i], &nc->peers[i]) < 0)
 			failed++;
 	}

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "conf.h"
+#include "conf_diff.h"
 #include "log.h"
 #include "util.h"
 
@@ -858,7 +859,7 @@ START_TEST(test_equal)
 	    FP_A2 "\n[interface]\ncertificate = /c\nprivate-key = /k\nmtu = auto\n"
 	    "address = 10.77.0.1/24\nlisten = 6080\nrekey-bytes = 65536M\n");
 	ck_assert(conf_equal(a, b));
-	ck_assert(conf_peer_equal(&a->peers[0], &b->peers[0]));
+	ck_assert(!conf_diff_peer(&a->peers[0], &b->peers[0]));
 	conf_free(b);
 	for (x = 0; x < ARRAY_SIZE(variants); x++) {
 		snprintf(text, sizeof(text), HEAD "%s[peer p]\nfingerprint = sha256:"
@@ -866,23 +867,23 @@ START_TEST(test_equal)
 		b = good(text);
 		ck_assert_msg(!conf_equal(a, b), "equal despite %s", variants[x]);
 		ck_assert_msg(!conf_equal(b, a), "equal despite %s", variants[x]);
-		ck_assert(conf_peer_equal(&a->peers[0], &b->peers[0]));
+		ck_assert(!conf_diff_peer(&a->peers[0], &b->peers[0]));
 		conf_free(b);
 	}
 	for (x = 0; x < ARRAY_SIZE(peer_variants); x++) {
 		snprintf(text, sizeof(text), HEAD "[peer p]\nfingerprint = sha256:"
 		    FP_A2 "\naddress = 10.77.0.2\n%s", peer_variants[x]);
 		b = good(text);
-		ck_assert_msg(!conf_peer_equal(&a->peers[0], &b->peers[0]),
+		ck_assert_msg(conf_diff_peer(&a->peers[0], &b->peers[0]),
 		    "equal despite %s", peer_variants[x]);
 		ck_assert(!conf_equal(a, b));
 		conf_free(b);
 	}
 	b = good(HEAD "[peer p]\nca = /ca\nname = p\naddress = 10.77.0.2\n");
-	ck_assert(!conf_peer_equal(&a->peers[0], &b->peers[0]));
+	ck_assert(conf_diff_peer(&a->peers[0], &b->peers[0]));
 	conf_free(b);
 	b = good(HEAD "[peer q]\nfingerprint = sha256:" FP_A2 "\naddress = 10.77.0.2\n");
-	ck_assert(!conf_peer_equal(&a->peers[0], &b->peers[0]));
+	ck_assert(conf_diff_peer(&a->peers[0], &b->peers[0]));
 	ck_assert(!conf_equal(a, b));
 	conf_free(b);
 	b = good(HEAD "[peer p]\nfingerprint = sha256:" FP_A2 "\naddress = 10.77.0.2\n"
@@ -896,7 +897,7 @@ START_TEST(test_equal)
 	conf_free(b);
 	conf_free(a);
 
-	/* list order and peer order do not matter */
+	/* the order of families in a list and of the peers does not matter */
 	a = good(HEAD "address = fd77::1/64\n[peer p]\nca = /ca\nname = p\n"
 	    "address = 10.77.0.2, fd77::2\n[peer q]\nca = /ca\nname = q\naddress = 10.77.0.3\n");
 	b = good("[interface]\naddress = fd77::1/64, 10.77.0.1/24\nprivate-key = /k\n"
@@ -904,8 +905,8 @@ START_TEST(test_equal)
 	    "[peer p]\nca = /ca\nname = p\naddress = fd77::2\naddress = 10.77.0.2\n");
 	ck_assert(conf_equal(a, b));
 	ck_assert(conf_equal(b, a));
-	ck_assert(conf_peer_equal(&a->peers[0], &b->peers[1]));
-	ck_assert(!conf_peer_equal(&a->peers[0], &b->peers[0]));
+	ck_assert(!conf_diff_peer(&a->peers[0], &b->peers[1]));
+	ck_assert(conf_diff_peer(&a->peers[0], &b->peers[0]));
 	conf_free(a);
 	conf_free(b);
 }
