@@ -35,7 +35,7 @@
 #define CONF_DEFAULT_REKEY_RECORDS (1ULL << 24)
 #define CONF_NAME_MAX 32          /* peer names: [A-Za-z0-9._-], 1..32 chars */
 #define CONF_MAX_VALUES 256       /* addresses / allowed-ips per section */
-#define CONF_MAX_PEERS 1024
+#define CONF_MAX_PEERS 65536
 #define CONF_MIN_MTU 576          /* a TUN MTU below this is refused */
 #define CONF_MAX_MTU 65535
 

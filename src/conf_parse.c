@@ -31,6 +31,7 @@ struct conf_parser {
 	int line;
 	enum conf_section sec;
 	size_t peer;                  /* index of the current peer */
+	size_t peer_cap;              /* c->peers has room for this many */
 	uint64_t seen;                /* scalar keys already set: bit i is conf_keys[i] */
 	char where[CONF_NAME_MAX + 16]; /* "[interface]" or "[peer NAME]" */
 };
@@ -952,12 +953,15 @@ conf_section(struct conf_parser *p, char *s)
 		    conf_quote(name, q, sizeof(q)), CONF_NAME_MAX);
 	if (c->n_peers >= CONF_MAX_PEERS)
 		return conf_perr(p, "too many peers (more than %d)", CONF_MAX_PEERS);
-	peers = realloc(c->peers, (c->n_peers + 1) * sizeof(*peers));
-	if (!peers) {
-		conf_perr(p, "out of memory");
-		return -ENOMEM;
+	if (c->n_peers == p->peer_cap) {     /* doubling: many peers parse in linear time */
+		p->peer_cap = p->peer_cap ? 2 * p->peer_cap : 16;
+		if (!(peers = reallocarray(c->peers, p->peer_cap, sizeof(*peers)))) {
+			conf_perr(p, "out of memory");
+			return -ENOMEM;
+		}
+		c->peers = peers;
 	}
-	c->peers = peers;
+	peers = c->peers;
 	p->peer = c->n_peers++;
 	memset(&peers[p->peer], 0, sizeof(peers[p->peer]));
 	util_strlcpy(peers[p->peer].name, name, sizeof(peers[p->peer].name));

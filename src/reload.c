@@ -26,19 +26,23 @@ struct reload_count {
 	size_t added, removed, changed, failed;
 };
 
+/* The peer named name out of old; where the file kept its order that is
+ * the one at hint, so a reload of many peers does not compare every pair. */
 static struct peer *
-take_peer(struct peer **old, size_t n, const char *name)
+take_peer(struct peer **old, size_t n, size_t hint, const char *name)
 {
-	size_t i;
+	struct peer *p;
+	size_t i = hint;
 
-	for (i = 0; i < n; i++) {
-		if (old[i] && strcmp(old[i]->name, name) == 0) {
-			struct peer *p = old[i];
-			old[i] = NULL;
-			return p;
-		}
-	}
-	return NULL;
+	if (i >= n || !old[i] || strcmp(old[i]->name, name) != 0)
+		for (i = 0; i < n; i++)
+			if (old[i] && strcmp(old[i]->name, name) == 0)
+				break;
+	if (i == n)
+		return NULL;
+	p = old[i];
+	old[i] = NULL;
+	return p;
 }
 
 static int reload(struct toud *t, char *err, size_t errlen);
@@ -170,7 +174,7 @@ reload_peers(struct toud *t, struct conf *nc, struct peer **np, struct reload_co
 	/* Take the surviving peers out of the old list first, then remove the
 	 * rest, so a prefix that moves between peers is free when added. */
 	for (i = 0; i < nc->n_peers; i++)
-		np[i] = take_peer(old, n_old, nc->peers[i].name);
+		np[i] = take_peer(old, n_old, i, nc->peers[i].name);
 	/* Until t->peers is the new list, nothing may walk the old one (a
 	 * state change reports the peers up): it has holes, and the removed
 	 * peers are freed here. */
