@@ -14,7 +14,7 @@
 #include "conf.h"
 #include "util.h"
 
-#define CONF_FILE_MAX (1024 * 1024)
+#define CONF_FILE_MAX (64 * 1024 * 1024)
 
 const char *
 conf_error_fmt(const struct conf_error *e, char *buf, size_t len)
@@ -77,10 +77,81 @@ conf_validate_iface(const struct conf *c, struct conf_error *err)
 	return 0;
 }
 
+/* Checks that compare a peer with every earlier one sort the peers by the
+ * compared key instead, so that tens of thousands of peers are checked in
+ * O(n log n): first[k][i] is the first peer before peer i (in file order)
+ * whose key k equals i's, or CONF_NONE. */
+enum conf_same { CONF_SAME_NAME, CONF_SAME_FINGERPRINT, CONF_SAME_CA, CONF_SAME_N };
+#define CONF_NONE SIZE_MAX
+
+/* Whether peer p has key k (the others take no part in the comparison). */
+static bool
+conf_same_has(enum conf_same k, const struct conf_peer *p)
+{
+	switch (k) {
+	case CONF_SAME_FINGERPRINT:
+		return p->has_fingerprint;
+	case CONF_SAME_CA:
+		return p->ca && p->cert_name;
+	default:
+		return true;
+	}
+}
+
+static int
+conf_same_cmp(enum conf_same k, const struct conf_peer *a, const struct conf_peer *b)
+{
+	int r;
+
+	switch (k) {
+	case CONF_SAME_FINGERPRINT:
+		return memcmp(a->fingerprint, b->fingerprint, sizeof(a->fingerprint));
+	case CONF_SAME_CA:
+		/* Names compare without case, as certificates' names do. */
+		return (r = strcmp(a->ca, b->ca)) ? r : strcasecmp(a->cert_name, b->cert_name);
+	default:
+		return strcmp(a->name, b->name);
+	}
+}
+
+struct conf_same_sort {
+	const struct conf *c;
+	enum conf_same k;
+};
+
+/* By key, then in file order: the first of a run of equals is the earliest. */
+static int
+conf_same_order(const void *a, const void *b, void *arg)
+{
+	const struct conf_same_sort *o = arg;
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	int r = conf_same_cmp(o->k, &o->c->peers[x], &o->c->peers[y]);
+
+	return r ? r : (x > y) - (x < y);
+}
+
+static void
+conf_same_find(const struct conf *c, enum conf_same k, size_t *idx, size_t *first)
+{
+	struct conf_same_sort o = { c, k };
+	size_t n = 0, x;
+
+	for (x = 0; x < c->n_peers; x++) {
+		first[x] = CONF_NONE;
+		if (conf_same_has(k, &c->peers[x]))
+			idx[n++] = x;
+	}
+	qsort_r(idx, n, sizeof(*idx), conf_same_order, &o);
+	for (x = 1; x < n; x++)
+		if (conf_same_cmp(k, &c->peers[idx[x - 1]], &c->peers[idx[x]]) == 0)
+			first[idx[x]] = first[idx[x - 1]] == CONF_NONE ? idx[x - 1] :
+			    first[idx[x - 1]];
+}
+
 /* How a peer proves who it is, and that it can be reached. */
 static int
 conf_validate_auth(const struct conf *c, const struct conf_peer *peer,
-    struct conf_error *err)
+    size_t *const first[CONF_SAME_N], struct conf_error *err)
 {
 	size_t x;
 
@@ -103,24 +174,14 @@ conf_validate_auth(const struct conf *c, const struct conf_peer *peer,
 		    "[peer %s] (required with encryption none)", peer->name);
 	/* One certificate must name one peer: the same CA file and name
 	 * twice would let the handshake pick either. */
-	if (peer->ca) {
-		for (x = 0; &c->peers[x] != peer; x++)
-			if (c->peers[x].ca && strcmp(c->peers[x].ca, peer->ca) == 0 &&
-			    strcasecmp(c->peers[x].cert_name, peer->cert_name) == 0)
-				return conf_verr(c, err, peer->line, "peer '%s': same "
-				    "ca and name as peer '%s' (line %d)", peer->name,
-				    c->peers[x].name, c->peers[x].line);
-		return 0;
-	}
-	if (!peer->has_fingerprint)
-		return 0;
-	for (x = 0; &c->peers[x] != peer; x++)
-		if (c->peers[x].has_fingerprint &&
-		    memcmp(c->peers[x].fingerprint, peer->fingerprint,
-		    sizeof(peer->fingerprint)) == 0)
-			return conf_verr(c, err, peer->line, "peer '%s': same "
-			    "fingerprint as peer '%s' (line %d)", peer->name,
-			    c->peers[x].name, c->peers[x].line);
+	if ((x = first[CONF_SAME_CA][peer - c->peers]) != CONF_NONE)
+		return conf_verr(c, err, peer->line, "peer '%s': same "
+		    "ca and name as peer '%s' (line %d)", peer->name,
+		    c->peers[x].name, c->peers[x].line);
+	if ((x = first[CONF_SAME_FINGERPRINT][peer - c->peers]) != CONF_NONE)
+		return conf_verr(c, err, peer->line, "peer '%s': same "
+		    "fingerprint as peer '%s' (line %d)", peer->name,
+		    c->peers[x].name, c->peers[x].line);
 	return 0;
 }
 
@@ -163,25 +224,98 @@ conf_claim_fmt(const struct conf_claim *cl, char *buf, size_t len)
 		util_prefix_fmt(&cl->p->p, buf, len);
 }
 
+/* Whether two claims may not both stand: the same address or overlapping
+ * prefixes of two peers, or an exact repeat within one peer. */
+static bool
+conf_claims_clash(const struct conf_claim *a, const struct conf_claim *b)
+{
+	return util_prefix_overlap(&a->p->p, &b->p->p) &&
+	    (a->peer != b->peer || a->p->p.len == b->p->p.len);
+}
+
+static bool
+conf_claim_contains(const struct conf_claim *outer, const struct conf_claim *inner)
+{
+	return outer->p->p.len <= inner->p->p.len &&
+	    util_prefix_contains(&outer->p->p, &inner->p->p.addr);
+}
+
+/* Claims by address, then prefix length, then file order: a prefix comes
+ * before every prefix it contains, and they follow it in one run (host bits
+ * are zero, conf_parse.c). */
+static int
+conf_claim_order(const void *a, const void *b)
+{
+	const struct conf_claim *x = *(const struct conf_claim *const *)a;
+	const struct conf_claim *y = *(const struct conf_claim *const *)b;
+	const struct ipprefix *p = &x->p->p, *q = &y->p->p;
+	int r;
+
+	if (p->addr.family != q->addr.family)
+		return p->addr.family < q->addr.family ? -1 : 1;
+	if ((r = memcmp(p->addr.b, q->addr.b, sizeof(p->addr.b))) != 0)
+		return r;
+	if (p->len != q->len)
+		return p->len < q->len ? -1 : 1;
+	return (x > y) - (x < y);
+}
+
+/* The first claim (in file order) that clashes with an earlier one, or n.
+ * One pass over the claims in conf_claim_order keeps the chain of those
+ * that contain the current one; only they can clash with it.  Claims at or
+ * after the best answer so far cannot improve it and are left out, which
+ * also keeps the chain short when one prefix is repeated many times. */
+static size_t
+conf_claims_first_clash(const struct conf_claim *cl, size_t n, const struct conf_claim **by,
+    const struct conf_claim **chain)
+{
+	size_t best = n, depth = 0, x, y, k;
+
+	for (x = 0; x < n; x++)
+		by[x] = &cl[x];
+	qsort(by, n, sizeof(*by), conf_claim_order);
+	for (x = 0; x < n; x++) {
+		k = (size_t)(by[x] - cl);
+		while (depth && !conf_claim_contains(chain[depth - 1], by[x]))
+			depth--;
+		if (k >= best)
+			continue;
+		for (y = 0; y < depth; y++) {
+			size_t later = k > (size_t)(chain[y] - cl) ? k : (size_t)(chain[y] - cl);
+
+			if (later < best && conf_claims_clash(chain[y], by[x]))
+				best = later;
+		}
+		if (k < best)
+			chain[depth++] = by[x];
+	}
+	return best;
+}
+
 /* The same address or overlapping prefixes must not lead to two peers;
- * within one peer only an exact repeat is an error.  Claims are compared
- * against all earlier ones in file order, so the message points at the
- * second claim. */
+ * within one peer only an exact repeat is an error.  The message points at
+ * the first claim, in file order, that clashes with an earlier one, and
+ * names the first such earlier one. */
 static int
 conf_validate_claims(const struct conf *c, struct conf_error *err)
 {
+	const struct conf_claim **by;
 	struct conf_claim *cl;
 	size_t n = 0, x, y, k;
 	char a[UTIL_ADDRSTRLEN + 4], b[UTIL_ADDRSTRLEN + 4];
-	bool same;
 	int r = 0;
 
 	for (x = 0; x < c->n_peers; x++)
 		n += c->peers[x].n_address + c->peers[x].n_allowed_ips;
 	if (n == 0)
 		return 0;
-	if (!(cl = calloc(n, sizeof(*cl))))
+	cl = calloc(n, sizeof(*cl));
+	by = calloc(2 * n, sizeof(*by));
+	if (!cl || !by) {
+		free(cl);
+		free(by);
 		return -ENOMEM;
+	}
 	n = 0;
 	for (x = 0; x < c->n_peers; x++) {
 		const struct conf_peer *peer = &c->peers[x];
@@ -198,35 +332,27 @@ conf_validate_claims(const struct conf *c, struct conf_error *err)
 			n++;
 		}
 	}
-	for (k = 1; k < n && r == 0; k++) {
-		for (y = 0; y < k; y++) {
-			if (!util_prefix_overlap(&cl[k].p->p, &cl[y].p->p))
-				continue;
-			conf_claim_fmt(&cl[k], a, sizeof(a));
-			conf_claim_fmt(&cl[y], b, sizeof(b));
-			same = cl[k].p->p.len == cl[y].p->p.len;
-			if (cl[k].peer != cl[y].peer && same) {
-				r = conf_verr(c, err, cl[k].p->line, "peer '%s': %s %s "
-				    "is also claimed by peer '%s' (line %d)",
-				    cl[k].peer->name, cl[k].key, a, cl[y].peer->name,
-				    cl[y].p->line);
-				break;
-			}
-			if (cl[k].peer != cl[y].peer) {
-				r = conf_verr(c, err, cl[k].p->line, "peer '%s': %s %s "
-				    "overlaps %s of peer '%s' (line %d)",
-				    cl[k].peer->name, cl[k].key, a, b, cl[y].peer->name,
-				    cl[y].p->line);
-				break;
-			}
-			if (same) {
-				r = conf_verr(c, err, cl[k].p->line, "peer '%s': %s %s "
-				    "is listed twice (first at line %d)",
-				    cl[k].peer->name, cl[k].key, a, cl[y].p->line);
-				break;
-			}
-		}
+	if ((k = conf_claims_first_clash(cl, n, by, by + n)) < n) {
+		for (y = 0; !conf_claims_clash(&cl[y], &cl[k]); y++)
+			;
+		conf_claim_fmt(&cl[k], a, sizeof(a));
+		conf_claim_fmt(&cl[y], b, sizeof(b));
+		if (cl[k].peer != cl[y].peer && cl[k].p->p.len == cl[y].p->p.len)
+			r = conf_verr(c, err, cl[k].p->line, "peer '%s': %s %s "
+			    "is also claimed by peer '%s' (line %d)",
+			    cl[k].peer->name, cl[k].key, a, cl[y].peer->name,
+			    cl[y].p->line);
+		else if (cl[k].peer != cl[y].peer)
+			r = conf_verr(c, err, cl[k].p->line, "peer '%s': %s %s "
+			    "overlaps %s of peer '%s' (line %d)",
+			    cl[k].peer->name, cl[k].key, a, b, cl[y].peer->name,
+			    cl[y].p->line);
+		else
+			r = conf_verr(c, err, cl[k].p->line, "peer '%s': %s %s "
+			    "is listed twice (first at line %d)",
+			    cl[k].peer->name, cl[k].key, a, cl[y].p->line);
 	}
+	free(by);
 	free(cl);
 	return r;
 }
@@ -246,23 +372,21 @@ conf_validate_fwmark(const struct conf *c, struct conf_error *err)
 	    "the fwmark also numbers the tunnel's table; choose another fwmark", i->fwmark);
 }
 
-int
-conf_validate(const struct conf *c, struct conf_error *err)
+static int
+conf_validate_peers(const struct conf *c, size_t *const first[CONF_SAME_N],
+    struct conf_error *err)
 {
 	size_t x, y;
 	int r;
 
-	if ((r = conf_validate_iface(c, err)) < 0)
-		return r;
 	for (x = 0; x < c->n_peers; x++) {
 		const struct conf_peer *peer = &c->peers[x];
 
-		for (y = 0; y < x; y++)
-			if (strcmp(c->peers[y].name, peer->name) == 0)
-				return conf_verr(c, err, peer->line, "duplicate peer "
-				    "name '%s' (first at line %d)", peer->name,
-				    c->peers[y].line);
-		if ((r = conf_validate_auth(c, peer, err)) < 0)
+		if ((y = first[CONF_SAME_NAME][x]) != CONF_NONE)
+			return conf_verr(c, err, peer->line, "duplicate peer "
+			    "name '%s' (first at line %d)", peer->name,
+			    c->peers[y].line);
+		if ((r = conf_validate_auth(c, peer, first, err)) < 0)
 			return r;
 		if (peer->n_address == 0 && peer->n_allowed_ips == 0)
 			return conf_verr(c, err, peer->line, "missing key 'address' "
@@ -272,6 +396,30 @@ conf_validate(const struct conf *c, struct conf_error *err)
 			    err)) < 0)
 				return r;
 	}
+	return 0;
+}
+
+int
+conf_validate(const struct conf *c, struct conf_error *err)
+{
+	size_t *mem, *first[CONF_SAME_N], *idx;
+	int r, k;
+
+	if ((r = conf_validate_iface(c, err)) < 0)
+		return r;
+	if (!(mem = calloc((CONF_SAME_N + 1) * (c->n_peers ? c->n_peers : 1), sizeof(*mem)))) {
+		conf_verr(c, err, 0, "out of memory");
+		return -ENOMEM;
+	}
+	idx = mem;
+	for (k = 0; k < CONF_SAME_N; k++) {
+		first[k] = mem + (size_t)(k + 1) * c->n_peers;
+		conf_same_find(c, (enum conf_same)k, idx, first[k]);
+	}
+	r = conf_validate_peers(c, first, err);
+	free(mem);
+	if (r < 0)
+		return r;
 	if ((r = conf_validate_claims(c, err)) == -ENOMEM)
 		conf_verr(c, err, 0, "out of memory");
 	if (r == 0)
@@ -436,7 +584,7 @@ conf_read(const char *path, char **text, size_t *len, struct conf_error *err)
 		n += (size_t)got;
 		if (n > CONF_FILE_MAX) {
 			e = EFBIG;
-			snprintf(err->msg, sizeof(err->msg), "file larger than 1 MiB");
+			snprintf(err->msg, sizeof(err->msg), "file larger than 64 MiB");
 			goto out;
 		}
 	}

@@ -3,7 +3,8 @@
  * conf_parse.c turns text into a struct conf (pure, no I/O); conf.c loads a
  * file and validates the meaning (conflicts, ranges, key files);
  * conf_print.c writes the canonical form that parses back to the same
- * struct.  A struct conf is immutable once loaded; reload builds a new one. */
+ * struct; conf_diff.c compares two, key by key.  A struct conf is immutable
+ * once loaded; reload builds a new one. */
 #ifndef TOUD_CONF_H
 #define TOUD_CONF_H
 
@@ -34,7 +35,7 @@
 #define CONF_DEFAULT_REKEY_RECORDS (1ULL << 24)
 #define CONF_NAME_MAX 32          /* peer names: [A-Za-z0-9._-], 1..32 chars */
 #define CONF_MAX_VALUES 256       /* addresses / allowed-ips per section */
-#define CONF_MAX_PEERS 1024
+#define CONF_MAX_PEERS 65536
 #define CONF_MIN_MTU 576          /* a TUN MTU below this is refused */
 #define CONF_MAX_MTU 65535
 
@@ -155,11 +156,9 @@ int conf_load(const char *path, bool check_files, struct conf **out,
     struct conf_error *err, conf_warn_fn *warn, void *warn_arg);
 
 /* conf_print.c: the canonical text of c (malloc'd, NUL-terminated); NULL on
- * ENOMEM.  conf_parse(conf_print(c)) yields a struct equal to c. */
+ * ENOMEM.  conf_parse(conf_print(c)) yields a struct equal to c
+ * (conf_equal(), conf_diff.h). */
 char *conf_print(const struct conf *c);
-/* Deep equality of two configs (the file name and line numbers ignored). */
-bool conf_equal(const struct conf *a, const struct conf *b);
-bool conf_peer_equal(const struct conf_peer *a, const struct conf_peer *b);
 
 /* conf.c: an instance name (toud -i NAME) is a peer-style name that does
  * not start with '.'.  conf_instance_paths() writes its file and socket

@@ -5,6 +5,7 @@
  * order mark before the first line is skipped.  Every message names the line and,
  * when it is about a key, the key. */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +32,8 @@ struct conf_parser {
 	int line;
 	enum conf_section sec;
 	size_t peer;                  /* index of the current peer */
-	uint32_t seen;                /* scalar keys already set in this section */
+	size_t peer_cap;              /* c->peers has room for this many */
+	uint64_t seen;                /* scalar keys already set: bit i is conf_keys[i] */
 	char where[CONF_NAME_MAX + 16]; /* "[interface]" or "[peer NAME]" */
 };
 
@@ -828,7 +830,7 @@ conf_set_keepalive(struct conf_parser *p, const struct conf_key *k, const char *
 	return 0;
 }
 
-/* At most 32 keys: the "seen" mask has one bit per entry. */
+/* The "seen" mask of struct conf_parser has one bit per entry. */
 static const struct conf_key conf_keys[] = {
 	{ "name", SEC_IFACE, false, conf_set_iface_name },
 	{ "address", SEC_IFACE, true, conf_set_iface_address },
@@ -869,6 +871,8 @@ conf_keyvalue(struct conf_parser *p, char *s)
 	size_t i;
 	int r;
 
+	_Static_assert(ARRAY_SIZE(conf_keys) <= sizeof(p->seen) * CHAR_BIT,
+	    "conf_keys[] has more entries than the seen mask has bits");
 	if (!eq)
 		return conf_perr(p, "missing '=' (expected 'key = value')");
 	*eq = '\0';
@@ -889,9 +893,9 @@ conf_keyvalue(struct conf_parser *p, char *s)
 	if (!k)
 		return conf_perr(p, "unknown key '%s' in %s",
 		    conf_quote(key, q, sizeof(q)), p->where);
-	if (!k->list && (p->seen & (1u << i)))
+	if (!k->list && (p->seen & (UINT64_C(1) << i)))
 		return conf_perr(p, "duplicate key '%s' in %s", k->name, p->where);
-	p->seen |= 1u << i;
+	p->seen |= UINT64_C(1) << i;
 	if (*val == '\0')
 		return conf_perr(p, "%s: empty value", k->name);
 	if (!k->list)
@@ -963,12 +967,15 @@ conf_section(struct conf_parser *p, char *s)
 		    conf_quote(name, q, sizeof(q)), CONF_NAME_MAX);
 	if (c->n_peers >= CONF_MAX_PEERS)
 		return conf_perr(p, "too many peers (more than %d)", CONF_MAX_PEERS);
-	peers = realloc(c->peers, (c->n_peers + 1) * sizeof(*peers));
-	if (!peers) {
-		conf_perr(p, "out of memory");
-		return -ENOMEM;
+	if (c->n_peers == p->peer_cap) {     /* doubling: many peers parse in linear time */
+		p->peer_cap = p->peer_cap ? 2 * p->peer_cap : 16;
+		if (!(peers = reallocarray(c->peers, p->peer_cap, sizeof(*peers)))) {
+			conf_perr(p, "out of memory");
+			return -ENOMEM;
+		}
+		c->peers = peers;
 	}
-	c->peers = peers;
+	peers = c->peers;
 	p->peer = c->n_peers++;
 	memset(&peers[p->peer], 0, sizeof(peers[p->peer]));
 	util_strlcpy(peers[p->peer].name, name, sizeof(peers[p->peer].name));

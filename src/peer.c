@@ -9,6 +9,7 @@
 #include <openssl/rand.h>
 
 #include "conf.h"
+#include "conf_diff.h"
 #include "ctx.h"
 #include "dtls.h"
 #include "keys.h"
@@ -62,25 +63,19 @@ peer_take_conf(struct peer *p, const struct conf_peer *cf)
 int
 peer_reconfigure(struct peer *p, const struct conf_peer *cf)
 {
-	bool changed = !conf_peer_equal(p->cf, cf);
-	bool endpoint_changed = changed && (!p->cf->endpoint_host != !cf->endpoint_host ||
-	    (cf->endpoint_host && (strcmp(p->cf->endpoint_host, cf->endpoint_host) != 0 ||
-	    p->cf->endpoint_port != cf->endpoint_port)));
+	uint32_t what = conf_diff_peer(p->cf, cf);
+	char keys[128];
 	int rc = 0;
 
-	if (!changed) {
+	if (!what) {
 		peer_take_conf(p, cf);         /* same values, new owner */
 		return 0;
 	}
-	bool auth_changed = p->cf->has_fingerprint != cf->has_fingerprint ||
-	    memcmp(p->cf->fingerprint, cf->fingerprint, sizeof(cf->fingerprint)) != 0 ||
-	    (!p->cf->ca != !cf->ca) || (cf->ca && strcmp(p->cf->ca, cf->ca) != 0) ||
-	    (!p->cf->cert_name != !cf->cert_name) ||
-	    (cf->cert_name && strcmp(p->cf->cert_name, cf->cert_name) != 0);
-
+	log_info("peer \"%s\": changed (%s)", p->name, conf_diff_peer_fmt(what, keys,
+	    sizeof(keys)));
 	peer_uninstall(p);
 	peer_take_conf(p, cf);
-	if (auth_changed) {
+	if (what & CONF_PEER_DIFF_AUTH) {
 		/* The key that authenticated the sessions may be revoked: end
 		 * them; the next packet starts a handshake under the new rules. */
 		if (p->cur)
@@ -90,7 +85,7 @@ peer_reconfigure(struct peer *p, const struct conf_peer *cf)
 		peer_timers_reset(p);
 		peer_event(p, PEER_EV_RESET);
 	}
-	if (endpoint_changed) {
+	if (what & CONF_PEER_DIFF_ENDPOINT) {
 		/* A live session keeps the address it authenticated from. */
 		if (!p->cur)
 			p->has_endpoint = false;
@@ -98,7 +93,6 @@ peer_reconfigure(struct peer *p, const struct conf_peer *cf)
 	}
 	rc = peer_install(p);
 	peer_timers_reconfigure(p);
-	log_info("peer \"%s\": configuration changed", p->name);
 	return rc;
 }
 

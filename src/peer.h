@@ -121,8 +121,9 @@ struct peer {
 struct peer *peer_new(struct toud *t, const struct conf_peer *cf);
 void peer_free(struct peer *p);
 /* Reload: take a new configuration of the same peer.  Unchanged: nothing
- * happens; changed: routes, endpoint and timers follow (sessions stay; new
- * keys apply from the next handshake). */
+ * happens; changed: one log line names the keys (conf_diff_peer()), routes,
+ * endpoint and timers follow, and the sessions stay unless fingerprint, ca
+ * or name changed (then they end and the peer handshakes again). */
 int peer_reconfigure(struct peer *p, const struct conf_peer *cf);
 /* Install/remove the peer's addresses and allowed-ips: in toud->routes
  * and as kernel routes via the TUN (a clash names the route). */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "conf.h"
+#include "conf_diff.h"
 #include "ctx.h"
 #include "dtls.h"
 #include "fulltunnel.h"
@@ -21,76 +22,28 @@
 #include "reload.h"
 #include "session.h"
 
-static bool
-str_eq(const char *a, const char *b)
-{
-	return (!a && !b) || (a && b && strcmp(a, b) == 0);
-}
+/* What a reload did to the peers, for its summary line. */
+struct reload_count {
+	size_t added, removed, changed, failed;
+};
 
-static bool
-prefixes_eq(const struct conf_prefix *a, size_t na, const struct conf_prefix *b, size_t nb)
-{
-	size_t i;
-
-	if (na != nb)
-		return false;
-	for (i = 0; i < na; i++)
-		if (a[i].p.len != b[i].p.len || !util_addr_equal(&a[i].p.addr, &b[i].p.addr))
-			return false;
-	return true;
-}
-
-/* The first [interface] key whose change needs a restart, or NULL. */
-static const char *
-iface_restart_key(const struct conf_iface *a, const struct conf_iface *b)
-{
-	if (strcmp(a->name, b->name) != 0)
-		return "name";
-	if (!prefixes_eq(a->address, a->n_address, b->address, b->n_address))
-		return "address";
-	if (a->listen_port != b->listen_port || a->has_listen_addr != b->has_listen_addr ||
-	    (a->has_listen_addr && !util_addr_equal(&a->listen_addr, &b->listen_addr)))
-		return "listen";
-	if (!str_eq(a->private_key, b->private_key))
-		return "private-key";
-	if (!str_eq(a->certificate, b->certificate))
-		return "certificate";
-	if (!str_eq(a->keylog_file, b->keylog_file))
-		return "keylog-file";
-	if (a->mtu != b->mtu)
-		return "mtu";
-	if (a->path_mtu != b->path_mtu)
-		return "path-mtu";
-	if (!str_eq(a->user, b->user))
-		return "user";
-	if (a->encryption != b->encryption)
-		return "encryption";
-	if (a->offload != b->offload)
-		return "offload";
-	if (a->threads != b->threads)
-		return "threads";
-	if (!str_eq(a->control, b->control))
-		return "control";
-	if (a->fwmark != b->fwmark)
-		return "fwmark";
-	if (a->table != b->table || a->table_number != b->table_number)
-		return "table";
-	return NULL;
-}
-
+/* The peer named name out of old; where the file kept its order that is
+ * the one at hint, so a reload of many peers does not compare every pair. */
 static struct peer *
-take_peer(struct peer **old, size_t n, const char *name)
+take_peer(struct peer **old, size_t n, size_t hint, const char *name)
 {
-	size_t i;
+	struct peer *p;
+	size_t i = hint;
 
-	for (i = 0; i < n; i++) {
-		if (old[i] && strcmp(old[i]->name, name) == 0) {
-			struct peer *p = old[i];
-			old[i] = NULL;
-			return p;
-		}
-	}
-	return NULL;
+	if (i >= n || !old[i] || strcmp(old[i]->name, name) != 0)
+		for (i = 0; i < n; i++)
+			if (old[i] && strcmp(old[i]->name, name) == 0)
+				break;
+	if (i == n)
+		return NULL;
+	p = old[i];
+	old[i] = NULL;
+	return p;
 }
 
 static int reload(struct toud *t, char *err, size_t errlen);
@@ -110,16 +63,15 @@ toud_reload(struct toud *t, char *err, size_t errlen)
 	return rc;
 }
 
+/* Read and check the file again: 0 and *out, or -errno and err; either way
+ * nothing has changed yet. */
 static int
-reload(struct toud *t, char *err, size_t errlen)
+reload_load(struct toud *t, struct conf **out, char *err, size_t errlen)
 {
-	struct conf *nc = NULL, *oc = t->conf;
+	struct conf *nc = NULL;
 	struct conf_error ce;
-	struct peer **np, **old = t->peers;
-	size_t i, n_old = t->n_peers, added = 0, removed = 0, changed = 0, failed = 0;
-	const char *key;
+	uint32_t restart;
 	char buf[600];
-	int rc;
 
 	/* Key files are not re-read: [interface] keys need a restart anyway,
 	 * and after the privilege drop a root-only key is (rightly) unreadable. */
@@ -132,9 +84,11 @@ reload(struct toud *t, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory; nothing changed");
 		return -ENOMEM;
 	}
-	if ((key = iface_restart_key(&oc->iface, &nc->iface)) != NULL) {
+	restart = conf_diff_iface(&t->conf->iface, &nc->iface) & ~CONF_IFACE_DIFF_RELOADABLE;
+	if (restart) {
+		/* The first such key, in the order of tou.conf(5). */
 		snprintf(err, errlen, "%s: changing [interface] %s needs a restart; nothing changed",
-		    t->conf_file, key);
+		    t->conf_file, conf_diff_iface_fmt(restart & -restart, buf, sizeof(buf)));
 		conf_free(nc);
 		return -EINVAL;
 	}
@@ -145,23 +99,17 @@ reload(struct toud *t, char *err, size_t errlen)
 		conf_free(nc);
 		return -EBUSY;
 	}
-	np = calloc(nc->n_peers ? nc->n_peers : 1, sizeof(*np));
-	if (!np) {
-		conf_free(nc);
-		snprintf(err, errlen, "out of memory; nothing changed");
-		return -ENOMEM;
-	}
+	*out = nc;
+	return 0;
+}
 
-	/* CA files are read afresh, once each, for the new configuration. */
-	t->ca_cache = keys_ca_cache_new();
-	/* Take the surviving peers out of the old list first, then remove the
-	 * rest, so a prefix that moves between peers is free when added. */
-	for (i = 0; i < nc->n_peers; i++)
-		np[i] = take_peer(old, n_old, nc->peers[i].name);
-	/* Until t->peers is the new list, nothing may walk the old one (a
-	 * state change reports the peers up): it has holes, and the removed
-	 * peers are freed below. */
-	t->n_peers = 0;
+/* The peers left in old (those the new file does not name) go, with their
+ * sessions and routes. */
+static void
+remove_peers(struct peer **old, size_t n_old, struct reload_count *n)
+{
+	size_t i;
+
 	for (i = 0; i < n_old; i++) {
 		if (!old[i])
 			continue;
@@ -173,45 +121,100 @@ reload(struct toud *t, char *err, size_t errlen)
 		peer_uninstall(old[i]);
 		peer_free(old[i]);
 		old[i] = NULL;
-		removed++;
+		n->removed++;
 	}
+}
+
+/* The surviving peers in np take their sections of nc; peer_reconfigure()
+ * logs what changed. */
+static void
+update_peers(struct peer **np, const struct conf *nc, struct reload_count *n)
+{
+	size_t i;
+
 	for (i = 0; i < nc->n_peers; i++) {
 		if (!np[i])
 			continue;
-		if (!conf_peer_equal(np[i]->cf, &nc->peers[i])) {
-			log_info("peer \"%s\": changed", np[i]->name);
-			changed++;
-		}
+		if (conf_diff_peer(np[i]->cf, &nc->peers[i]))
+			n->changed++;
 		if (peer_reconfigure(np[i], &nc->peers[i]) < 0)
-			failed++;
+			n->failed++;
 	}
+}
+
+/* Peers for the sections of nc that np has none for yet. */
+static void
+add_peers(struct toud *t, struct peer **np, const struct conf *nc, struct reload_count *n)
+{
+	size_t i;
+
+	for (i = 0; i < nc->n_peers; i++) {
+		if (np[i])
+			continue;
+		if (!(np[i] = peer_new(t, &nc->peers[i]))) {
+			n->failed++;
+			continue;
+		}
+		log_info("peer \"%s\": added", np[i]->name);
+		n->added++;
+		if (peer_install(np[i]) < 0)
+			n->failed++;
+	}
+}
+
+/* Replace t's peers by those of nc: the same peer object for a name both
+ * files have, so its sessions and traffic carry on. */
+static void
+reload_peers(struct toud *t, struct conf *nc, struct peer **np, struct reload_count *n)
+{
+	struct peer **old = t->peers;
+	size_t i, n_old = t->n_peers;
+
+	/* CA files are read afresh, once each, for the new configuration. */
+	t->ca_cache = keys_ca_cache_new();
+	/* Take the surviving peers out of the old list first, then remove the
+	 * rest, so a prefix that moves between peers is free when added. */
+	for (i = 0; i < nc->n_peers; i++)
+		np[i] = take_peer(old, n_old, i, nc->peers[i].name);
+	/* Until t->peers is the new list, nothing may walk the old one (a
+	 * state change reports the peers up): it has holes, and the removed
+	 * peers are freed here. */
+	t->n_peers = 0;
+	remove_peers(old, n_old, n);
+	update_peers(np, nc, n);
 	/* Every surviving peer points into nc now; the old file can go. */
 	t->conf = nc;
 	free(old);
 	t->peers = np;
-	for (i = 0; i < nc->n_peers; i++) {
-		if (!np[i]) {
-			np[i] = peer_new(t, &nc->peers[i]);
-			if (!np[i]) {
-				failed++;
-				continue;
-			}
-			log_info("peer \"%s\": added", np[i]->name);
-			added++;
-			if (peer_install(np[i]) < 0)
-				failed++;
-		}
-	}
+	add_peers(t, np, nc, n);
 	keys_ca_cache_free(t->ca_cache);
 	t->ca_cache = NULL;
 	/* Compact the list past peers that could not be created. */
 	for (i = 0; i < nc->n_peers; i++)
 		if (np[i])
 			np[t->n_peers++] = np[i];
+}
+
+static int
+reload(struct toud *t, char *err, size_t errlen)
+{
+	struct reload_count n = { 0 };
+	struct conf *nc, *oc = t->conf;
+	struct peer **np;
+	int rc;
+
+	if ((rc = reload_load(t, &nc, err, errlen)) < 0)
+		return rc;
+	if (!(np = calloc(nc->n_peers ? nc->n_peers : 1, sizeof(*np)))) {
+		conf_free(nc);
+		snprintf(err, errlen, "out of memory; nothing changed");
+		return -ENOMEM;
+	}
+	reload_peers(t, nc, np, &n);
 	conf_free(oc);
 	/* The rules and the mark follow the default routes in or out. */
 	if (fulltunnel_apply(t) < 0)
-		failed++;
+		n.failed++;
 	if (!t->debug)
 		log_set_level((enum log_level)nc->iface.log_level);
 	/* Also what no key comparison shows: a CA file replaced under the
@@ -219,10 +222,9 @@ reload(struct toud *t, char *err, size_t errlen)
 	if (t->dtls)
 		handshake_reauthorize(t);
 	peer_report_status(t);
-	rc = failed ? -EIO : 0;
-	snprintf(err, errlen, "%zu peer%s added, %zu removed, %zu changed%s", added,
-	    added == 1 ? "" : "s", removed, changed,
-	    failed ? "; some routes or rules could not be installed (see the log)" : "");
+	snprintf(err, errlen, "%zu peer%s added, %zu removed, %zu changed%s", n.added,
+	    n.added == 1 ? "" : "s", n.removed, n.changed,
+	    n.failed ? "; some routes or rules could not be installed (see the log)" : "");
 	log_info("reload: %s", err);
-	return rc;
+	return n.failed ? -EIO : 0;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "conf.h"
+#include "conf_diff.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

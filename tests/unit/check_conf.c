@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "conf.h"
+#include "conf_diff.h"
 #include "log.h"
 #include "util.h"
 
@@ -743,7 +744,7 @@ END_TEST
 
 START_TEST(test_limits)
 {
-	size_t cap = 2 * 1024 * 1024, n = 0, x;
+	size_t cap = 8 * 1024 * 1024, n = 0, x;
 	char *text = malloc(cap);
 	struct conf_error err;
 	struct conf *c;
@@ -763,18 +764,20 @@ START_TEST(test_limits)
 	    "t.conf:259: address: too many values in [interface] (more than 256)");
 
 	n = (size_t)snprintf(text, cap, "[interface]\naddress = fd77::1/64\nencryption = none\n");
+	ck_assert_uint_eq(CONF_MAX_PEERS, 65536);
 	for (x = 0; x < CONF_MAX_PEERS; x++)
 		n += (size_t)snprintf(text + n, cap - n,
-		    "[peer p%zu]\nendpoint = 192.0.2.1:%zu\naddress = fd77::%zx\n",
-		    x, x + 1, x + 2);
+		    "[peer p%zu]\nendpoint = 192.0.2.1:%zu\naddress = fd77::%zx:%zx\n",
+		    x, x % 60000 + 1, (x + 2) >> 16, (x + 2) & 0xffff);
+	ck_assert_uint_lt(n, cap);
 	ck_assert_int_eq(conf_parse("t.conf", text, n, &c, &err), 0);
 	ck_assert_uint_eq(c->n_peers, CONF_MAX_PEERS);
 	ck_assert_int_eq(conf_validate(c, &err), 0);
-	roundtrip(c, "1024 peers");
+	roundtrip(c, "65536 peers");
 	conf_free(c);
 	n += (size_t)snprintf(text + n, cap - n, "[peer last]\n");
 	ck_assert_int_eq(conf_parse("t.conf", text, n, &c, &err), -EINVAL);
-	ck_assert_str_eq(fmt_err(&err), "t.conf:3076: too many peers (more than 1024)");
+	ck_assert_str_eq(fmt_err(&err), "t.conf:196612: too many peers (more than 65536)");
 	free(text);
 }
 END_TEST
@@ -870,7 +873,7 @@ START_TEST(test_equal)
 	    FP_A2 "\n[interface]\ncertificate = /c\nprivate-key = /k\nmtu = auto\n"
 	    "address = 10.77.0.1/24\nlisten = 6080\nrekey-bytes = 65536M\n");
 	ck_assert(conf_equal(a, b));
-	ck_assert(conf_peer_equal(&a->peers[0], &b->peers[0]));
+	ck_assert(!conf_diff_peer(&a->peers[0], &b->peers[0]));
 	conf_free(b);
 	for (x = 0; x < ARRAY_SIZE(variants); x++) {
 		snprintf(text, sizeof(text), HEAD "%s[peer p]\nfingerprint = sha256:"
@@ -878,23 +881,23 @@ START_TEST(test_equal)
 		b = good(text);
 		ck_assert_msg(!conf_equal(a, b), "equal despite %s", variants[x]);
 		ck_assert_msg(!conf_equal(b, a), "equal despite %s", variants[x]);
-		ck_assert(conf_peer_equal(&a->peers[0], &b->peers[0]));
+		ck_assert(!conf_diff_peer(&a->peers[0], &b->peers[0]));
 		conf_free(b);
 	}
 	for (x = 0; x < ARRAY_SIZE(peer_variants); x++) {
 		snprintf(text, sizeof(text), HEAD "[peer p]\nfingerprint = sha256:"
 		    FP_A2 "\naddress = 10.77.0.2\n%s", peer_variants[x]);
 		b = good(text);
-		ck_assert_msg(!conf_peer_equal(&a->peers[0], &b->peers[0]),
+		ck_assert_msg(conf_diff_peer(&a->peers[0], &b->peers[0]),
 		    "equal despite %s", peer_variants[x]);
 		ck_assert(!conf_equal(a, b));
 		conf_free(b);
 	}
 	b = good(HEAD "[peer p]\nca = /ca\nname = p\naddress = 10.77.0.2\n");
-	ck_assert(!conf_peer_equal(&a->peers[0], &b->peers[0]));
+	ck_assert(conf_diff_peer(&a->peers[0], &b->peers[0]));
 	conf_free(b);
 	b = good(HEAD "[peer q]\nfingerprint = sha256:" FP_A2 "\naddress = 10.77.0.2\n");
-	ck_assert(!conf_peer_equal(&a->peers[0], &b->peers[0]));
+	ck_assert(conf_diff_peer(&a->peers[0], &b->peers[0]));
 	ck_assert(!conf_equal(a, b));
 	conf_free(b);
 	b = good(HEAD "[peer p]\nfingerprint = sha256:" FP_A2 "\naddress = 10.77.0.2\n"
@@ -908,7 +911,7 @@ START_TEST(test_equal)
 	conf_free(b);
 	conf_free(a);
 
-	/* list order and peer order do not matter */
+	/* the order of families in a list and of the peers does not matter */
 	a = good(HEAD "address = fd77::1/64\n[peer p]\nca = /ca\nname = p\n"
 	    "address = 10.77.0.2, fd77::2\n[peer q]\nca = /ca\nname = q\naddress = 10.77.0.3\n");
 	b = good("[interface]\naddress = fd77::1/64, 10.77.0.1/24\nprivate-key = /k\n"
@@ -916,8 +919,8 @@ START_TEST(test_equal)
 	    "[peer p]\nca = /ca\nname = p\naddress = fd77::2\naddress = 10.77.0.2\n");
 	ck_assert(conf_equal(a, b));
 	ck_assert(conf_equal(b, a));
-	ck_assert(conf_peer_equal(&a->peers[0], &b->peers[1]));
-	ck_assert(!conf_peer_equal(&a->peers[0], &b->peers[0]));
+	ck_assert(!conf_diff_peer(&a->peers[0], &b->peers[1]));
+	ck_assert(conf_diff_peer(&a->peers[0], &b->peers[0]));
 	conf_free(a);
 	conf_free(b);
 }
@@ -1277,12 +1280,52 @@ START_TEST(test_relative_path)
 }
 END_TEST
 
+/* The checks that compare every peer with every earlier one sort instead:
+ * still the first clash in file order is reported, with the first earlier
+ * claim it clashes with, also among many peers. */
+START_TEST(test_clash_order)
+{
+	size_t cap = 4 * 1024 * 1024, n, x;
+	char *text = malloc(cap), want[200];
+
+	ck_assert_ptr_nonnull(text);
+	/* Sorted, 10.9.1.0/24 against 10.9.0.0/16 comes first; in file
+	 * order the repeat of 10.77.0.5 does. */
+	bad(HEAD "[peer p0]\nfingerprint = sha256:" FP_A2 "\nallowed-ips = 10.9.0.0/16\n"
+	    "[peer p1]\nfingerprint = sha256:" FP_5E "\naddress = 10.77.0.5\n"
+	    "[peer p2]\nca = /ca\nname = p2\naddress = 10.77.0.5\n"
+	    "[peer p3]\nca = /ca\nname = p3\nallowed-ips = 10.9.1.0/24\n"
+	    "[peer p4]\nca = /ca\nname = p4\naddress = 10.77.0.5\n",
+	    "t.conf:14: peer 'p2': address 10.77.0.5 is also claimed by peer 'p1' (line 10)");
+	bad(HEAD "[peer p0]\nfingerprint = sha256:" FP_A2 "\nallowed-ips = 10.9.0.0/16\n"
+	    "[peer p1]\nfingerprint = sha256:" FP_5E "\nallowed-ips = 10.9.1.0/24, 10.9.0.0/16\n",
+	    "t.conf:10: peer 'p1': allowed-ips 10.9.1.0/24 overlaps 10.9.0.0/16 of peer 'p0' "
+	    "(line 7)");
+	/* 40,000 peers; the last repeats the address of the sixth, then the
+	 * name and the key of the third. */
+	n = (size_t)snprintf(text, cap, "[interface]\naddress = fd77::1/64\nencryption = none\n");
+	for (x = 0; x < 40000; x++)
+		n += (size_t)snprintf(text + n, cap - n,
+		    "[peer p%zu]\nendpoint = 192.0.2.1:1\naddress = fd77::%zx\n", x, x + 2);
+	ck_assert_uint_lt(n + 200, cap);
+	snprintf(text + n, cap - n, "[peer last]\nendpoint = 192.0.2.1:1\naddress = fd77::7\n");
+	snprintf(want, sizeof(want), "t.conf:%d: peer 'last': address fd77::7 is also claimed by "
+	    "peer 'p5' (line 21)", 3 + 3 * 40000 + 3);
+	bad(text, want);
+	snprintf(text + n, cap - n, "[peer p2]\nendpoint = 192.0.2.1:1\naddress = fd77::1:0\n");
+	snprintf(want, sizeof(want), "t.conf:%d: duplicate peer name 'p2' (first at line 10)",
+	    3 + 3 * 40000 + 1);
+	bad(text, want);
+	free(text);
+}
+END_TEST
+
 START_TEST(test_load_errors)
 {
 	char dir[] = "/tmp/check_conf.XXXXXX", path[256], want[512];
 	struct conf_error err;
 	struct conf *c = (struct conf *)1;
-	size_t size = 1024 * 1024, n;
+	size_t size = 64 * 1024 * 1024, n;
 	char *text;
 
 	ck_assert_int_eq(conf_load("/nonexistent/tou.conf", true, &c, &err, NULL, NULL),
@@ -1295,7 +1338,7 @@ START_TEST(test_load_errors)
 	snprintf(want, sizeof(want), "%s: cannot read: Is a directory", dir);
 	ck_assert_str_eq(fmt_err(&err), want);
 
-	/* exactly 1 MiB is read; one byte more is refused */
+	/* exactly 64 MiB is read; one byte more is refused */
 	text = malloc(size + 2);
 	ck_assert_ptr_nonnull(text);
 	n = (size_t)snprintf(text, size, "[interface]\naddress = 10.77.0.1/24\n"
@@ -1312,7 +1355,7 @@ START_TEST(test_load_errors)
 	text[size + 1] = '\0';
 	write_file(path, text, 0600);
 	ck_assert_int_eq(conf_load(path, true, &c, &err, NULL, NULL), -EFBIG);
-	snprintf(want, sizeof(want), "%s: file larger than 1 MiB", path);
+	snprintf(want, sizeof(want), "%s: file larger than 64 MiB", path);
 	ck_assert_str_eq(fmt_err(&err), want);
 	free(text);
 	unlink(path);
@@ -1379,6 +1422,7 @@ conf_suite(void)
 	tcase_add_test(tc, test_limits);
 	tcase_add_test(tc, test_validate);
 	tcase_add_test(tc, test_validate_struct);
+	tcase_add_test(tc, test_clash_order);
 	tcase_add_test(tc, test_equal);
 	tcase_add_test(tc, test_print);
 	tcase_add_test(tc, test_routing);
@@ -1396,6 +1440,7 @@ conf_suite(void)
 	tcase_add_test(tc, test_key_files);
 	tcase_add_test(tc, test_relative_path);
 	tcase_add_test(tc, test_load_errors);
+	tcase_set_timeout(tc, 60);             /* the largest file is 64 MiB */
 	suite_add_tcase(s, tc);
 	return s;
 }
