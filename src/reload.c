@@ -15,6 +15,7 @@
 #include "handshake.h"
 #include "keys.h"
 #include "log.h"
+#include "metrics_http.h"
 #include "notify.h"
 #include "peer.h"
 #include "session.h"
@@ -149,6 +150,11 @@ reload(struct toud *t, char *err, size_t errlen)
 		conf_free(nc);
 		snprintf(err, errlen, "out of memory; nothing changed");
 		return -ENOMEM;
+	}
+	if ((rc = metrics_http_reload(t, nc, err, errlen)) < 0) {
+		free(np);
+		conf_free(nc);
+		return rc;
 	}
 
 	/* CA files are read afresh, once each, for the new configuration. */

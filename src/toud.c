@@ -27,6 +27,7 @@
 #include "fulltunnel.h"
 #include "keys.h"
 #include "log.h"
+#include "metrics_http.h"
 #include "notify.h"
 #include "offload.h"
 #include "peer.h"
@@ -344,6 +345,8 @@ toud_start(struct toud *t)
 		log_err("control socket %s", ifc->control);
 		return -errno;
 	}
+	if ((rc = metrics_http_start(t)) < 0)
+		return rc;
 	if (!(t->tx = tx_new(t)) || !(t->rx = rx_new(t)))
 		return -ENOMEM;
 	if (ifc->encryption == CONF_ENC_DTLS && (rc = handshake_init(t)) < 0)
@@ -403,6 +406,7 @@ toud_stop(struct toud *t)
 	if (t->ev_sighup)
 		event_free(t->ev_sighup);
 	control_close(t->control);
+	metrics_http_close(t->metrics_http);
 	/* Records still being opened are delivered while their peers exist. */
 	rx_flush_records(t);
 	/* Tell the peers, so they need not wait for a timeout. */

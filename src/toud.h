@@ -20,6 +20,7 @@ struct udp;
 struct offload_vnet;
 struct rtnl;
 struct control;
+struct metrics_http;
 struct prefix_table;
 struct peer;
 struct rx;
@@ -46,6 +47,7 @@ struct toud {
 	struct udp *udp;
 	struct rtnl *rtnl;
 	struct control *control;
+	struct metrics_http *metrics_http;      /* [interface] metrics; NULL: off */
 	struct tx *tx;                  /* TUN -> UDP, with its buffers */
 	struct rx *rx;                  /* UDP -> TUN, with its buffers */
 
