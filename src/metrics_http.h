@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 
+struct conf;
 struct toud;
 struct metrics_http;
 
