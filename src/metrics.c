@@ -288,34 +288,56 @@ metrics_peer_counts(struct metrics_out *o)
 		    t->peers[i]->events, EVENT__MAX, metrics_event_name);
 }
 
+/* A peer's timestamps as unix milliseconds; false while there is none. */
+static bool
+metrics_handshake_ms(const struct metrics_out *o, const struct peer *p, uint64_t *ms)
+{
+	(void)o;
+	*ms = p->last_handshake * 1000;
+	return p->last_handshake != 0;
+}
+
+static bool
+metrics_receive_ms(const struct metrics_out *o, const struct peer *p, uint64_t *ms)
+{
+	*ms = metrics_wall(o, p->last_rx_ms);
+	return p->last_rx_ms != 0;
+}
+
+static bool
+metrics_next_attempt_ms(const struct metrics_out *o, const struct peer *p, uint64_t *ms)
+{
+	*ms = metrics_wall(o, p->next_attempt_ms);
+	return p->next_attempt_ms != 0;
+}
+
+static const struct {
+	const char *name, *help;
+	bool (*get)(const struct metrics_out *, const struct peer *, uint64_t *);
+} metrics_peer_stamps[] = {
+	{ "toud_peer_last_handshake_timestamp_seconds", "Unix time of the peer's last "
+	    "completed handshake; absent before the first.", metrics_handshake_ms },
+	{ "toud_peer_last_receive_timestamp_seconds", "Unix time of the last datagram from "
+	    "the peer; absent before the first.", metrics_receive_ms },
+	{ "toud_peer_next_attempt_timestamp_seconds", "Unix time the next handshake attempt "
+	    "is due; absent when none is scheduled.", metrics_next_attempt_ms },
+};
+
 /* Timestamps (left out while there is none) and the last error. */
 static void
 metrics_peer_times(struct metrics_out *o)
 {
 	const struct toud *t = o->t;
-	size_t i;
+	size_t s, i;
+	uint64_t ms;
 
-	metrics_family(o, "toud_peer_last_handshake_timestamp_seconds", "gauge", "Unix time of "
-	    "the peer's last completed handshake; absent before the first.");
-	for (i = 0; i < t->n_peers; i++)
-		if (t->peers[i]->last_handshake)
-			metrics_time(o, "toud_peer_last_handshake_timestamp_seconds",
-			    (const char *const[]){ "peer", t->peers[i]->name, NULL },
-			    t->peers[i]->last_handshake * 1000);
-	metrics_family(o, "toud_peer_last_receive_timestamp_seconds", "gauge", "Unix time of "
-	    "the last datagram from the peer; absent before the first.");
-	for (i = 0; i < t->n_peers; i++)
-		if (t->peers[i]->last_rx_ms)
-			metrics_time(o, "toud_peer_last_receive_timestamp_seconds",
-			    (const char *const[]){ "peer", t->peers[i]->name, NULL },
-			    metrics_wall(o, t->peers[i]->last_rx_ms));
-	metrics_family(o, "toud_peer_next_attempt_timestamp_seconds", "gauge", "Unix time "
-	    "the next handshake attempt is due; absent when none is scheduled.");
-	for (i = 0; i < t->n_peers; i++)
-		if (t->peers[i]->next_attempt_ms)
-			metrics_time(o, "toud_peer_next_attempt_timestamp_seconds",
-			    (const char *const[]){ "peer", t->peers[i]->name, NULL },
-			    metrics_wall(o, t->peers[i]->next_attempt_ms));
+	for (s = 0; s < ARRAY_SIZE(metrics_peer_stamps); s++) {
+		metrics_family(o, metrics_peer_stamps[s].name, "gauge", metrics_peer_stamps[s].help);
+		for (i = 0; i < t->n_peers; i++)
+			if (metrics_peer_stamps[s].get(o, t->peers[i], &ms))
+				metrics_time(o, metrics_peer_stamps[s].name,
+				    (const char *const[]){ "peer", t->peers[i]->name, NULL }, ms);
+	}
 	metrics_family(o, "toud_peer_last_error_info", "gauge", "Why the peer's last handshake "
 	    "failed (last_error of touctl show), as the label error; absent when none.");
 	for (i = 0; i < t->n_peers; i++)

@@ -20,6 +20,7 @@
 #include "util.h"
 
 #include "testutil.h"
+#include "testutil_peer.h"
 
 /* The evbuffer's text, NUL-terminated and malloc'd; the buffer is freed. */
 static char *
@@ -111,7 +112,6 @@ fixture_init(struct fixture *f)
 {
 	struct conf_error err;
 	struct ipaddr a;
-	size_t i;
 
 	memset(f, 0, sizeof(*f));
 	ck_assert_msg(conf_parse("m.conf", conf_text, strlen(conf_text), &f->t.conf,
@@ -120,22 +120,15 @@ fixture_init(struct fixture *f)
 	f->t.n_half_open = 2;
 	f->t.drops[DROP_NO_PEER] = 5;
 	f->t.events[EVENT_COOKIE_REQUESTED] = 4;
-	for (i = 0; i < 2; i++) {
-		f->peer[i].toud = &f->t;
-		f->peer[i].cf = &f->t.conf->peers[i];
-		f->peer[i].name = f->t.conf->peers[i].name;
-		f->peers[i] = &f->peer[i];
-	}
-	f->t.peers = f->peers;
-	f->t.n_peers = 2;
+	check_peers_link(&f->t, f->peer, f->peers, 2);
 
 	f->peer[0].state = PEER_UP;
 	a = check_addr("192.0.2.7");
 	ck_assert_int_eq(util_sa_from_addr(&f->peer[0].endpoint, &a, 6080), 0);
 	f->peer[0].has_endpoint = true;
-	f->peer[0].rx_bytes = 1268777;
-	f->peer[0].tx_bytes = 3482;
-	f->peer[0].rx_packets = 900;
+	f->peer[0].rx_bytes = 2101248;
+	f->peer[0].tx_bytes = 40961;
+	f->peer[0].rx_packets = 1455;
 	f->peer[0].tx_packets = 18446744073709551615ULL;
 	f->peer[0].drops[DROP_SOURCE] = 3;
 	f->peer[0].events[EVENT_HANDSHAKE_COMPLETED] = 1;
@@ -235,9 +228,9 @@ START_TEST(render_all)
 		"toud_peer_up{interface=\"tou3\",peer=\"carol\"} 0\n",
 		"\ntoud_peer_state{interface=\"tou3\",peer=\"carol\",state=\"up\"} 0\n"
 		"toud_peer_state{interface=\"tou3\",peer=\"carol\",state=\"dead\"} 1\n",
-		"\ntoud_peer_receive_bytes_total{interface=\"tou3\",peer=\"bob\"} 1268777\n",
-		"\ntoud_peer_transmit_bytes_total{interface=\"tou3\",peer=\"bob\"} 3482\n",
-		"\ntoud_peer_receive_packets_total{interface=\"tou3\",peer=\"bob\"} 900\n",
+		"\ntoud_peer_receive_bytes_total{interface=\"tou3\",peer=\"bob\"} 2101248\n",
+		"\ntoud_peer_transmit_bytes_total{interface=\"tou3\",peer=\"bob\"} 40961\n",
+		"\ntoud_peer_receive_packets_total{interface=\"tou3\",peer=\"bob\"} 1455\n",
 		"\ntoud_peer_transmit_packets_total{interface=\"tou3\",peer=\"bob\"} "
 		"18446744073709551615\n",
 		"\ntoud_peer_drops_total{interface=\"tou3\",peer=\"bob\",reason=\"source_not_allowed\"} 3\n#",
