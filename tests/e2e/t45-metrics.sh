@@ -165,7 +165,7 @@ proc_stop "$HTTP_PID" TERM 5
 compare() {
 	local n=$1 peer=$2 url=$3 attempt t0 t1
 	for attempt in 1 2 3 4 5; do
-		show_settled "$n" >"$E2E_DIR/$n.json" || bail_out "$n's counters never settled"
+		show_settled "$n" 30 >"$E2E_DIR/$n.json" || bail_out "$n's counters never settled in 30 s"
 		ctl "$n" metrics >"$E2E_DIR/$n.prom" 2>"$E2E_DIR/$n.prom.err"
 		RC_CTL=$?
 		nsx "$n" curl -sS -g --noproxy '*' --max-time 10 -D "$E2E_DIR/$n.hdr" \
