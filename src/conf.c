@@ -44,6 +44,36 @@ conf_verr(const struct conf *c, struct conf_error *err, int line, const char *fm
 	return -EINVAL;
 }
 
+/* 127.0.0.0/8, ::1, and 127.0.0.0/8 mapped into IPv6. */
+static bool
+conf_loopback(const struct ipaddr *a)
+{
+	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
+
+	if (a->family == AF_INET)
+		return (ntohl(a->v4.s_addr) >> 24) == 127;
+	if (IN6_IS_ADDR_LOOPBACK(&a->v6))
+		return true;
+	return memcmp(a->v6.s6_addr, mapped, sizeof(mapped)) == 0 && a->v6.s6_addr[12] == 127;
+}
+
+/* The metrics endpoint answers anyone who reaches it, without
+ * authentication: beyond this host only when the file says so. */
+static int
+conf_validate_metrics(const struct conf *c, struct conf_error *err)
+{
+	const struct conf_iface *i = &c->iface;
+	union sockaddr_union sa;
+	char a[UTIL_ADDRSTRLEN];
+
+	if (!i->has_metrics || i->metrics_allow_remote || conf_loopback(&i->metrics_addr))
+		return 0;
+	util_sa_from_addr(&sa, &i->metrics_addr, i->metrics_port);
+	return conf_verr(c, err, i->metrics_line, "metrics: %s is not a loopback address, and "
+	    "the endpoint has no authentication: use 127.0.0.1 or [::1] (and a proxy or an "
+	    "SSH tunnel), or set metrics-allow-remote = yes", util_sa_fmt(&sa, a, sizeof(a)));
+}
+
 static int
 conf_validate_iface(const struct conf *c, struct conf_error *err)
 {
@@ -74,7 +104,7 @@ conf_validate_iface(const struct conf *c, struct conf_error *err)
 	if (i->encryption == CONF_ENC_DTLS && !i->certificate)
 		return conf_verr(c, err, i->line, "missing key 'certificate' in "
 		    "[interface] (required with encryption dtls)");
-	return 0;
+	return conf_validate_metrics(c, err);
 }
 
 /* Checks that compare a peer with every earlier one sort the peers by the

@@ -105,6 +105,14 @@ struct conf_iface {
 	int log_level;                     /* enum log_level */
 	char *control;
 	int control_line;                  /* 0: the default */
+	/* metrics = ADDR:PORT: `touctl metrics` over HTTP (metrics_http.c);
+	 * off when has_metrics is false.  A loopback address only, unless
+	 * metrics-allow-remote = yes. */
+	bool has_metrics;
+	struct ipaddr metrics_addr;
+	uint16_t metrics_port;
+	int metrics_line;
+	bool metrics_allow_remote;
 	unsigned rekey_seconds;
 	unsigned session_max_age;          /* seconds; 0 = twice rekey_seconds */
 	uint64_t rekey_bytes;

@@ -12,9 +12,9 @@ static const char *const iface_keys[] = {
 	"name", "address", "listen", "private-key", "certificate", "keylog-file", "mtu",
 	"path-mtu", "user", "encryption", "offload", "threads", "log-level", "control",
 	"rekey-time", "session-max-age", "rekey-bytes", "rekey-records", "fwmark", "table",
-	"fail-open",
+	"fail-open", "metrics", "metrics-allow-remote",
 };
-_Static_assert(1u << (ARRAY_SIZE(iface_keys) - 1) == CONF_IFACE_DIFF_FAIL_OPEN,
+_Static_assert(1u << (ARRAY_SIZE(iface_keys) - 1) == CONF_IFACE_DIFF_METRICS_ALLOW_REMOTE,
     "one name per enum conf_iface_diff bit");
 static const char *const peer_keys[] = {
 	"[peer NAME]", "fingerprint", "ca", "name", "endpoint", "address", "allowed-ips",
@@ -141,6 +141,12 @@ conf_diff_iface(const struct conf_iface *a, const struct conf_iface *b)
 		d |= CONF_IFACE_DIFF_TABLE;
 	if (a->fail_open != b->fail_open)
 		d |= CONF_IFACE_DIFF_FAIL_OPEN;
+	if (a->has_metrics != b->has_metrics || (a->has_metrics &&
+	    (!util_addr_equal(&a->metrics_addr, &b->metrics_addr) ||
+	    a->metrics_port != b->metrics_port)))
+		d |= CONF_IFACE_DIFF_METRICS;
+	if (a->metrics_allow_remote != b->metrics_allow_remote)
+		d |= CONF_IFACE_DIFF_METRICS_ALLOW_REMOTE;
 	return d;
 }
 

@@ -44,11 +44,14 @@ enum conf_iface_diff {
 	CONF_IFACE_DIFF_FWMARK          = 1u << 18,
 	CONF_IFACE_DIFF_TABLE           = 1u << 19,
 	CONF_IFACE_DIFF_FAIL_OPEN       = 1u << 20,
+	CONF_IFACE_DIFF_METRICS         = 1u << 21,
+	CONF_IFACE_DIFF_METRICS_ALLOW_REMOTE = 1u << 22,
 };
 /* The keys a reload applies; a change to any other one needs a restart. */
 #define CONF_IFACE_DIFF_RELOADABLE (CONF_IFACE_DIFF_LOG_LEVEL | CONF_IFACE_DIFF_REKEY_TIME | \
 	CONF_IFACE_DIFF_SESSION_MAX_AGE | CONF_IFACE_DIFF_REKEY_BYTES | \
-	CONF_IFACE_DIFF_REKEY_RECORDS | CONF_IFACE_DIFF_FAIL_OPEN)
+	CONF_IFACE_DIFF_REKEY_RECORDS | CONF_IFACE_DIFF_FAIL_OPEN | CONF_IFACE_DIFF_METRICS | \
+	CONF_IFACE_DIFF_METRICS_ALLOW_REMOTE)
 
 /* [peer NAME]: the section's name, then its keys in the order of tou.conf(5). */
 enum conf_peer_diff {

@@ -321,14 +321,42 @@ conf_hostport(char *s, char **host, char **port, bool *bracketed)
 	return 0;
 }
 
+/* "ADDR:PORT" or "[V6]:PORT", an address literal (no host name); forms
+ * is what the key takes, for the message. */
+static int
+conf_addrport(struct conf_parser *p, const struct conf_key *k, const char *v,
+    const char *forms, struct ipaddr *addr, uint16_t *port)
+{
+	char buf[CONF_LINE_MAX + 1], q[CONF_QUOTE_MAX + 1];
+	char *host, *pstr;
+	struct ipaddr a;
+	bool br;
+	int r;
+
+	util_strlcpy(buf, v, sizeof(buf));
+	r = conf_hostport(buf, &host, &pstr, &br);
+	if (r == -EAFNOSUPPORT)
+		return conf_perr(p, "%s: an IPv6 address needs brackets in '%s' "
+		    "([ADDR]:PORT)", k->name, conf_quote(v, q, sizeof(q)));
+	if (r < 0)
+		return conf_perr(p, "%s: '%s' is not %s", k->name,
+		    conf_quote(v, q, sizeof(q)), forms);
+	if (util_addr_parse(host, &a) < 0 || (br && a.family != AF_INET6) ||
+	    (!br && a.family != AF_INET))
+		return conf_perr(p, "%s: '%s' is not an IP address", k->name,
+		    conf_quote(host, q, sizeof(q)));
+	if ((r = conf_port(p, k, pstr, port)) < 0)
+		return r;
+	*addr = a;
+	return 0;
+}
+
 static int
 conf_set_listen(struct conf_parser *p, const struct conf_key *k, const char *v)
 {
 	struct conf_iface *i = &p->c->iface;
-	char buf[CONF_LINE_MAX + 1], q[CONF_QUOTE_MAX + 1];
-	char *host, *port;
+	char q[CONF_QUOTE_MAX + 1];
 	struct ipaddr a;
-	bool br;
 	int r;
 
 	if (!strchr(v, ':') && v[0] != '[') {
@@ -339,22 +367,10 @@ conf_set_listen(struct conf_parser *p, const struct conf_key *k, const char *v)
 		memset(&i->listen_addr, 0, sizeof(i->listen_addr));
 		return conf_port(p, k, v, &i->listen_port);
 	}
-	util_strlcpy(buf, v, sizeof(buf));
-	r = conf_hostport(buf, &host, &port, &br);
-	if (r == -EAFNOSUPPORT)
-		return conf_perr(p, "%s: an IPv6 address needs brackets in '%s' "
-		    "([ADDR]:PORT)", k->name, conf_quote(v, q, sizeof(q)));
-	if (r < 0)
-		return conf_perr(p, "%s: '%s' is not PORT, ADDR:PORT or [ADDR]:PORT",
-		    k->name, conf_quote(v, q, sizeof(q)));
-	if (util_addr_parse(host, &a) < 0 || (br && a.family != AF_INET6) ||
-	    (!br && a.family != AF_INET))
-		return conf_perr(p, "%s: '%s' is not an IP address", k->name,
-		    conf_quote(host, q, sizeof(q)));
-	if ((r = conf_port(p, k, port, &i->listen_port)) < 0)
+	if ((r = conf_addrport(p, k, v, "PORT, ADDR:PORT or [ADDR]:PORT", &i->listen_addr,
+	    &i->listen_port)) < 0)
 		return r;
 	i->has_listen_addr = true;
-	i->listen_addr = a;
 	return 0;
 }
 
@@ -503,6 +519,42 @@ conf_set_control(struct conf_parser *p, const struct conf_key *k, const char *v)
 		    sizeof(((struct sockaddr_un *)NULL)->sun_path) - 1);
 	p->c->iface.control_line = p->line;
 	return conf_strdup(p, &p->c->iface.control, v);
+}
+
+/* metrics = ADDR:PORT | off.  Whether the address may be other than
+ * loopback depends on metrics-allow-remote, in any order: conf.c checks. */
+static int
+conf_set_metrics(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	struct conf_iface *i = &p->c->iface;
+	char q[CONF_QUOTE_MAX + 1];
+	struct ipaddr a;
+
+	i->metrics_line = p->line;
+	if (strcasecmp(v, "off") == 0) {
+		i->has_metrics = false;
+		return 0;
+	}
+	if (util_addr_parse(v, &a) == 0 || (!strchr(v, ':') && v[0] != '['))
+		return conf_perr(p, "%s: '%s' is not ADDR:PORT or [ADDR]:PORT (e.g. "
+		    "127.0.0.1:9680), or off", k->name, conf_quote(v, q, sizeof(q)));
+	if (conf_addrport(p, k, v, "ADDR:PORT or [ADDR]:PORT", &i->metrics_addr,
+	    &i->metrics_port) < 0)
+		return -EINVAL;
+	i->has_metrics = true;
+	return 0;
+}
+
+static int
+conf_set_metrics_allow_remote(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	static const char *const names[] = { "no", "yes" };
+	int i = conf_choice(p, k, v, names, ARRAY_SIZE(names), "yes or no");
+
+	if (i < 0)
+		return i;
+	p->c->iface.metrics_allow_remote = i == 1;
+	return 0;
 }
 
 static int
@@ -846,6 +898,8 @@ static const struct conf_key conf_keys[] = {
 	{ "threads", SEC_IFACE, false, conf_set_threads },
 	{ "log-level", SEC_IFACE, false, conf_set_log_level },
 	{ "control", SEC_IFACE, false, conf_set_control },
+	{ "metrics", SEC_IFACE, false, conf_set_metrics },
+	{ "metrics-allow-remote", SEC_IFACE, false, conf_set_metrics_allow_remote },
 	{ "rekey-time", SEC_IFACE, false, conf_set_rekey_time },
 	{ "session-max-age", SEC_IFACE, false, conf_set_session_max_age },
 	{ "rekey-bytes", SEC_IFACE, false, conf_set_rekey_bytes },
@@ -861,6 +915,7 @@ static const struct conf_key conf_keys[] = {
 	{ "allowed-ips", SEC_PEER, true, conf_set_allowed_ips },
 	{ "keepalive", SEC_PEER, false, conf_set_keepalive },
 };
+_Static_assert(ARRAY_SIZE(conf_keys) <= 64, "the seen mask of struct conf_parser has 64 bits");
 
 static int
 conf_keyvalue(struct conf_parser *p, char *s)

@@ -65,22 +65,26 @@ conf_kv_size(FILE *b, const char *key, uint64_t v)
 	conf_kv_uint(b, key, v);
 }
 
+/* "ADDR:PORT" or "[ADDR]:PORT", the family as parsed. */
 static void
-conf_print_iface(FILE *b, const struct conf_iface *i)
+conf_kv_addrport(FILE *b, const char *key, const struct ipaddr *addr, uint16_t port)
 {
 	char a[UTIL_ADDRSTRLEN];
 
+	fprintf(b, addr->family == AF_INET6 ? "%-11s = [%s]:%u\n" : "%-11s = %s:%u\n", key,
+	    util_addr_fmt(addr, a, sizeof(a)), port);
+}
+
+static void
+conf_print_iface(FILE *b, const struct conf_iface *i)
+{
 	fprintf(b, "[interface]\n");
 	conf_kv(b, "name", i->name);
 	conf_kv_prefixes(b, "address", i->address, i->n_address, false);
 	if (!i->has_listen_addr)
 		conf_kv_uint(b, "listen", i->listen_port);
-	else if (i->listen_addr.family == AF_INET6)
-		fprintf(b, "%-11s = [%s]:%u\n", "listen",
-		    util_addr_fmt(&i->listen_addr, a, sizeof(a)), i->listen_port);
 	else
-		fprintf(b, "%-11s = %s:%u\n", "listen",
-		    util_addr_fmt(&i->listen_addr, a, sizeof(a)), i->listen_port);
+		conf_kv_addrport(b, "listen", &i->listen_addr, i->listen_port);
 	conf_kv_opt(b, "private-key", i->private_key);
 	conf_kv_opt(b, "certificate", i->certificate);
 	conf_kv_opt(b, "keylog-file", i->keylog_file);
@@ -96,6 +100,11 @@ conf_print_iface(FILE *b, const struct conf_iface *i)
 	    i->threads == CONF_THREADS_OFF ? "off" : "auto");
 	conf_kv(b, "log-level", log_level_name((enum log_level)i->log_level));
 	conf_kv(b, "control", i->control ? i->control : CONF_DEFAULT_CONTROL);
+	/* Off is the absence of an address: both keys only when they matter. */
+	if (i->has_metrics)
+		conf_kv_addrport(b, "metrics", &i->metrics_addr, i->metrics_port);
+	if (i->has_metrics || i->metrics_allow_remote)
+		conf_kv(b, "metrics-allow-remote", i->metrics_allow_remote ? "yes" : "no");
 	conf_kv_uint(b, "rekey-time", i->rekey_seconds);
 	if (i->session_max_age)
 		conf_kv_uint(b, "session-max-age", i->session_max_age);

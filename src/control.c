@@ -28,6 +28,7 @@
 #include "dtls.h"
 #include "export.h"
 #include "log.h"
+#include "metrics.h"
 #include "peer.h"
 #include "peer_timers.h"
 #include "reload.h"
@@ -363,6 +364,29 @@ control_export(struct control *c, char **argv, int argc)
 	return out;
 }
 
+/* metrics: the Prometheus text of metrics.c. */
+static char *
+control_metrics(struct control *c, int argc)
+{
+	struct evbuffer *b;
+	char *out = NULL;
+	size_t len;
+
+	if (argc != 1)
+		return control_error("usage: metrics");
+	if ((b = evbuffer_new()) && evbuffer_add(b, "ok\n", 3) == 0 &&
+	    metrics_render_now(b, c->t) == 0) {
+		len = evbuffer_get_length(b);
+		if ((out = malloc(len + 1))) {
+			evbuffer_remove(b, out, len);
+			out[len] = '\0';
+		}
+	}
+	if (b)
+		evbuffer_free(b);
+	return out ? out : control_error("metrics: out of memory");
+}
+
 /* Handle one request line (NUL-terminated, newline stripped).  NULL
  * with cc->ping_peer set: the reply comes later. */
 static char *
@@ -390,6 +414,8 @@ control_dispatch(struct control_conn *cc, char *line)
 		return control_export(c, argv, argc);
 	if (strcmp(argv[0], "handshake") == 0)
 		return control_handshake(c, argv, argc);
+	if (strcmp(argv[0], "metrics") == 0)
+		return control_metrics(c, argc);
 	return control_error("unknown command '%s'", control_quote(argv[0], q, sizeof(q)));
 }
 

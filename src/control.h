@@ -1,8 +1,8 @@
 /* control.h - the control socket touctl talks to.
  *
  * Protocol: the client connects, writes one request line ("show [PEER]
- * [--json]", "reload", or "export [--name NAME] [--endpoint HOST[:PORT]]"),
- * and reads the reply until EOF.  The reply's first
+ * [--json]", "reload", "export [--name NAME] [--endpoint HOST[:PORT]]",
+ * or "metrics"), and reads the reply until EOF.  The reply's first
  * line is "ok" or "error: MESSAGE"; the rest is the output to print.  Only
  * root and the daemon's own user may connect (SO_PEERCRED). */
 #ifndef TOUD_CONTROL_H

@@ -21,6 +21,7 @@ struct udp;
 struct offload_vnet;
 struct rtnl;
 struct control;
+struct metrics_http;
 struct prefix_table;
 struct peer;
 struct rx;
@@ -47,6 +48,7 @@ struct toud {
 	struct udp *udp;
 	struct rtnl *rtnl;
 	struct control *control;
+	struct metrics_http *metrics_http;      /* [interface] metrics; NULL: off */
 	struct tx *tx;                  /* TUN -> UDP, with its buffers */
 	struct rx *rx;                  /* UDP -> TUN, with its buffers */
 	struct tunout *tunout;          /* the TUN's one writer (rx's packets, tx's ICMP) */

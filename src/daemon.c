@@ -38,6 +38,7 @@
 #include "handshake.h"
 #include "keys.h"
 #include "log.h"
+#include "metrics_http.h"
 #include "notify.h"
 #include "offload.h"
 #include "peer.h"
@@ -312,7 +313,7 @@ open_sockets(struct toud *t)
 		log_err("control socket %s", ifc->control);
 		return -errno;
 	}
-	return 0;
+	return metrics_http_start(t);
 }
 
 int
@@ -380,6 +381,7 @@ daemon_stop(struct toud *t)
 	if (t->netmon_fd > 0)
 		close(t->netmon_fd);
 	control_close(t->control);
+	metrics_http_close(t->metrics_http);
 	/* Records still being opened are delivered while their peers exist. */
 	rx_flush_records(t);
 	/* Tell the peers, so they need not wait for a timeout. */

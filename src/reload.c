@@ -17,6 +17,7 @@
 #include "handshake.h"
 #include "keys.h"
 #include "log.h"
+#include "metrics_http.h"
 #include "notify.h"
 #include "peer.h"
 #include "reload.h"
@@ -209,6 +210,13 @@ reload(struct toud *t, char *err, size_t errlen)
 		conf_free(nc);
 		snprintf(err, errlen, "out of memory; nothing changed");
 		return -ENOMEM;
+	}
+	/* The last step that may refuse the file: a new metrics address that
+	 * cannot be opened leaves the old endpoint serving. */
+	if ((rc = metrics_http_reload(t, nc, err, errlen)) < 0) {
+		free(np);
+		conf_free(nc);
+		return rc;
 	}
 	reload_peers(t, nc, np, &n);
 	conf_free(oc);

@@ -26,31 +26,6 @@
 #include "udp.h"
 #include "util.h"
 
-/* Length of the well-formed UTF-8 sequence at s (RFC 3629: no overlongs,
- * no surrogates, nothing above U+10FFFF), or 0 if there is none. */
-static size_t
-show_utf8_len(const unsigned char *s)
-{
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		return (s[1] & 0xc0) == 0x80 ? 2 : 0;
-	if (s[0] >= 0xe0 && s[0] <= 0xef) {
-		if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80)
-			return 0;
-		if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0))
-			return 0;
-		return 3;
-	}
-	if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-		if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 ||
-		    (s[3] & 0xc0) != 0x80)
-			return 0;
-		if ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90))
-			return 0;
-		return 4;
-	}
-	return 0;
-}
-
 /* A JSON string.  Control characters are escaped, and bytes that are not
  * valid UTF-8 become U+FFFD so the output always parses. */
 static void
@@ -88,7 +63,7 @@ show_json_str(FILE *b, const char *str)
 				fprintf(b, "\\u%04x", *s);
 			} else if (*s < 0x80) {
 				fwrite((const char *)s, 1, 1, b);
-			} else if ((n = show_utf8_len(s)) > 0) {
+			} else if ((n = util_utf8_len(s)) > 0) {
 				fwrite((const char *)s, 1, n, b);
 				s += n;
 				continue;

@@ -38,6 +38,7 @@ usage(FILE *f, int status)
 	    "usage: touctl [-hV] [-s socket | -i name] command [args]\n"
 	    "commands:\n"
 	    "  show [PEER] [--json]   interface and peer state\n"
+	    "  metrics                counters and states in the Prometheus text format\n"
 	    "  reload                 re-read the configuration (as SIGHUP); fails if refused\n"
 	    "  ping PEER [-c N]       path challenges to the peer, with round-trip times\n"
 	    "  wait PEER [--timeout S]  wait until PEER is up (default %d s; 0: no limit)\n"
@@ -661,6 +662,11 @@ main(int argc, char *argv[])
 		if (argc != 1)
 			usage(stderr, 2);
 		return touctl_run(path, "reload\n");
+	}
+	if (strcmp(argv[0], "metrics") == 0) {
+		if (argc != 1)
+			usage(stderr, 2);
+		return touctl_run(path, "metrics\n");
 	}
 	if (strcmp(argv[0], "wait") == 0)
 		return touctl_wait(path, argc, argv);

@@ -69,6 +69,11 @@ uint64_t util_now_us(void);
 uint64_t util_now_ms(void);
 uint64_t util_wall_s(void);
 
+/* The length of the well-formed UTF-8 sequence at s (RFC 3629: no
+ * overlongs, no surrogates, nothing above U+10FFFF), or 0 if there is none.
+ * s is NUL-terminated: nothing past a NUL is read. */
+size_t util_utf8_len(const unsigned char *s);
+
 /* Hex helpers for fingerprints and session IDs. */
 void util_hex(const uint8_t *in, size_t len, char *out);  /* out: 2*len+1 */
 int util_unhex(const char *in, uint8_t *out, size_t len); /* exactly 2*len hex digits */

@@ -35,7 +35,9 @@ is "$(complete -p toud touctl 2>&1 | tr '\n' ' ')" \
     "complete -F _toud toud complete -F _touctl touctl " "both register a completion function"
 is "$(comp _toud toud -)" "-T -V -c -d -i -t " "toud -<TAB>: its options"
 is "$(comp _touctl touctl s)" "show " "touctl s<TAB>: show"
-is "$(comp _touctl touctl "")" "-V -h -i -s export fingerprint genkey ping reload show wait " \
+is "$(comp _touctl touctl m)" "metrics " "touctl m<TAB>: metrics"
+is "$(comp _touctl touctl metrics "")" " " "touctl metrics <TAB>: nothing offered"
+is "$(comp _touctl touctl "")" "-V -h -i -s export fingerprint genkey metrics ping reload show wait " \
     "touctl <TAB>: options and commands"
 is "$(comp _touctl touctl -s /run/x.sock sh)" "show " "touctl -s SOCK sh<TAB>: the command after an option's argument"
 is "$(comp _touctl touctl show --j)" "--json " "touctl show --j<TAB>: --json"

@@ -1363,6 +1363,100 @@ START_TEST(test_load_errors)
 }
 END_TEST
 
+/* metrics and metrics-allow-remote: the forms, the loopback rule (in
+ * either order of the keys), the canonical form. */
+START_TEST(test_metrics)
+{
+	static const char *const loopback[] = {
+		"127.0.0.1:9680", "[::1]:9680", "127.254.0.9:1", "[::ffff:127.0.0.1]:65535",
+	};
+	static const char remote[] = "is not a loopback address, and the endpoint has no "
+	    "authentication: use 127.0.0.1 or [::1] (and a proxy or an SSH tunnel), or set "
+	    "metrics-allow-remote = yes";
+	char text[512], want[512], a[UTIL_ADDRSTRLEN];
+	struct conf *c, *c2;
+	size_t i;
+	char *t;
+
+	c = good(HEAD);
+	ck_assert(!c->iface.has_metrics);
+	ck_assert(!c->iface.metrics_allow_remote);
+	t = conf_print(c);
+	ck_assert_msg(strstr(t, "metrics") == NULL, "%s", t);
+	free(t);
+	conf_free(c);
+
+	for (i = 0; i < ARRAY_SIZE(loopback); i++) {
+		snprintf(text, sizeof(text), HEAD "metrics = %s\n", loopback[i]);
+		c = good(text);
+		ck_assert(c->iface.has_metrics);
+		ck_assert_int_eq(c->iface.metrics_line, 5);
+		roundtrip(c, loopback[i]);
+		t = conf_print(c);
+		snprintf(want, sizeof(want), "\nmetrics     = %s\nmetrics-allow-remote = no\n",
+		    loopback[i]);
+		ck_assert_msg(strstr(t, want) != NULL, "%s", t);
+		free(t);
+		conf_free(c);
+	}
+	c = good(HEAD "metrics = [::1]:9680\n");
+	ck_assert_int_eq(c->iface.metrics_addr.family, AF_INET6);
+	ck_assert_uint_eq(c->iface.metrics_port, 9680);
+	c2 = good(HEAD "metrics = [::1]:9681\n");
+	ck_assert(!conf_equal(c, c2));
+	conf_free(c2);
+	c2 = good(HEAD "metrics = 127.0.0.1:9680\n");
+	ck_assert(!conf_equal(c, c2));
+	conf_free(c2);
+	conf_free(c);
+
+	/* elsewhere only when the file says so, before or after */
+	c = good(HEAD "metrics-allow-remote = YES\nmetrics = 0.0.0.0:9680\n");
+	ck_assert(c->iface.metrics_allow_remote);
+	ck_assert_str_eq(util_addr_fmt(&c->iface.metrics_addr, a, sizeof(a)), "0.0.0.0");
+	roundtrip(c, "allow-remote first");
+	conf_free(c);
+	c = good(HEAD "metrics = [2001:db8::1]:9680\nmetrics-allow-remote = yes\n");
+	roundtrip(c, "remote v6");
+	conf_free(c);
+	/* off, and allow-remote alone, are kept as they are */
+	c = good(HEAD "metrics = 127.0.0.1:1\nmetrics-allow-remote = no\n");
+	c2 = good(HEAD "metrics = off\nmetrics-allow-remote = yes\n");
+	ck_assert(!c2->iface.has_metrics);
+	ck_assert(!conf_equal(c, c2));
+	roundtrip(c2, "allow-remote alone");
+	t = conf_print(c2);
+	ck_assert_msg(strstr(t, "\nmetrics-allow-remote = yes\n") != NULL && !strstr(t, "\nmetrics "),
+	    "%s", t);
+	free(t);
+	conf_free(c2);
+	conf_free(c);
+
+	bad(HEAD "metrics = 192.0.2.1:9680\n", "t.conf:5: metrics: 192.0.2.1:9680 is not a "
+	    "loopback address, and the endpoint has no authentication: use 127.0.0.1 or [::1] "
+	    "(and a proxy or an SSH tunnel), or set metrics-allow-remote = yes");
+	snprintf(want, sizeof(want), "t.conf:6: metrics: [::]:9680 %s", remote);
+	bad(HEAD "metrics-allow-remote = no\nmetrics = [::]:9680\n", want);
+	snprintf(want, sizeof(want), "t.conf:5: metrics: 10.77.0.1:9680 %s", remote);
+	bad(HEAD "metrics = 10.77.0.1:9680\n", want);
+	bad(HEAD "metrics = 9680\n", "t.conf:5: metrics: '9680' is not ADDR:PORT or [ADDR]:PORT "
+	    "(e.g. 127.0.0.1:9680), or off");
+	bad(HEAD "metrics = 127.0.0.1\n", "t.conf:5: metrics: '127.0.0.1' is not ADDR:PORT or "
+	    "[ADDR]:PORT (e.g. 127.0.0.1:9680), or off");
+	bad(HEAD "metrics = [::1]\n", "t.conf:5: metrics: '[::1]' is not ADDR:PORT or [ADDR]:PORT");
+	bad(HEAD "metrics = fd00::1:9680\n", "t.conf:5: metrics: 'fd00::1:9680' is not ADDR:PORT "
+	    "or [ADDR]:PORT (e.g. 127.0.0.1:9680), or off");
+	bad(HEAD "metrics = localhost:9680\n", "t.conf:5: metrics: 'localhost' is not an IP "
+	    "address");
+	bad(HEAD "metrics = 127.0.0.1:0\n", "t.conf:5: metrics: '0' out of range (port 1..65535)");
+	bad(HEAD "metrics-allow-remote = maybe\n", "t.conf:5: metrics-allow-remote: unknown value "
+	    "'maybe' (yes or no)");
+	bad(HEAD "metrics = 127.0.0.1:1\nmetrics = 127.0.0.1:2\n", "t.conf:6: duplicate key "
+	    "'metrics' in [interface]");
+	bad(HEAD "[peer p]\nmetrics = 127.0.0.1:1\n", "t.conf:6: unknown key 'metrics' in [peer p]");
+}
+END_TEST
+
 START_TEST(test_error_fmt)
 {
 	struct conf_error e;
@@ -1427,6 +1521,7 @@ conf_suite(void)
 	tcase_add_test(tc, test_print);
 	tcase_add_test(tc, test_routing);
 	tcase_add_test(tc, test_routing_bad);
+	tcase_add_test(tc, test_metrics);
 	tcase_add_test(tc, test_error_fmt);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);

@@ -18,6 +18,7 @@
 #include "util.h"
 
 #include "testutil.h"
+#include "testutil_peer.h"
 
 static char *
 testdata_read(const char *name)
@@ -111,7 +112,6 @@ fixture_init(struct fixture *f)
 {
 	struct conf_error err;
 	uint64_t now;
-	size_t i;
 
 	memset(f, 0, sizeof(*f));
 	ck_assert_msg(conf_parse("test.conf", conf_text, strlen(conf_text), &f->t.conf,
@@ -128,14 +128,7 @@ fixture_init(struct fixture *f)
 	f->t.drops[DROP_NO_PEER] = 5;
 	f->t.drops[DROP_GUE + GUE_ERR_TRUNCATED] = 2;
 	f->t.events[EVENT_COOKIE_REQUESTED] = 4;
-	for (i = 0; i < 3; i++) {
-		f->peer[i].toud = &f->t;
-		f->peer[i].cf = &f->t.conf->peers[i];
-		f->peer[i].name = f->t.conf->peers[i].name;
-		f->peers[i] = &f->peer[i];
-	}
-	f->t.peers = f->peers;
-	f->t.n_peers = 3;
+	check_peers_link(&f->t, f->peer, f->peers, 3);
 
 	f->peer[0].state = PEER_UP;
 	set_endpoint(&f->peer[0], "192.0.2.7", 6080);

@@ -1,0 +1,369 @@
+/* metrics.c - `touctl metrics`: the interface's and the peers' counters,
+ * states and timestamps in the Prometheus text exposition format (0.0.4),
+ * which node_exporter's textfile collector and a Prometheus scrape read.
+ *
+ * It reads what `touctl show --json` reads (show.c) and only writes into an
+ * evbuffer.  Names are toud_..., with the unit in the name (_bytes,
+ * _seconds) and _total on counters; each family is written in one piece,
+ * its # HELP and # TYPE lines first.  Every sample carries the interface's
+ * name, so that the files of several instances can sit side by side in one
+ * textfile directory, and a peer's samples its name.  The metric names and
+ * labels are a stable interface, listed in touctl(8). */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <event2/buffer.h>
+
+#include "conf.h"
+#include "drop.h"
+#include "dtls.h"
+#include "events.h"
+#include "keys.h"
+#include "metrics.h"
+#include "peer.h"
+#include "session.h"
+#include "toud.h"
+#include "util.h"
+
+/* The text being written; a failed append is remembered, not lost. */
+struct metrics_out {
+	struct evbuffer *b;
+	const struct toud *t;
+	uint64_t now_ms, wall_ms;
+	bool failed;
+};
+
+static void metrics_printf(struct metrics_out *o, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+metrics_printf(struct metrics_out *o, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (evbuffer_add_vprintf(o->b, fmt, ap) < 0)
+		o->failed = true;
+	va_end(ap);
+}
+
+int
+metrics_escape(struct evbuffer *out, const char *s, bool label)
+{
+	static const char replacement[] = "\xef\xbf\xbd";       /* U+FFFD */
+	const unsigned char *p = (const unsigned char *)s;
+	const unsigned char *run = p;   /* bytes copied as they are */
+	int r = 0;
+
+	while (*p) {
+		const char *esc = NULL;
+		size_t n = 1;
+
+		if (*p == '\\')
+			esc = "\\\\";
+		else if (*p == '\n')
+			esc = "\\n";
+		else if (*p == '"' && label)
+			esc = "\\\"";
+		else if (*p >= 0x80 && (n = util_utf8_len(p)) == 0) {
+			esc = replacement;
+			n = 1;
+		}
+		if (!esc) {
+			p += n;
+			continue;
+		}
+		r |= evbuffer_add(out, run, (size_t)(p - run));
+		r |= evbuffer_add(out, esc, strlen(esc));
+		run = p += n;
+	}
+	r |= evbuffer_add(out, run, (size_t)(p - run));
+	return r < 0 ? -ENOMEM : 0;
+}
+
+static void
+metrics_family(struct metrics_out *o, const char *name, const char *type, const char *help)
+{
+	metrics_printf(o, "# HELP %s ", name);
+	if (metrics_escape(o->b, help, false) < 0)
+		o->failed = true;
+	metrics_printf(o, "\n# TYPE %s %s\n", name, type);
+}
+
+/* NAME{interface="...",KEY="VALUE",...} and the space before the value;
+ * kv holds pairs of label name and value, then NULL.  A NULL value is
+ * the empty string. */
+static void
+metrics_sample(struct metrics_out *o, const char *name, const char *const *kv)
+{
+	size_t i;
+
+	metrics_printf(o, "%s{interface=\"", name);
+	if (metrics_escape(o->b, o->t->conf->iface.name, true) < 0)
+		o->failed = true;
+	for (i = 0; kv[i]; i += 2) {
+		metrics_printf(o, "\",%s=\"", kv[i]);
+		if (metrics_escape(o->b, kv[i + 1] ? kv[i + 1] : "", true) < 0)
+			o->failed = true;
+	}
+	metrics_printf(o, "\"} ");
+}
+
+static void
+metrics_u64(struct metrics_out *o, const char *name, const char *const *kv, uint64_t v)
+{
+	metrics_sample(o, name, kv);
+	metrics_printf(o, "%" PRIu64 "\n", v);
+}
+
+/* A unix time in milliseconds, as seconds with three decimals. */
+static void
+metrics_time(struct metrics_out *o, const char *name, const char *const *kv, uint64_t ms)
+{
+	metrics_sample(o, name, kv);
+	metrics_printf(o, "%" PRIu64 ".%03u\n", ms / 1000, (unsigned)(ms % 1000));
+}
+
+/* The wall-clock time of a monotonic instant. */
+static uint64_t
+metrics_wall(const struct metrics_out *o, uint64_t mono_ms)
+{
+	if (mono_ms >= o->now_ms)
+		return o->wall_ms + (mono_ms - o->now_ms);
+	return o->now_ms - mono_ms < o->wall_ms ? o->wall_ms - (o->now_ms - mono_ms) : 0;
+}
+
+/* toud_drops_total / toud_events_total and the peers' own: one sample per
+ * reason that has counted (as in touctl show), under label. */
+static void
+metrics_reasons(struct metrics_out *o, const char *name, const char *peer, const char *label,
+    const uint64_t *v, unsigned n, const char *(*namer)(unsigned))
+{
+	unsigned r;
+
+	for (r = 0; r < n; r++) {
+		const char *kv[] = { "peer", peer, label, namer(r), NULL };
+
+		if (v[r])
+			metrics_u64(o, name, peer ? kv : kv + 2, v[r]);
+	}
+}
+
+static const char *
+metrics_drop_name(unsigned r)
+{
+	return drop_name((enum drop_reason)r);
+}
+
+static const char *
+metrics_event_name(unsigned e)
+{
+	return event_name((enum toud_event)e);
+}
+
+static void
+metrics_interface(struct metrics_out *o)
+{
+	const struct toud *t = o->t;
+	char fp[7 + 2 * KEYS_FP_LEN + 1] = "";
+	const struct session *s;
+	uint64_t n = 0;
+	size_t i;
+	unsigned st;
+
+	if (t->dtls)
+		keys_fp_format(dtls_ctx_fingerprint(t->dtls), fp);
+	metrics_family(o, "toud_info", "gauge", "The daemon's version, encryption (dtls or none) "
+	    "and key fingerprint as labels; always 1.");
+	metrics_u64(o, "toud_info", (const char *const[]){ "version", PACKAGE_VERSION,
+	    "encryption", t->conf->iface.encryption == CONF_ENC_NONE ? "none" : "dtls",
+	    "fingerprint", fp, NULL }, 1);
+	metrics_family(o, "toud_tun_mtu_bytes", "gauge", "The MTU of the TUN device.");
+	metrics_u64(o, "toud_tun_mtu_bytes", (const char *const[]){ NULL }, t->tun_mtu);
+	for (s = t->session_list; s; s = s->lnext)
+		n++;
+	metrics_family(o, "toud_sessions", "gauge", "DTLS sessions in the session table: "
+	    "established, draining after a rekey, and handshakes in progress.");
+	metrics_u64(o, "toud_sessions", (const char *const[]){ NULL }, n);
+	metrics_family(o, "toud_half_open_handshakes", "gauge", "Handshakes accepted after the "
+	    "cookie exchange whose peer has not yet proved its key.");
+	metrics_u64(o, "toud_half_open_handshakes", (const char *const[]){ NULL }, t->n_half_open);
+	metrics_family(o, "toud_peers", "gauge", "Configured peers in each state.");
+	for (st = 0; st < PEER_STATE__MAX; st++) {
+		for (i = 0, n = 0; i < t->n_peers; i++)
+			n += t->peers[i]->state == st;
+		metrics_u64(o, "toud_peers", (const char *const[]){ "state",
+		    peer_state_name((enum peer_state)st), NULL }, n);
+	}
+	metrics_family(o, "toud_drops_total", "counter", "Packets dropped that belong to no "
+	    "peer, by reason (touctl(8), Drop counters); a reason appears once it counts.");
+	metrics_reasons(o, "toud_drops_total", NULL, "reason", t->drops, DROP__MAX,
+	    metrics_drop_name);
+	metrics_family(o, "toud_events_total", "counter", "Events that belong to no peer and "
+	    "are no loss, by name (toud(8)); an event appears once it counts.");
+	metrics_reasons(o, "toud_events_total", NULL, "event", t->events, EVENT__MAX,
+	    metrics_event_name);
+}
+
+/* The peers' plain counters, one family each. */
+static const struct {
+	const char *name, *help;
+	size_t off;
+} metrics_peer_counters[] = {
+	{ "toud_peer_receive_bytes_total", "Bytes received from the peer "
+	    "(rx_bytes of touctl show --json).", offsetof(struct peer, rx_bytes) },
+	{ "toud_peer_transmit_bytes_total", "Bytes sent to the peer (tx_bytes).",
+	    offsetof(struct peer, tx_bytes) },
+	{ "toud_peer_receive_packets_total", "Packets received from the peer (rx_packets).",
+	    offsetof(struct peer, rx_packets) },
+	{ "toud_peer_transmit_packets_total", "Packets sent to the peer (tx_packets).",
+	    offsetof(struct peer, tx_packets) },
+};
+
+static void
+metrics_peer_states(struct metrics_out *o)
+{
+	const struct toud *t = o->t;
+	char ep[UTIL_ADDRSTRLEN];
+	size_t i;
+	unsigned st;
+
+	metrics_family(o, "toud_peer_info", "gauge", "A peer's endpoint and the cipher of its "
+	    "session as labels (empty when there is none); always 1.");
+	for (i = 0; i < t->n_peers; i++) {
+		const struct peer *p = t->peers[i];
+
+		metrics_u64(o, "toud_peer_info", (const char *const[]){ "peer", p->name,
+		    "endpoint", p->has_endpoint ? util_sa_fmt(&p->endpoint, ep, sizeof(ep)) : "",
+		    "cipher", p->cur && p->cur->dtls ? dtls_sess_cipher(p->cur->dtls) : "",
+		    NULL }, 1);
+	}
+	metrics_family(o, "toud_peer_up", "gauge", "1 when the peer is up, else 0.");
+	for (i = 0; i < t->n_peers; i++)
+		metrics_u64(o, "toud_peer_up", (const char *const[]){ "peer", t->peers[i]->name,
+		    NULL }, t->peers[i]->state == PEER_UP);
+	metrics_family(o, "toud_peer_state", "gauge", "The peer's state: 1 for the state it is "
+	    "in (idle, handshaking, up or dead), 0 for the others.");
+	for (i = 0; i < t->n_peers; i++)
+		for (st = 0; st < PEER_STATE__MAX; st++)
+			metrics_u64(o, "toud_peer_state", (const char *const[]){ "peer",
+			    t->peers[i]->name, "state", peer_state_name((enum peer_state)st),
+			    NULL }, t->peers[i]->state == st);
+}
+
+static void
+metrics_peer_counts(struct metrics_out *o)
+{
+	const struct toud *t = o->t;
+	size_t c, i;
+
+	for (c = 0; c < ARRAY_SIZE(metrics_peer_counters); c++) {
+		metrics_family(o, metrics_peer_counters[c].name, "counter",
+		    metrics_peer_counters[c].help);
+		for (i = 0; i < t->n_peers; i++) {
+			const struct peer *p = t->peers[i];
+			uint64_t v;
+
+			memcpy(&v, (const char *)p + metrics_peer_counters[c].off, sizeof(v));
+			metrics_u64(o, metrics_peer_counters[c].name,
+			    (const char *const[]){ "peer", p->name, NULL }, v);
+		}
+	}
+	metrics_family(o, "toud_peer_drops_total", "counter", "Packets of the peer dropped, by "
+	    "reason (touctl(8), Drop counters); a reason appears once it counts.");
+	for (i = 0; i < t->n_peers; i++)
+		metrics_reasons(o, "toud_peer_drops_total", t->peers[i]->name, "reason",
+		    t->peers[i]->drops, DROP__MAX, metrics_drop_name);
+	metrics_family(o, "toud_peer_events_total", "counter", "Events of the peer that are no "
+	    "loss, by name (toud(8)); an event appears once it counts.");
+	for (i = 0; i < t->n_peers; i++)
+		metrics_reasons(o, "toud_peer_events_total", t->peers[i]->name, "event",
+		    t->peers[i]->events, EVENT__MAX, metrics_event_name);
+}
+
+/* A peer's timestamps as unix milliseconds; false while there is none. */
+static bool
+metrics_handshake_ms(const struct metrics_out *o, const struct peer *p, uint64_t *ms)
+{
+	(void)o;
+	*ms = p->last_handshake * 1000;
+	return p->last_handshake != 0;
+}
+
+static bool
+metrics_receive_ms(const struct metrics_out *o, const struct peer *p, uint64_t *ms)
+{
+	*ms = metrics_wall(o, p->last_rx_ms);
+	return p->last_rx_ms != 0;
+}
+
+static bool
+metrics_next_attempt_ms(const struct metrics_out *o, const struct peer *p, uint64_t *ms)
+{
+	*ms = metrics_wall(o, p->next_attempt_ms);
+	return p->next_attempt_ms != 0;
+}
+
+static const struct {
+	const char *name, *help;
+	bool (*get)(const struct metrics_out *, const struct peer *, uint64_t *);
+} metrics_peer_stamps[] = {
+	{ "toud_peer_last_handshake_timestamp_seconds", "Unix time of the peer's last "
+	    "completed handshake; absent before the first.", metrics_handshake_ms },
+	{ "toud_peer_last_receive_timestamp_seconds", "Unix time of the last datagram from "
+	    "the peer; absent before the first.", metrics_receive_ms },
+	{ "toud_peer_next_attempt_timestamp_seconds", "Unix time the next handshake attempt "
+	    "is due; absent when none is scheduled.", metrics_next_attempt_ms },
+};
+
+/* Timestamps (left out while there is none) and the last error. */
+static void
+metrics_peer_times(struct metrics_out *o)
+{
+	const struct toud *t = o->t;
+	size_t s, i;
+	uint64_t ms;
+
+	for (s = 0; s < ARRAY_SIZE(metrics_peer_stamps); s++) {
+		metrics_family(o, metrics_peer_stamps[s].name, "gauge", metrics_peer_stamps[s].help);
+		for (i = 0; i < t->n_peers; i++)
+			if (metrics_peer_stamps[s].get(o, t->peers[i], &ms))
+				metrics_time(o, metrics_peer_stamps[s].name,
+				    (const char *const[]){ "peer", t->peers[i]->name, NULL }, ms);
+	}
+	metrics_family(o, "toud_peer_last_error_info", "gauge", "Why the peer's last handshake "
+	    "failed (last_error of touctl show), as the label error; absent when none.");
+	for (i = 0; i < t->n_peers; i++)
+		if (t->peers[i]->last_error[0])
+			metrics_u64(o, "toud_peer_last_error_info", (const char *const[]){ "peer",
+			    t->peers[i]->name, "error", t->peers[i]->last_error, NULL }, 1);
+}
+
+int
+metrics_render(struct evbuffer *out, const struct toud *t, uint64_t now_ms, uint64_t wall_ms)
+{
+	struct metrics_out o = { .b = out, .t = t, .now_ms = now_ms, .wall_ms = wall_ms };
+
+	metrics_interface(&o);
+	metrics_peer_states(&o);
+	metrics_peer_counts(&o);
+	metrics_peer_times(&o);
+	return o.failed ? -ENOMEM : 0;
+}
+
+int
+metrics_render_now(struct evbuffer *out, const struct toud *t)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return metrics_render(out, t, toud_now(t),
+	    (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000);
+}
