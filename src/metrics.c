@@ -29,7 +29,7 @@
 #include "metrics.h"
 #include "peer.h"
 #include "session.h"
-#include "toud.h"
+#include "ctx.h"
 #include "util.h"
 
 /* The text being written; a failed append is remembered, not lost. */
@@ -173,7 +173,6 @@ metrics_interface(struct metrics_out *o)
 {
 	const struct toud *t = o->t;
 	char fp[7 + 2 * KEYS_FP_LEN + 1] = "";
-	const struct session *s;
 	uint64_t n = 0;
 	size_t i;
 	unsigned st;
@@ -187,14 +186,13 @@ metrics_interface(struct metrics_out *o)
 	    "fingerprint", fp, NULL }, 1);
 	metrics_family(o, "toud_tun_mtu_bytes", "gauge", "The MTU of the TUN device.");
 	metrics_u64(o, "toud_tun_mtu_bytes", (const char *const[]){ NULL }, t->tun_mtu);
-	for (s = t->session_list; s; s = s->lnext)
-		n++;
 	metrics_family(o, "toud_sessions", "gauge", "DTLS sessions in the session table: "
 	    "established, draining after a rekey, and handshakes in progress.");
-	metrics_u64(o, "toud_sessions", (const char *const[]){ NULL }, n);
+	metrics_u64(o, "toud_sessions", (const char *const[]){ NULL }, session_count(t));
 	metrics_family(o, "toud_half_open_handshakes", "gauge", "Handshakes accepted after the "
 	    "cookie exchange whose peer has not yet proved its key.");
-	metrics_u64(o, "toud_half_open_handshakes", (const char *const[]){ NULL }, t->n_half_open);
+	metrics_u64(o, "toud_half_open_handshakes", (const char *const[]){ NULL },
+	    session_half_open(t));
 	metrics_family(o, "toud_peers", "gauge", "Configured peers in each state.");
 	for (st = 0; st < PEER_STATE__MAX; st++) {
 		for (i = 0, n = 0; i < t->n_peers; i++)

@@ -34,7 +34,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "metrics_http.h"
-#include "toud.h"
+#include "ctx.h"
 #include "util.h"
 
 #define METRICS_HTTP_ACCEPTS 8          /* connections a second */
