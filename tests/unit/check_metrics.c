@@ -15,8 +15,9 @@
 #include "drop.h"
 #include "events.h"
 #include "metrics.h"
+#include "ctx.h"
 #include "peer.h"
-#include "toud.h"
+#include "session.h"
 #include "util.h"
 
 #include "testutil.h"
@@ -100,6 +101,7 @@ static const char conf_text[] =
 
 struct fixture {
 	struct toud t;
+	struct session_table sessions;
 	struct peer peer[2];
 	struct peer *peers[2];
 };
@@ -117,7 +119,8 @@ fixture_init(struct fixture *f)
 	ck_assert_msg(conf_parse("m.conf", conf_text, strlen(conf_text), &f->t.conf,
 	    &err) == 0, "%d: %s", err.line, err.msg);
 	f->t.tun_mtu = 1420;
-	f->t.n_half_open = 2;
+	f->sessions.n_half_open = 2;
+	f->t.sessions = &f->sessions;
 	f->t.drops[DROP_NO_PEER] = 5;
 	f->t.events[EVENT_COOKIE_REQUESTED] = 4;
 	check_peers_link(&f->t, f->peer, f->peers, 2);

@@ -8,7 +8,7 @@
 
 #include "conf.h"
 #include "peer.h"
-#include "toud.h"
+#include "ctx.h"
 
 /* peer[0..n) become the first n peers of t->conf, listed in peers, which
  * becomes t's peer list. */
