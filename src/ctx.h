@@ -52,6 +52,16 @@ struct toud {
 
 	struct peer **peers;            /* in configuration order */
 	size_t n_peers;
+	/* Every live peer by the slot its peer_ref names (peer.h); a slot's
+	 * generation is the one its peer was created with.  Grown as peers
+	 * are made, freed with the last; gen outlives it. */
+	struct peer_slots {
+		struct peer_slot {
+			struct peer *p;
+			uint32_t gen;
+		} *slot;
+		uint32_t n, used, gen;
+	} peer_slots;
 	/* While a configuration's peers are set up (start, reload): its CA
 	 * files, each read once (keys.c); NULL otherwise. */
 	struct keys_ca_cache *ca_cache;

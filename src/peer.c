@@ -103,6 +103,59 @@ peer_reconfigure(struct peer *p, const struct conf_peer *cf)
 	return rc;
 }
 
+/* Give p a slot in t->peer_slots and a generation never used before. */
+static int
+peer_slot_take(struct peer *p)
+{
+	struct peer_slots *ps = &p->toud->peer_slots;
+	uint32_t i;
+
+	if (ps->used == ps->n) {
+		uint32_t n = ps->n ? 2 * ps->n : 8;
+		struct peer_slot *slot = realloc(ps->slot, n * sizeof(*slot));
+
+		if (!slot)
+			return -ENOMEM;
+		memset(slot + ps->n, 0, (n - ps->n) * sizeof(*slot));
+		ps->slot = slot;
+		ps->n = n;
+	}
+	for (i = 0; ps->slot[i].p; i++)
+		;
+	if (++ps->gen == 0)
+		ps->gen = 1;    /* 0 names nobody */
+	ps->slot[i].p = p;
+	ps->slot[i].gen = ps->gen;
+	ps->used++;
+	p->ref = (struct peer_ref){ i, ps->gen };
+	return 0;
+}
+
+static void
+peer_slot_release(struct peer *p)
+{
+	struct peer_slots *ps = &p->toud->peer_slots;
+
+	if (!p->ref.gen)
+		return;
+	ps->slot[p->ref.slot] = (struct peer_slot){ NULL, 0 };
+	if (--ps->used == 0) {
+		free(ps->slot);
+		ps->slot = NULL;
+		ps->n = 0;
+	}
+}
+
+struct peer *
+peer_resolve(const struct toud *t, struct peer_ref r)
+{
+	const struct peer_slots *ps = &t->peer_slots;
+
+	if (!r.gen || r.slot >= ps->n || ps->slot[r.slot].gen != r.gen)
+		return NULL;
+	return ps->slot[r.slot].p;
+}
+
 struct peer *
 peer_new(struct toud *t, const struct conf_peer *cf)
 {
@@ -111,6 +164,10 @@ peer_new(struct toud *t, const struct conf_peer *cf)
 	if (!p)
 		return NULL;
 	p->toud = t;
+	if (peer_slot_take(p) < 0) {
+		free(p);
+		return NULL;
+	}
 	p->state = PEER_IDLE;
 	peer_take_conf(p, cf);
 	if (peer_timers_init(p) < 0) {
@@ -132,8 +189,9 @@ peer_free(struct peer *p)
 		session_free(p->cur ? p->cur : p->next ? p->next : p->prev);
 	if (p->toud->tx)
 		tx_forget_peer(p->toud->tx, p);
-	if (p->toud->rx)
-		rx_forget_peer(p->toud->rx, p);
+	/* Its TUN packets still on their way now resolve to nobody
+	 * (worker.h). */
+	peer_slot_release(p);
 	peer_timers_free(p);
 	keys_ca_free(p->ca_store);
 	free(p->pending_mem);

@@ -28,9 +28,18 @@ struct evdns_getaddrinfo_request;
  * the peer went away. */
 typedef void peer_ping_fn(void *arg, bool answered);
 
+/* A peer as a batch on its way to a data thread names it (worker.h): its
+ * slot in the daemon's table of live peers and the generation of that
+ * slot.  Resolved on the main loop (peer_resolve()), a reference to a
+ * freed peer gives NULL, so nothing has to reach into a batch a thread
+ * owns when a peer goes; {0, 0} names nobody. */
+struct peer_ref {
+	uint32_t slot, gen;
+};
 
 struct peer {
 	struct toud *toud;
+	struct peer_ref ref;            /* how batches name it */
 	const struct conf_peer *cf;     /* owned by toud->conf */
 	const char *name;
 	struct x509_store_st *ca_store;    /* cf->ca, loaded once per configuration */
@@ -131,6 +140,20 @@ bool peer_netchange_note(struct toud *t, const struct rtnl_event *ev);
 void peer_netchange_lost(struct toud *t);
 bool peer_netchange_affects(const struct toud_netchange *nc, const struct peer *p);
 void peer_netchange_apply(struct toud *t);
+
+/* The reference naming p (NULL: nobody), and the live peer a reference
+ * names (NULL: nobody, or freed since). */
+static inline struct peer_ref
+peer_ref_of(const struct peer *p)
+{
+	return p ? p->ref : (struct peer_ref){ 0, 0 };
+}
+struct peer *peer_resolve(const struct toud *t, struct peer_ref r);
+static inline bool
+peer_ref_equal(struct peer_ref a, struct peer_ref b)
+{
+	return a.slot == b.slot && a.gen == b.gen;
+}
 
 struct peer *peer_find_by_endpoint(struct toud *t, const union sockaddr_union *sa);
 struct peer *peer_find_by_name(struct toud *t, const char *name);

@@ -639,12 +639,6 @@ rx_flush_records(struct toud *t)
 		rxopen_drain(t->rx->open);
 }
 
-void
-rx_forget_peer(struct rx *x, const struct peer *p)
-{
-	tunout_forget_peer(x->out, p);
-}
-
 bool
 rx_threaded(const struct rx *x)
 {

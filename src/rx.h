@@ -30,7 +30,5 @@ bool rx_threaded(const struct rx *x);
 bool rx_opening_threaded(const struct rx *x);
 /* Shutdown: every record being opened is handed back and delivered. */
 void rx_flush_records(struct toud *t);
-/* p goes away: its packets still being written are accounted to nobody. */
-void rx_forget_peer(struct rx *x, const struct peer *p);
 
 #endif
