@@ -187,10 +187,8 @@ peer_free(struct peer *p)
 	peer_ping_done(p, false);
 	while (p->cur || p->next || p->prev)
 		session_free(p->cur ? p->cur : p->next ? p->next : p->prev);
-	if (p->toud->tx)
-		tx_forget_peer(p->toud->tx, p);
-	/* Its TUN packets still on their way now resolve to nobody
-	 * (worker.h). */
+	/* Its datagrams and TUN packets still on their way now resolve to
+	 * nobody (worker.h). */
 	peer_slot_release(p);
 	peer_timers_free(p);
 	keys_ca_free(p->ca_store);
