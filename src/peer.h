@@ -13,6 +13,7 @@
 #include "events.h"
 #include "path.h"
 #include "peer_fsm.h"
+#include "transport.h"
 #include "util.h"
 
 struct toud;
@@ -44,6 +45,7 @@ struct peer {
 	const char *name;
 	struct x509_store_st *ca_store;    /* cf->ca, loaded once per configuration */
 
+	enum transport transport;          /* what its traffic takes (transport.h) */
 	bool has_endpoint;
 	union sockaddr_union endpoint;
 	/* encryption = none: the local address the peer last reached us at

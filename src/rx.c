@@ -54,7 +54,6 @@
 #include "tx.h"
 #include "udp.h"
 
-#define RX_HEADROOM 64
 #define RX_BUF_SIZE (RX_HEADROOM + 65536)   /* no UDP datagram is larger */
 #define RX_ROUNDS 4
 #define RX_KEEPALIVE_ECHO_MS 1000
@@ -282,6 +281,16 @@ rx_inner(struct toud *t, struct peer *p, struct session *s, uint32_t index,
 		return;
 	}
 	}
+}
+
+/* An inner payload from p on a path that needs no session to know it:
+ * a plain datagram (encryption = none), or a frame of a transport that
+ * authenticated p itself (transport.h). */
+static void
+rx_frame(struct toud *t, struct peer *p, const struct udp_msg *m, uint64_t now)
+{
+	peer_timers_authenticated_rx(p, now);
+	rx_inner(t, p, NULL, 0, m, m->buf, m->len, m->len, m->tos, now);
 }
 
 static void
@@ -531,8 +540,7 @@ rx_datagram(struct rx *x, struct udp_msg *m, uint64_t now)
 	}
 	if (m->local.family)
 		p->local = m->local;
-	peer_timers_authenticated_rx(p, now);
-	rx_inner(t, p, NULL, 0, m, m->buf, m->len, m->len, m->tos, now);
+	rx_frame(t, p, m, now);
 }
 
 /* A UDP_GRO buffer: its datagrams one by one, in place. */
@@ -670,6 +678,17 @@ rx_input(struct toud *t, const struct udp_msg *msgs, unsigned n)
 		rx_datagram(x, m, now);
 	}
 	rx_round_end(x);
+}
+
+void
+rx_frames(struct toud *t, struct peer *p, const struct udp_msg *frames, unsigned n)
+{
+	uint64_t now = toud_now(t);
+	unsigned i;
+
+	for (i = 0; i < n; i++)
+		rx_frame(t, p, &frames[i], now);
+	rx_round_end(t->rx);
 }
 
 struct rx *

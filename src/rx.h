@@ -16,6 +16,15 @@ void rx_free(struct rx *x);
  * node): copied into the receive buffers and handled as if read. */
 struct udp_msg;
 void rx_input(struct toud *t, const struct udp_msg *msgs, unsigned n);
+/* The door of a transport that authenticates its peer itself (transport.h):
+ * n inner payloads ("frames": GUE word and compact segment, whole IP
+ * packet or control message) that came from p, handled as a plain
+ * datagram of p is.  Each frame's buf has RX_HEADROOM bytes free in front
+ * of it (a compact segment's IP header is rebuilt there) and may be
+ * changed; peer is where it came from (a path challenge is answered
+ * there), len what counts as received, tos its outer ECN field. */
+#define RX_HEADROOM 64
+void rx_frames(struct toud *t, struct peer *p, const struct udp_msg *frames, unsigned n);
 /* A packet toud itself answers into the TUN (an ICMP error from the
  * sending direction); a failed write is counted as tun_write. */
 void rx_local(struct toud *t, const uint8_t *pkt, size_t len);

@@ -1,7 +1,8 @@
 /* tx.c - the sending direction: read packets from the TUN, find the peer by
  * destination, frame them (compact TOU or whole IP), seal them (DTLS) and
- * queue them in udpout.c, the one output queue of datagrams, which has
- * the batches and the sending thread.
+ * queue them on the transport of their path (transport.h; UDP: udpout.c,
+ * the one output queue of datagrams, which has the batches and the
+ * sending thread).
  *
  * Each TUN buffer has TX_HEADROOM bytes in front of the packet, so the
  * 4-byte GUE word of compact TOU is written over the end of the inner IP
@@ -46,6 +47,7 @@
 #include "rx.h"
 #include "session.h"
 #include "tun.h"
+#include "transport.h"
 #include "tx.h"
 #include "udp.h"
 #include "udpout.h"
@@ -326,16 +328,21 @@ udp_plain(struct tx *x, struct peer *p, uint8_t *payload, size_t len, uint8_t to
 	return m.err;
 }
 
-/* The one door of every inner payload to p.  0 or -errno (only what a
- * control message sent at once did). */
+/* The one door of every inner payload to p (transport.h): it goes on the
+ * transport p's traffic takes.  0 or -errno (only what a control message
+ * sent at once did). */
 static int
 tx_seal(struct tx *x, struct peer *p, uint8_t *payload, size_t len, uint8_t tos,
     enum tx_payload kind, uint64_t now)
 {
-	if (!x->t->dtls)
-		return udp_plain(x, p, payload, len, tos, kind, now);
-	udp_seal(x, p, payload, len, tos, kind, now);
-	return 0;
+	switch (p->transport) {
+	case TRANSPORT_UDP:
+		if (!x->t->dtls)
+			return udp_plain(x, p, payload, len, tos, kind, now);
+		udp_seal(x, p, payload, len, tos, kind, now);
+		return 0;
+	}
+	return -EPROTONOSUPPORT;
 }
 
 void

@@ -1,4 +1,5 @@
-/* tx.h - the sending direction: TUN -> peer. */
+/* tx.h - the sending direction: TUN -> peer, on the peer's transport
+ * (transport.h). */
 #ifndef TOUD_TX_H
 #define TOUD_TX_H
 

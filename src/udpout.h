@@ -2,7 +2,8 @@
  * every record and plain datagram leaves through (toud's data records,
  * OpenSSL's handshake flights and alerts, control messages, and with
  * encryption = none the framed TUN packets), sent on the sending thread
- * or the main loop by worker.h's rule and accounted on the main loop. */
+ * or the main loop by worker.h's rule and accounted on the main loop.
+ * How it sits below tx.c is in transport.h. */
 #ifndef TOUD_UDPOUT_H
 #define TOUD_UDPOUT_H
 
