@@ -85,7 +85,7 @@ struct toud {
 	uint64_t events[EVENT__MAX];    /* events that belong to no peer (events.h) */
 
 	/* Seams for running the core without a kernel (unit tests): the
-	 * monotonic clock (NULL: util_now_ms), where tx.c's output queue
+	 * monotonic clock (NULL: util_now_ms), where udpout.c's output queue
 	 * goes (NULL: the UDP sockets; the sink sets each msgs[i].err) and
 	 * where rx.c's TUN writes go (NULL: the TUN; 0 or -errno, as
 	 * tun_write_vnet()).  Both sinks get sink_arg. */

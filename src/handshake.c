@@ -4,8 +4,8 @@
  *
  * A leaf in the way WireGuard's noise.c and cookie.c are: the entry points
  * return what happened and the callers (rx.c for received records, tx.c and
- * peer_timers.c for starting) act on it.  Records leave through tx.c's
- * queue, by the DTLS output callback installed here.  The retransmission
+ * peer_timers.c for starting) act on it.  OpenSSL's records leave through
+ * tx.c, by the DTLS output callback installed here.  The retransmission
  * timer, which has no caller to return to, reports a handshake that timed
  * out to peer_timers_handshake_failed().
  *

@@ -1,7 +1,7 @@
 /* rx.c - the receiving direction: datagrams from the UDP sockets, validated,
  * matched to a peer, rebuilt into IP packets and written to the TUN through
- * tunout.c, the TUN's one writer (which has the threading model of this
- * direction); what toud itself answers into the TUN (ICMP too big for the
+ * tunout.c, the TUN's one writer (worker.h has the threading model);
+ * what toud itself answers into the TUN (ICMP too big for the
  * sending direction) goes through rx_local() to it too.
  *
  * With DTLS this file owns the whole demux: outer GUE header, prefilter,
@@ -10,8 +10,7 @@
  * handshake progress, completion, failure, close).  With the data threads
  * toud's own data records of an established session take another way:
  * checked against the replay window here, opened in batches by rxopen.c
- * (on the opening thread, which has this direction's other threading
- * model), and accepted here when they come back (rx_opened).  Without
+ * (on the opening thread), and accepted here when they come back (rx_opened).  Without
  * them each is opened in place as it comes.  Every RX drop is counted
  * here.
  * A wake-up reads at most RX_ROUNDS batches.
