@@ -43,7 +43,7 @@ enum conf_encryption { CONF_ENC_DTLS, CONF_ENC_NONE };
 /* offload: auto probes the TUN and UDP offloads at start and drops each at
  * run time if the kernel refuses it; off uses none. */
 enum conf_offload { CONF_OFFLOAD_AUTO, CONF_OFFLOAD_OFF };
-/* threads: the data threads (tx.c, tunout.c); auto: on when the daemon may
+/* threads: the data threads (udpout.c, rxopen.c, tunout.c); auto: on when the daemon may
  * run on more than two CPUs. */
 enum conf_threads { CONF_THREADS_AUTO, CONF_THREADS_ON, CONF_THREADS_OFF };
 enum conf_family { CONF_FAMILY_BOTH, CONF_FAMILY_V4, CONF_FAMILY_V6 };

@@ -55,6 +55,16 @@ struct toud {
 
 	struct peer **peers;            /* in configuration order */
 	size_t n_peers;
+	/* Every live peer by the slot its peer_ref names (peer.h); a slot's
+	 * generation is the one its peer was created with.  Grown as peers
+	 * are made, freed with the last; gen outlives it. */
+	struct peer_slots {
+		struct peer_slot {
+			struct peer *p;
+			uint32_t gen;
+		} *slot;
+		uint32_t n, used, gen;
+	} peer_slots;
 	/* While a configuration's peers are set up (start, reload): its CA
 	 * files, each read once (keys.c); NULL otherwise. */
 	struct keys_ca_cache *ca_cache;
@@ -81,7 +91,7 @@ struct toud {
 	uint64_t events[EVENT__MAX];
 
 	/* Seams for running the core without a kernel (unit tests): the
-	 * monotonic clock (NULL: util_now_ms), where tx.c's output queue
+	 * monotonic clock (NULL: util_now_ms), where udpout.c's output queue
 	 * goes (NULL: the UDP sockets; the sink sets each msgs[i].err) and
 	 * where rx.c's TUN writes go (NULL: the TUN; 0 or -errno, as
 	 * tun_write_vnet()).  Both sinks get sink_arg. */

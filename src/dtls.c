@@ -791,9 +791,10 @@ out:
 static_assert(DTLS_SEAL_HEADROOM == RECORD_HDR + RECORD_GCM_EXPLICIT &&
     DTLS_SEAL_TAILROOM == RECORD_TAG, "dtls.h's room for in-place records");
 
-/* Frame in into out (NULL: the session's own buffer) and hand it over. */
+/* Frame in into out (NULL: the session's own buffer) and return it. */
 static int
-sess_seal(struct dtls_sess *s, const uint8_t *in, size_t len, uint8_t *out)
+sess_seal(struct dtls_sess *s, const uint8_t *in, size_t len, uint8_t *out,
+    struct dtls_record *r)
 {
 	struct record_msg m = { .in = in, .in_len = len };
 
@@ -807,22 +808,25 @@ sess_seal(struct dtls_sess *s, const uint8_t *in, size_t len, uint8_t *out)
 	m.out_cap = out ? len + record_overhead(s->tx.cipher) : s->c->link_mtu;
 	if ((m.status = record_frame(&s->tx, &m)) != RECORD_OK)
 		return m.status == RECORD_ERR_EXHAUSTED ? -ENOSPC : -EIO;
-	s->out(s->out_arg, m.out, m.out_len, &s->peer, s->tx.sealer);
+	r->rec = m.out;
+	r->len = m.out_len;
+	r->to = &s->peer;
+	r->seal = s->tx.sealer;
 	return 0;
 }
 
 int
-dtls_sess_seal(struct dtls_sess *s, const uint8_t *in, size_t len)
+dtls_sess_seal(struct dtls_sess *s, const uint8_t *in, size_t len, struct dtls_record *r)
 {
-	return sess_seal(s, in, len, NULL);
+	return sess_seal(s, in, len, NULL, r);
 }
 
 int
-dtls_sess_seal_in_place(struct dtls_sess *s, uint8_t *in, size_t len)
+dtls_sess_seal_in_place(struct dtls_sess *s, uint8_t *in, size_t len, struct dtls_record *r)
 {
 	if (!s->rec_on)
 		return -ENOTCONN;
-	return sess_seal(s, in, len, in - record_prefix(s->tx.cipher));
+	return sess_seal(s, in, len, in - record_prefix(s->tx.cipher), r);
 }
 
 int

@@ -4,9 +4,10 @@
  * the cookie secret, the key log); one struct dtls_sess per DTLS association
  * (one SSL object over a custom datagram BIO).  The caller moves datagrams:
  * it hands each received DTLS record to dtls_sess_input() / dtls_listen(),
- * and every datagram OpenSSL wants to send comes back through the output
+ * every datagram OpenSSL wants to send comes back through the output
  * callback, one DTLS record per call (a flight is split at record
- * boundaries, so every datagram on the wire carries exactly one record). */
+ * boundaries, so every datagram on the wire carries exactly one record),
+ * and toud's own data records are returned by dtls_sess_seal(). */
 #ifndef TOUD_DTLS_H
 #define TOUD_DTLS_H
 
@@ -30,13 +31,10 @@ struct x509_store_ctx_st;
 
 struct record_sealer;
 
-/* One datagram (exactly one record) to send to `to`.  seal is NULL for a
- * record ready to go (OpenSSL's: handshake, alerts); else the record is
- * framed but not yet encrypted (record_frame()), and must be finished with
- * record_finish(seal, ...) before it leaves.  rec is valid during the call
- * only (the callee copies it) unless it lies in the callee's own buffer
- * (dtls_sess_seal_in_place()); seal too, unless the callee takes a
- * reference (record_sealer_get()). */
+/* One datagram (exactly one record) OpenSSL wrote, ready to go to `to`
+ * (handshake flights, alerts, close_notify); seal is NULL.  rec is valid
+ * during the call only (the callee copies it).  toud's own records do not
+ * come this way: dtls_sess_seal() returns them. */
 typedef void dtls_output_fn(void *arg, const uint8_t *rec, size_t len,
     const union sockaddr_union *to, struct record_sealer *seal);
 
@@ -44,6 +42,20 @@ typedef void dtls_output_fn(void *arg, const uint8_t *rec, size_t len,
  * to the ClientHello that came with session ID sid (dtls_listen_admit). */
 typedef void dtls_listen_output_fn(void *arg, uint64_t sid, const uint8_t *rec, size_t len,
     const union sockaddr_union *to);
+
+/* A record toud framed (record_frame(): numbered, laid out, room for the
+ * tag), not yet encrypted: it must be finished with record_finish(seal,
+ * rec, len) before it leaves.  rec lies in the caller's buffer
+ * (dtls_sess_seal_in_place()) or in the session's own, valid until its
+ * next seal; seal and to (the session's peer address, where OpenSSL's
+ * records go) as long as the session lives, unless the caller takes a
+ * reference to seal (record_sealer_get()). */
+struct dtls_record {
+	uint8_t *rec;
+	size_t len;
+	const union sockaddr_union *to;
+	struct record_sealer *seal;
+};
 
 /* Map the certificate a peer presented to the peer object it authenticates,
  * or NULL to refuse it.  fp is the SHA-256 of its public key; xs the chain
@@ -109,17 +121,18 @@ enum dtls_result dtls_sess_input(struct dtls_sess *s, const uint8_t *rec, size_t
  * else 0.  Such a record may be opened in place: out = rec + this, cap =
  * len - this.  Other records need an out of their own. */
 size_t dtls_sess_data_prefix(const struct dtls_sess *s);
-/* Frame one plaintext datagram as a record and hand it to the output
- * callback, which has it encrypted (dtls_output_fn), before this returns.
- * 0 or -errno (-ENOTCONN before the handshake completed, -EMSGSIZE beyond
- * the link MTU, -ENOSPC when the epoch has no sequence number left). */
-int dtls_sess_seal(struct dtls_sess *s, const uint8_t *in, size_t len);
+/* Frame one plaintext datagram as a record, returned in *r (struct
+ * dtls_record: the caller has it encrypted and sends it).  0 or -errno
+ * (-ENOTCONN before the handshake completed, -EMSGSIZE beyond the link
+ * MTU, -ENOSPC when the epoch has no sequence number left). */
+int dtls_sess_seal(struct dtls_sess *s, const uint8_t *in, size_t len, struct dtls_record *r);
 /* The same, the record framed around in itself (no copy): in has
  * DTLS_SEAL_HEADROOM bytes free in front of it and DTLS_SEAL_TAILROOM
  * behind. */
 #define DTLS_SEAL_HEADROOM 21          /* record header, AES-GCM explicit nonce */
 #define DTLS_SEAL_TAILROOM 16          /* the tag */
-int dtls_sess_seal_in_place(struct dtls_sess *s, uint8_t *in, size_t len);
+int dtls_sess_seal_in_place(struct dtls_sess *s, uint8_t *in, size_t len,
+    struct dtls_record *r);
 /* Application data after the handshake: type-23 records of the data epoch
  * are sealed and opened by record.c with the handshake's key block, and
  * only handshake and alert records go through OpenSSL (record.h).  The

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "notify.h"
 #include "peer.h"
+#include "peer_ref.h"
 #include "peer_timers.h"
 #include "prefix.h"
 #include "resolve.h"
@@ -104,6 +105,10 @@ peer_new(struct toud *t, const struct conf_peer *cf)
 	if (!p)
 		return NULL;
 	p->toud = t;
+	if (peer_slot_take(p) < 0) {
+		free(p);
+		return NULL;
+	}
 	p->state = PEER_IDLE;
 	peer_take_conf(p, cf);
 	if (peer_timers_init(p) < 0) {
@@ -123,10 +128,9 @@ peer_free(struct peer *p)
 	peer_ping_done(p, false);
 	while (p->cur || p->next || p->prev)
 		session_free(p->cur ? p->cur : p->next ? p->next : p->prev);
-	if (p->toud->tx)
-		tx_forget_peer(p->toud->tx, p);
-	if (p->toud->tunout)
-		tunout_forget_peer(p->toud->tunout, p);
+	/* Its datagrams and TUN packets still on their way now resolve to
+	 * nobody (worker.h). */
+	peer_slot_release(p);
 	peer_timers_free(p);
 	keys_ca_free(p->ca_store);
 	free(p->pending_mem);
@@ -315,14 +319,6 @@ peer_rx(struct peer *p, size_t bytes, uint64_t now_ms)
 	p->rx_bytes += bytes;
 	p->rx_packets++;
 	p->last_rx_ms = now_ms;
-}
-
-void
-peer_tx(struct peer *p, size_t bytes, uint64_t now_ms)
-{
-	p->tx_bytes += bytes;
-	p->tx_packets++;
-	p->last_tx_ms = now_ms;
 }
 
 int

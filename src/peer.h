@@ -28,6 +28,8 @@
 #include "events.h"
 #include "path.h"
 #include "peer_fsm.h"
+#include "peer_ref.h"
+#include "transport.h"
 #include "util.h"
 
 struct toud;
@@ -43,13 +45,14 @@ struct evdns_getaddrinfo_request;
  * the peer went away. */
 typedef void peer_ping_fn(void *arg, bool answered);
 
-
 struct peer {
 	struct toud *toud;
+	struct peer_ref ref;            /* how batches name it */
 	const struct conf_peer *cf;     /* owned by toud->conf */
 	const char *name;
 	struct x509_store_st *ca_store;    /* cf->ca, loaded once per configuration */
 
+	enum transport transport;          /* what its traffic takes (transport.h) */
 	bool has_endpoint;
 	union sockaddr_union endpoint;
 	/* encryption = none: the local address the peer last reached us at
@@ -149,12 +152,31 @@ void peer_netchange_lost(struct toud *t);
 bool peer_netchange_affects(const struct toud_netchange *nc, const struct peer *p);
 void peer_netchange_apply(struct toud *t);
 
+static inline bool
+peer_ref_equal(struct peer_ref a, struct peer_ref b)
+{
+	return a.slot == b.slot && a.gen == b.gen;
+}
+
 struct peer *peer_find_by_endpoint(struct toud *t, const union sockaddr_union *sa);
 struct peer *peer_find_by_name(struct toud *t, const char *name);
 
 /* Accounting hooks called by the data path. */
 void peer_rx(struct peer *p, size_t bytes, uint64_t now_ms);
-void peer_tx(struct peer *p, size_t bytes, uint64_t now_ms);
+/* The reference naming p (NULL: nobody; peer_ref.h). */
+static inline struct peer_ref
+peer_ref_of(const struct peer *p)
+{
+	return p ? p->ref : (struct peer_ref){ 0, 0 };
+}
+
+static inline void
+peer_tx(struct peer *p, size_t bytes, uint64_t now_ms)
+{
+	p->tx_bytes += bytes;
+	p->tx_packets++;
+	p->last_tx_ms = now_ms;
+}
 /* The only writer of p->state: apply the transition of event e
  * (peer_fsm.c), log a change, tell the service manager. */
 void peer_event(struct peer *p, enum peer_event e);

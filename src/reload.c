@@ -115,8 +115,8 @@ remove_peers(struct peer **old, size_t n_old, struct reload_count *n)
 		if (!old[i])
 			continue;
 		log_info("peer \"%s\": removed", old[i]->name);
-		/* The close_notify stays queued; tx_forget_peer() (from
-		 * peer_free) accounts it to nobody. */
+		/* The close_notify stays queued; once the peer is freed it
+		 * is accounted to nobody (peer_ref, peer.h). */
 		if (old[i]->cur)
 			dtls_sess_close(old[i]->cur->dtls);
 		peer_uninstall(old[i]);

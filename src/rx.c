@@ -1,7 +1,7 @@
 /* rx.c - the receiving direction: datagrams from the UDP sockets, validated,
  * matched to a peer, rebuilt into IP packets and written to the TUN through
  * tunout.c, the TUN's one writer (the daemon's, shared with the sending
- * direction's ICMP; it has the threading model of this direction).
+ * direction's ICMP; worker.h has the threading model).
  *
  * With DTLS this file owns the whole demux: outer GUE header, prefilter,
  * session lookup; an unknown ID goes to handshake_listen(), a known one to
@@ -9,8 +9,7 @@
  * handshake progress, completion, failure, close).  With the data threads
  * toud's own data records of an established session take another way:
  * checked against the replay window here, opened in batches by rxopen.c
- * (on the opening thread, which has this direction's other threading
- * model), and accepted here when they come back (rx_opened).  Without
+ * (on the opening thread), and accepted here when they come back (rx_opened).  Without
  * them each is opened in place as it comes.  Every RX drop is counted
  * here.
  * A wake-up reads at most RX_ROUNDS batches.
@@ -52,7 +51,6 @@
 #include "tx.h"
 #include "udp.h"
 
-#define RX_HEADROOM 64
 #define RX_BUF_SIZE (RX_HEADROOM + 65536)   /* no UDP datagram is larger */
 #define RX_ROUNDS 4
 #define RX_KEEPALIVE_ECHO_MS 1000
@@ -264,6 +262,16 @@ rx_inner(struct toud *t, struct peer *p, struct session *s, uint32_t index,
 		return;
 	}
 	}
+}
+
+/* An inner payload from p on a path that needs no session to know it:
+ * a plain datagram (encryption = none), or a frame of a transport that
+ * authenticated p itself (transport.h). */
+static void
+rx_frame(struct toud *t, struct peer *p, const struct udp_msg *m, uint64_t now)
+{
+	peer_timers_authenticated_rx(p, now);
+	rx_inner(t, p, NULL, 0, m, m->buf, m->len, now);
 }
 
 /* The drop counter of a record refused by record_check() or
@@ -554,8 +562,7 @@ rx_datagram(struct rx *x, struct udp_msg *m, uint64_t now)
 	}
 	if (m->local.family)
 		p->local = m->local;
-	peer_timers_authenticated_rx(p, now);
-	rx_inner(t, p, NULL, 0, m, m->buf, m->len, now);
+	rx_frame(t, p, m, now);
 }
 
 /* A UDP_GRO buffer: its datagrams one by one, in place. */
@@ -685,6 +692,17 @@ rx_input(struct toud *t, const struct udp_msg *msgs, unsigned n)
 		rx_datagram(x, m, now);
 	}
 	rx_round_end(x);
+}
+
+void
+rx_frames(struct toud *t, struct peer *p, const struct udp_msg *frames, unsigned n)
+{
+	uint64_t now = toud_now(t);
+	unsigned i;
+
+	for (i = 0; i < n; i++)
+		rx_frame(t, p, &frames[i], now);
+	rx_round_end(t->rx);
 }
 
 struct rx *

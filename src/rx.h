@@ -15,6 +15,15 @@ void rx_free(struct rx *x);
  * node): copied into the receive buffers and handled as if read. */
 struct udp_msg;
 void rx_input(struct toud *t, const struct udp_msg *msgs, unsigned n);
+/* The door of a transport that authenticates its peer itself (transport.h):
+ * n inner payloads ("frames": GUE word and compact segment, whole IP
+ * packet or control message) that came from p, handled as a plain
+ * datagram of p is.  Each frame's buf has RX_HEADROOM bytes free in front
+ * of it (a compact segment's IP header is rebuilt there) and may be
+ * changed; peer is where it came from (a path challenge is answered
+ * there), len what counts as received, tos its outer ECN field. */
+#define RX_HEADROOM 64
+void rx_frames(struct toud *t, struct peer *p, const struct udp_msg *frames, unsigned n);
 /* Whether packets for the TUN are merged (TUN offloads on, not refused). */
 bool rx_coalescing(const struct rx *x);
 /* The coalescer of packets for the TUN (NULL: a TUN without offloads), for

@@ -7,18 +7,13 @@
  * order; rx.c then accepts each record (record_accept(): the window, again,
  * for copies opened together) and does everything else with it.
  *
- * Threading model (worker.h): with the opening thread ("toud-open"), a
- * batch of bulk traffic (RXOPEN_BULK records or more), or any batch while
- * an earlier one is still being opened, goes to the thread, which touches
- * only that batch and the openers it references.  A smaller batch that
- * finds the thread idle is opened at once on the main loop: a lone packet
- * (ping, request) pays no thread wake-up,
- * and an opener is never used by two threads at once, since the main loop
- * opens only while the thread has nothing.  Finished batches come back to
- * the main loop, which hands every record to rx.c and puts the references:
- * a session freed meanwhile keeps its opener until then.  Without the
- * thread (threads = off, the unit tests) every batch is opened when it is
- * flushed. */
+ * Batches leave by worker.h's rule (which has the threading model), bulk
+ * meaning RXOPEN_BULK records or more; the opening thread ("toud-open")
+ * touches only a batch and the openers it references.  Finished batches
+ * come back to the main loop, which hands every record to rx.c and puts
+ * the references: a session freed meanwhile keeps its opener until then.
+ * Without the thread (threads = off, the unit tests) every batch is opened
+ * when it is flushed. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,8 +40,8 @@ struct rxopen {
 	struct event_base *base;
 	uint64_t *thread_batches;
 	struct rxopen_batch batches[RXOPEN_BATCHES];
-	struct rxopen_batch *cur;           /* the batch being filled */
-	struct worker *worker;
+	struct rxopen_batch *cur;           /* the batch being filled: worker_slot() */
+	struct worker *worker;              /* the ring, with or without its thread */
 	void *slots[RXOPEN_BATCHES];
 	bool closing;                       /* rxopen_free(): hand nothing back */
 };
@@ -93,13 +88,9 @@ rxopen_flush(struct rxopen *o)
 
 	if (!b->n)
 		return;
-	if (o->worker && (b->n >= RXOPEN_BULK || !worker_reap(o->worker))) {
+	if (worker_flush(o->worker, b->n >= RXOPEN_BULK))
 		(*o->thread_batches)++;
-		o->cur = worker_submit(o->worker);
-		return;
-	}
-	batch_open(b, o);
-	batch_done(b, o);
+	o->cur = worker_slot(o->worker);
 }
 
 bool
@@ -138,8 +129,7 @@ void
 rxopen_drain(struct rxopen *o)
 {
 	rxopen_flush(o);
-	if (o->worker)
-		worker_drain(o->worker);
+	worker_drain(o->worker);
 }
 
 struct rxopen *
@@ -159,34 +149,33 @@ rxopen_new(struct event_base *base, size_t max_len, size_t headroom, uint64_t *t
 	o->fn = fn;
 	o->end = end;
 	o->arg = arg;
-	for (k = 0; k < RXOPEN_BATCHES; k++)
+	for (k = 0; k < RXOPEN_BATCHES; k++) {
+		o->slots[k] = &o->batches[k];
 		if (!(o->batches[k].mem = malloc(o->stride * RXOPEN_RECS))) {
 			rxopen_free(o);
 			errno = ENOMEM;
 			return NULL;
 		}
-	o->cur = &o->batches[0];
+	}
+	if (!(o->worker = worker_ring(o->slots, RXOPEN_BATCHES, batch_open, batch_done, o))) {
+		rxopen_free(o);
+		errno = ENOMEM;
+		return NULL;
+	}
+	o->cur = worker_slot(o->worker);
 	return o;
 }
 
 int
 rxopen_start_thread(struct rxopen *o)
 {
-	unsigned k;
-
-	/* The batch being filled stays first in the ring. */
-	for (k = 0; k < RXOPEN_BATCHES; k++)
-		o->slots[k] = &o->batches[(o->cur - o->batches + k) % RXOPEN_BATCHES];
-	if (!(o->worker = worker_new(o->base, "toud-open", o->slots, RXOPEN_BATCHES, batch_open,
-	    batch_done, o)))
-		return -errno;
-	return 0;
+	return worker_start(o->worker, o->base, "toud-open");
 }
 
 bool
 rxopen_threaded(const struct rxopen *o)
 {
-	return o && o->worker;
+	return o && worker_threaded(o->worker);
 }
 
 void

@@ -3,9 +3,9 @@
  *
  * A leaf: session_open() and session_seal() report what happened and
  * never call onward.  rx.c acts on the result of a received record,
- * handshake.c creates sessions and runs their handshake timers, tx.c owns
- * the queue the records leave through (the DTLS output callback the
- * creator installed). */
+ * handshake.c creates sessions and runs their handshake timers, tx.c
+ * queues the records session_seal() returns and OpenSSL's own (the DTLS
+ * output callback the creator installed). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -446,36 +446,21 @@ session_data_prefix(const struct session *s)
 }
 
 int
-session_seal(struct session *s, const uint8_t *payload, size_t len, uint8_t tos)
+session_seal(struct session *s, const uint8_t *payload, size_t len, struct dtls_record *r)
 {
-	return session_seal_in(s, (uint8_t *)(uintptr_t)payload, len, tos, false);
-}
+	int rc = dtls_sess_seal(s->dtls, payload, len, r);
 
-int
-session_seal_in(struct session *s, uint8_t *payload, size_t len, uint8_t tos, bool in_place)
-{
-	int rc;
-
-	s->tx_tos = tos;
-	rc = in_place ? dtls_sess_seal_in_place(s->dtls, payload, len) :
-	    dtls_sess_seal(s->dtls, payload, len);
-	s->tx_tos = 0;
 	if (rc == 0)
 		s->bytes += len;
 	return rc;
 }
 
 int
-session_seal_to(struct session *s, const uint8_t *payload, size_t len,
-    const union sockaddr_union *to, const struct ipaddr *local, uint64_t wire_id)
+session_seal_in_place(struct session *s, uint8_t *payload, size_t len, struct dtls_record *r)
 {
-	int rc;
+	int rc = dtls_sess_seal_in_place(s->dtls, payload, len, r);
 
-	s->tx_to = to;
-	s->tx_local = local;
-	s->tx_to_id = wire_id;
-	rc = session_seal(s, payload, len, 0);
-	s->tx_to = NULL;
-	s->tx_local = NULL;
+	if (rc == 0)
+		s->bytes += len;
 	return rc;
 }

@@ -76,11 +76,6 @@ struct session {
 	uint64_t unanswered_ms;         /* first send since the last authenticated record */
 	unsigned rx_queued;             /* data records being opened (rxopen.c), not yet back */
 	unsigned early_dropped;         /* data records dropped before established (rx.c counts) */
-	uint8_t tx_tos;                 /* ECN of the packet being sealed (read by the output callback) */
-	/* Where the record being sealed goes instead of addr, from which
-	 * local address (session_seal_to; read by the output callback). */
-	const union sockaddr_union *tx_to;
-	const struct ipaddr *tx_local;
 	uint64_t hs_rx, hs_tx;          /* server, until established: the amplification budget */
 	/* Client, until established: records that came back, and how many
 	 * of them were HelloVerifyRequests (why a handshake failed). */
@@ -101,9 +96,6 @@ struct session {
 	bool seq_low;                   /* few sequence numbers left: rekey */
 	uint32_t jump_index;            /* the index the sequence number last jumped for */
 	struct session_alias alias[SESSION_ID_SLOTS];   /* by index % SESSION_ID_SLOTS */
-	/* The ID of the record being sealed when it goes elsewhere than
-	 * addr (session_seal_to). */
-	uint64_t tx_to_id;
 };
 
 /* Every session of the daemon (t->sessions): by each ID on the wire, and
@@ -190,18 +182,16 @@ size_t session_data_prefix(const struct session *s);
  * bookkeeping for a data record it accepted (len bytes of plaintext). */
 struct record_rx *session_record_rx(struct session *s);
 void session_opened(struct session *s, size_t len, uint64_t now);
-/* Seal one inner payload: the record is framed and handed to the session's
- * output callback (which has it encrypted: dtls_output_fn) before this
- * returns.  0 or -errno. */
-int session_seal(struct session *s, const uint8_t *payload, size_t len, uint8_t tos);
-/* The same; with in_place the record is framed around the payload itself,
- * which has DTLS_SEAL_HEADROOM bytes free in front and DTLS_SEAL_TAILROOM
- * behind (dtls.h). */
-int session_seal_in(struct session *s, uint8_t *payload, size_t len, uint8_t tos,
-    bool in_place);
-/* The same, to another address than the session's (a path challenge or
- * response). */
-int session_seal_to(struct session *s, const uint8_t *payload, size_t len,
-    const union sockaddr_union *to, const struct ipaddr *local, uint64_t wire_id);
+/* Seal one inner payload: the record comes back framed in *r, to be
+ * queued and encrypted by its sealer before it leaves (struct dtls_record,
+ * dtls.h); the caller chooses where it goes.  session_seal() frames it in
+ * the session's own buffer (valid until the next seal);
+ * session_seal_in_place() around the payload itself, which has
+ * DTLS_SEAL_HEADROOM bytes free in front and DTLS_SEAL_TAILROOM behind.
+ * 0 or -errno. */
+struct dtls_record;
+int session_seal(struct session *s, const uint8_t *payload, size_t len, struct dtls_record *r);
+int session_seal_in_place(struct session *s, uint8_t *payload, size_t len,
+    struct dtls_record *r);
 
 #endif

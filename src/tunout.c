@@ -2,17 +2,13 @@
  * delivers (rx.c, through the coalescer when it runs) and toud's own
  * answers into the tunnel (ICMP too big, from tx.c).
  *
- * Threads: without the TUN thread every packet is written at once.  With
- * it (threads, worker.h) the receiving direction's packets are copied into
- * a batch, which goes to the thread when it is full, or at the end of a
- * receive round when it holds bulk data (TUNOUT_BULK_BYTES) or an earlier
- * batch is still being written; any other batch finds the thread idle and
- * is written at once from the main loop, so a lone packet (ping, a
- * request) pays no wake-up.  The thread makes the writes, where the
- * kernel runs the inner TCP receive, and records what each did; the main
- * loop accounts them (drops, events, the coalescer's switch), since it is
- * the one writer of peer state.  toud's own answers are written at once
- * from the main loop: nothing orders them against the peers' packets.
+ * Without the TUN thread every packet is written at once.  With it the
+ * receiving direction's packets are copied into a batch that leaves by
+ * worker.h's rule (which has the threading model), bulk meaning full or
+ * TUNOUT_BULK_BYTES at the end of a receive round; the thread makes the
+ * writes, where the kernel runs the inner TCP receive, and the main loop
+ * accounts them.  toud's own answers are written at once from the main
+ * loop: nothing orders them against the peers' packets.
  *
  * A kernel that refuses a merged packet (EINVAL) gets its segments one by
  * one, cut again as the sending direction cuts the kernel's (offload.c),
@@ -24,8 +20,8 @@
  *
  * A packet counts as received (peer_rx, rx.c) once it is handed over; a
  * write that then fails counts as a tun_write drop as well, as a merged
- * packet always did.  The one buffer for those segments is used by whoever writes a
- * batch: the thread, or the main loop when nothing is in flight. */
+ * packet always did.  The one buffer for those segments is used by
+ * whoever writes a batch. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -36,6 +32,7 @@
 #include "log.h"
 #include "offload.h"
 #include "peer.h"
+#include "peer_ref.h"
 #include "tun.h"
 #include "tunout.h"
 #include "worker.h"
@@ -52,7 +49,7 @@
 struct tunout_pkt {
 	struct offload_vnet vh;
 	size_t off, len;                /* in the batch's memory */
-	struct peer *peer;              /* NULL: the interface's, or forgotten */
+	struct peer_ref peer;           /* nobody: the interface's, or freed since */
 	int err;                        /* 0 or -errno of the write */
 	bool refused;                   /* merged and refused: written cut again */
 	unsigned failed;                /* of those segments, how many failed */
@@ -116,12 +113,12 @@ write_one(struct tunout *o, struct tunout_pkt *r, const uint8_t *pkt)
 	}
 }
 
-/* What a write did, on the main loop. */
+/* What a write did, on the main loop, for peer p (NULL: the interface). */
 static void
-account_one(struct tunout *o, const struct tunout_pkt *r)
+account_one(struct tunout *o, struct peer *p, const struct tunout_pkt *r)
 {
 	struct toud *t = o->t;
-	uint64_t *drops = r->peer ? r->peer->drops : t->drops;
+	uint64_t *drops = p ? p->drops : t->drops;
 
 	if (r->refused) {
 		t->events[EVENT_TUN_GSO_REFUSED]++;
@@ -154,32 +151,31 @@ static void
 batch_done(void *slot, void *arg)
 {
 	struct tunout_batch *b = slot;
+	struct peer_ref last = { 0, 0 };
+	struct peer *p = NULL;
 	unsigned i;
 
 	(void)arg;
-	for (i = 0; i < b->n; i++)
-		account_one(b->o, &b->pkts[i]);
+	for (i = 0; i < b->n; i++) {
+		if (!peer_ref_equal(b->pkts[i].peer, last)) {
+			last = b->pkts[i].peer;
+			p = peer_resolve(b->o->t, last);
+		}
+		account_one(b->o, p, &b->pkts[i]);
+	}
 	b->n = 0;
 	b->used = 0;
 }
 
-/* The current batch leaves: to the thread when it is full (or holds bulk
- * data) or when the thread is busy (a write now would overtake), else
- * written here. */
+/* The current batch leaves (worker.h's rule). */
 static void
-batch_leave(struct tunout *o, bool full)
+batch_leave(struct tunout *o, bool bulk)
 {
-	struct tunout_batch *b = o->cur;
-
-	if (!b->n)
+	if (!o->cur->n)
 		return;
-	if (full || !worker_reap(o->worker)) {
+	if (worker_flush(o->worker, bulk))
 		o->t->events[EVENT_TUN_THREAD_BATCHES]++;
-		o->cur = worker_submit(o->worker);
-		return;
-	}
-	batch_write(b, NULL);
-	batch_done(b, NULL);
+	o->cur = worker_slot(o->worker);
 }
 
 /* Write one packet from the main loop and account it: 0, or < 0 when (some
@@ -188,10 +184,10 @@ static int
 write_now(struct tunout *o, struct peer *p, const struct offload_vnet *vh,
     const uint8_t *pkt, size_t len)
 {
-	struct tunout_pkt one = { .vh = vh ? *vh : plain, .len = len, .peer = p };
+	struct tunout_pkt one = { .vh = vh ? *vh : plain, .len = len };
 
 	write_one(o, &one, pkt);
-	account_one(o, &one);
+	account_one(o, p, &one);
 	return one.refused ? -(int)one.failed : one.err;
 }
 
@@ -216,7 +212,7 @@ tunout_packet(struct tunout *o, struct peer *p, const struct offload_vnet *vh,
 	r->vh = vh ? *vh : plain;
 	r->off = b->used;
 	r->len = len;
-	r->peer = p;
+	r->peer = peer_ref_of(p);
 	memcpy(b->mem + b->used, pkt, len);
 	/* The next packet starts 8-aligned: the thread reads headers. */
 	b->used += (len + 7) & ~(size_t)7;
@@ -234,18 +230,6 @@ void
 tunout_local(struct tunout *o, const uint8_t *pkt, size_t len)
 {
 	write_now(o, NULL, NULL, pkt, len);
-}
-
-void
-tunout_forget_peer(struct tunout *o, const struct peer *p)
-{
-	unsigned i, k;
-
-	/* Every batch, also those the thread has: it never reads the peers. */
-	for (k = 0; k < TUNOUT_BATCHES; k++)
-		for (i = 0; i < TUNOUT_BATCH_PKTS; i++)
-			if (o->batches[k].pkts[i].peer == p)
-				o->batches[k].pkts[i].peer = NULL;
 }
 
 bool
@@ -283,10 +267,10 @@ tunout_start_thread(struct tunout *o)
 			return -ENOMEM;
 		o->slots[k] = &o->batches[k];
 	}
-	o->cur = &o->batches[0];
 	if (!(o->worker = worker_new(o->t->base, "toud-tun", o->slots, TUNOUT_BATCHES,
 	    batch_write, batch_done, NULL)))
 		return -errno;
+	o->cur = worker_slot(o->worker);
 	return 0;
 }
 

@@ -1,6 +1,7 @@
 /* tunout.h - the TUN's one writer: what the receiving direction delivers
- * and what toud itself answers into the tunnel.  The threading model is at
- * the top of tunout.c. */
+ * and what toud itself answers into the tunnel.  Packets in flight name
+ * their peer by reference (peer.h): a peer freed meanwhile resolves to
+ * nobody.  The threading model is in worker.h. */
 #ifndef TOUD_TUNOUT_H
 #define TOUD_TUNOUT_H
 
@@ -36,8 +37,6 @@ void tunout_flush(struct tunout *o);
 /* A packet of toud's own (ICMP): written now, failures counted on the
  * interface. */
 void tunout_local(struct tunout *o, const uint8_t *pkt, size_t len);
-/* p goes away: its packets in flight are accounted to nobody. */
-void tunout_forget_peer(struct tunout *o, const struct peer *p);
 /* Whether the TUN thread runs. */
 bool tunout_threaded(const struct tunout *o);
 

@@ -1,4 +1,5 @@
-/* tx.h - the sending direction: TUN -> peer, and the one output queue. */
+/* tx.h - the sending direction: TUN -> peer, on the peer's transport
+ * (transport.h). */
 #ifndef TOUD_TX_H
 #define TOUD_TX_H
 
@@ -15,8 +16,8 @@ struct record_sealer;
 struct session;
 
 struct tx *tx_new(struct toud *t);        /* also starts reading the TUN */
-/* Hand the sends to a thread of their own (worker.h; the model is at the
- * top of tx.c).  Called once privileges are dropped, since capabilities
+/* Hand the sends to a thread of their own (udpout.c; the model is in
+ * worker.h).  Called once privileges are dropped, since capabilities
  * belong to each thread.  0 or -errno; without it, the main loop sends. */
 int tx_start_thread(struct tx *x);
 /* Whether that thread runs. */
@@ -47,8 +48,6 @@ void tx_send_staged(struct peer *p);
 /* Take back the records of session id still in the queue (a handshake
  * refused at completion: its last flight must not leave). */
 void tx_withdraw_session(struct tx *x, uint64_t id);
-/* p goes away: queued records stay queued but are accounted to nobody. */
-void tx_forget_peer(struct tx *x, const struct peer *p);
 /* Shutdown only: send the output queue now (it flushes itself otherwise)
  * and end the sending thread. */
 void tx_flush_records(struct toud *t);

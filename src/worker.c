@@ -59,7 +59,7 @@ static void *
 worker_run(void *arg)
 {
 	struct worker *w = arg;
-	uint64_t next = 0;
+	uint64_t next = atomic_load_explicit(&w->finished, memory_order_relaxed);
 
 	for (;;) {
 		uint64_t upto = atomic_load_explicit(&w->submitted, memory_order_acquire);
@@ -148,13 +148,30 @@ worker_submit(struct worker *w)
 	return w->slots[next % w->n];
 }
 
+bool
+worker_flush(struct worker *w, bool bulk)
+{
+	void *slot = worker_slot(w);
+
+	if (w->running && (bulk || !worker_reap(w))) {
+		worker_submit(w);
+		return true;
+	}
+	w->work(slot, w->arg);
+	w->done(slot, w->arg);
+	return false;
+}
+
+bool
+worker_threaded(const struct worker *w)
+{
+	return w && w->running;
+}
+
 struct worker *
-worker_new(struct event_base *base, const char *name, void *const *slots, unsigned n,
-    worker_fn *work, worker_fn *done, void *arg)
+worker_ring(void *const *slots, unsigned n, worker_fn *work, worker_fn *done, void *arg)
 {
 	struct worker *w;
-	sigset_t all, old;
-	int rc;
 
 	if (n < 2) {
 		errno = EINVAL;
@@ -167,40 +184,65 @@ worker_new(struct event_base *base, const char *name, void *const *slots, unsign
 	w->work = work;
 	w->done = done;
 	w->arg = arg;
+	w->kick_fd = w->done_fd = -1;
+	return w;
+}
+
+int
+worker_start(struct worker *w, struct event_base *base, const char *name)
+{
+	sigset_t all, old;
+	int rc;
+
+	if (w->running)
+		return -EALREADY;
 	w->kick_fd = eventfd(0, EFD_CLOEXEC);
 	w->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (w->kick_fd < 0 || w->done_fd < 0 ||
 	    !(w->ev = event_new(base, w->done_fd, EV_READ | EV_PERSIST, worker_done_cb, w)) ||
 	    event_add(w->ev, NULL) < 0) {
-		rc = errno ? errno : ENOMEM;
-		worker_free(w);
-		errno = rc;
-		return NULL;
+		rc = errno ? -errno : -ENOMEM;
+		worker_stop(w);
+		return rc;
 	}
+	atomic_store_explicit(&w->stop, false, memory_order_relaxed);
 	/* Signals are the main loop's: the thread starts with all blocked. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	rc = pthread_create(&w->thread, NULL, worker_run, w);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc) {
-		worker_free(w);
-		errno = rc;
-		return NULL;
+		worker_stop(w);
+		return -rc;
 	}
 	w->running = true;
 	pthread_setname_np(w->thread, name);
+	return 0;
+}
+
+struct worker *
+worker_new(struct event_base *base, const char *name, void *const *slots, unsigned n,
+    worker_fn *work, worker_fn *done, void *arg)
+{
+	struct worker *w = worker_ring(slots, n, work, done, arg);
+	int rc;
+
+	if (w && (rc = worker_start(w, base, name)) < 0) {
+		worker_free(w);
+		errno = -rc;
+		return NULL;
+	}
 	return w;
 }
 
 void
-worker_free(struct worker *w)
+worker_stop(struct worker *w)
 {
-	if (!w)
-		return;
 	if (w->running) {
 		atomic_store_explicit(&w->stop, true, memory_order_release);
 		eventfd_post(w->kick_fd);
 		pthread_join(w->thread, NULL);
+		w->running = false;
 		worker_reap(w);
 	}
 	if (w->ev)
@@ -209,5 +251,15 @@ worker_free(struct worker *w)
 		close(w->kick_fd);
 	if (w->done_fd >= 0)
 		close(w->done_fd);
+	w->ev = NULL;
+	w->kick_fd = w->done_fd = -1;
+}
+
+void
+worker_free(struct worker *w)
+{
+	if (!w)
+		return;
+	worker_stop(w);
 	free(w);
 }

@@ -178,6 +178,19 @@ q_listen_out(void *arg, uint64_t sid, const uint8_t *rec, size_t len,
 	q_out(arg, rec, len, to, NULL);
 }
 
+/* Seal as tx.c does: the record comes back framed, and is queued where
+ * OpenSSL's go (q_out() finishes it). */
+static int
+seal(struct dtls_sess *s, struct queue *q, const uint8_t *msg, size_t len)
+{
+	struct dtls_record r;
+	int rc = dtls_sess_seal(s, msg, len, &r);
+
+	if (rc == 0)
+		q_out(q, r.rec, r.len, r.to, r.seal);
+	return rc;
+}
+
 static struct rec *
 q_pop(struct queue *q)
 {
@@ -488,7 +501,7 @@ pass(struct dtls_sess *from, struct queue *q, struct dtls_sess *to, const uint8_
 	size_t n = 0;
 	uint64_t seq = 0;
 
-	ck_assert_int_eq(dtls_sess_seal(from, msg, len), 0);
+	ck_assert_int_eq(seal(from, q, msg, len), 0);
 	ck_assert_uint_eq(q->n, 1);
 	r = q_pop(q);
 	ck_assert_int_eq(r->b[0], 23);
@@ -589,8 +602,8 @@ START_TEST(server_refuses_unknown_key)
 	ck_assert_int_eq(B.az.calls, 1);
 	ck_assert_ptr_null(dtls_sess_peer_fp(l.ss));
 	ck_assert(!dtls_sess_established(l.cs) && !dtls_sess_established(l.ss));
-	ck_assert_int_eq(dtls_sess_seal(l.cs, &b, 1), -ENOTCONN);
-	ck_assert_int_eq(dtls_sess_seal(l.ss, &b, 1), -ENOTCONN);
+	ck_assert_int_eq(seal(l.cs, l.c2s, &b, 1), -ENOTCONN);
+	ck_assert_int_eq(seal(l.ss, l.s2c, &b, 1), -ENOTCONN);
 	ck_assert_int_eq(l.cdata + l.sdata, 0);
 	/* a failed session stays failed */
 	ck_assert_int_eq(dtls_sess_handshake(l.ss), DTLS_ERR_HANDSHAKE);
@@ -613,7 +626,7 @@ START_TEST(client_refuses_unknown_key)
 	ck_assert(!l.cdone && !l.sdone);
 	ck_assert_int_eq(B.az.calls, 0);        /* the server never got that far */
 	ck_assert_ptr_null(dtls_sess_peer_fp(l.cs));
-	ck_assert_int_eq(dtls_sess_seal(l.cs, &b, 1), -ENOTCONN);
+	ck_assert_int_eq(seal(l.cs, l.c2s, &b, 1), -ENOTCONN);
 	link_free(&l);
 }
 END_TEST
@@ -720,21 +733,21 @@ START_TEST(seal_open)
 	pass(l.ss, l.s2c, l.cs, &one, 1);
 	pass(l.ss, l.s2c, l.cs, big, 1400);
 	/* the largest payload fills the link MTU exactly */
-	ck_assert_int_eq(dtls_sess_seal(l.cs, big, MAX_PLAIN), 0);
+	ck_assert_int_eq(seal(l.cs, l.c2s, big, MAX_PLAIN), 0);
 	r = q_pop(l.c2s);
 	ck_assert_uint_eq(r->len, LINK_MTU);
-	ck_assert_int_eq(dtls_sess_seal(l.cs, big, MAX_PLAIN + 1), -EMSGSIZE);
-	ck_assert_int_eq(dtls_sess_seal(l.cs, big, 16384), -EMSGSIZE);
-	ck_assert_int_eq(dtls_sess_seal(l.cs, big, 0), -EINVAL);
+	ck_assert_int_eq(seal(l.cs, l.c2s, big, MAX_PLAIN + 1), -EMSGSIZE);
+	ck_assert_int_eq(seal(l.cs, l.c2s, big, 16384), -EMSGSIZE);
+	ck_assert_int_eq(seal(l.cs, l.c2s, big, 0), -EINVAL);
 	ck_assert_uint_eq(l.c2s->n, 0);
 	/* a 1-byte payload costs exactly the GCM overhead */
-	ck_assert_int_eq(dtls_sess_seal(l.ss, &one, 1), 0);
+	ck_assert_int_eq(seal(l.ss, l.s2c, &one, 1), 0);
 	r = q_pop(l.s2c);
 	ck_assert_uint_eq(r->len, 1 + GCM_OVERHEAD);
 	/* roaming: later records go to the new address */
 	sa_set(&roam, "2001:db8::7", 4000);
 	dtls_sess_set_peer_addr(l.ss, &roam);
-	ck_assert_int_eq(dtls_sess_seal(l.ss, &one, 1), 0);
+	ck_assert_int_eq(seal(l.ss, l.s2c, &one, 1), 0);
 	r = q_pop(l.s2c);
 	ck_assert(util_sa_equal(&r->to, &roam));
 	link_free(&l);
@@ -747,11 +760,11 @@ START_TEST(seal_before_established)
 	uint8_t b = 1;
 
 	link_start(&l, &A, &B, &peer_b);
-	ck_assert_int_eq(dtls_sess_seal(l.cs, &b, 1), -ENOTCONN);
+	ck_assert_int_eq(seal(l.cs, l.c2s, &b, 1), -ENOTCONN);
 	link_step(&l);                          /* HelloVerifyRequest */
 	link_step(&l);                          /* server session exists now */
 	ck_assert_ptr_nonnull(l.ss);
-	ck_assert_int_eq(dtls_sess_seal(l.ss, &b, 1), -ENOTCONN);
+	ck_assert_int_eq(seal(l.ss, l.s2c, &b, 1), -ENOTCONN);
 	link_free(&l);
 }
 END_TEST
@@ -769,7 +782,7 @@ START_TEST(replay)
 	int i;
 
 	link_up(&l, &A, &B, &peer_b);
-	ck_assert_int_eq(dtls_sess_seal(l.cs, msg, sizeof(msg)), 0);
+	ck_assert_int_eq(seal(l.cs, l.c2s, msg, sizeof(msg)), 0);
 	recs[0] = *q_pop(l.c2s);
 	ck_assert_int_eq(input(l.ss, &recs[0], &n, &first), DTLS_DATA);
 	ck_assert_int_eq(input(l.ss, &recs[0], &n, &seq), DTLS_ERR_REPLAY);
@@ -780,7 +793,7 @@ START_TEST(replay)
 	 * newest one arrives first */
 	for (i = 0, k = 0; i < NWIN; i++) {
 		msg[0] = (uint8_t)i;
-		ck_assert_int_eq(dtls_sess_seal(l.cs, msg, sizeof(msg)), 0);
+		ck_assert_int_eq(seal(l.cs, l.c2s, msg, sizeof(msg)), 0);
 		r = q_pop(l.c2s);
 		if (k < ARRAY_SIZE(keep) && keep[k] == i)
 			recs[k++] = *r;
@@ -813,7 +826,7 @@ START_TEST(tamper)
 
 	memset(msg, 0xab, sizeof(msg));
 	link_up(&l, &A, &B, &peer_b);
-	ck_assert_int_eq(dtls_sess_seal(l.cs, msg, sizeof(msg)), 0);
+	ck_assert_int_eq(seal(l.cs, l.c2s, msg, sizeof(msg)), 0);
 	r = *q_pop(l.c2s);
 	/* one flipped bit anywhere after the header: nonce, ciphertext, tag */
 	for (i = DTLS_RECORD_HDR; i < r.len; i += 17) {
@@ -849,7 +862,7 @@ START_TEST(tamper)
 		t.b[i] = (uint8_t)(i * 31);
 	ck_assert_int_eq(input(l.ss, &t, &n, &seq), DTLS_ERR_RECORD);
 	/* no room for the plaintext */
-	ck_assert_int_eq(dtls_sess_seal(l.cs, msg, sizeof(msg)), 0);
+	ck_assert_int_eq(seal(l.cs, l.c2s, msg, sizeof(msg)), 0);
 	r = *q_pop(l.c2s);
 	ck_assert_int_eq(dtls_sess_input(l.ss, r.b, r.len, msg, 0, &n, &seq), DTLS_ERR_RECORD);
 	ck_assert_int_eq(dtls_sess_input(l.ss, r.b, r.len, msg, 10, &n, &seq),
@@ -877,7 +890,7 @@ START_TEST(open_in_place)
 	link_up(&l, &A, &B, &peer_b);
 	pre = dtls_sess_data_prefix(l.ss);
 	ck_assert_uint_eq(pre, DTLS_RECORD_HDR + 8);           /* AES-GCM's explicit nonce */
-	ck_assert_int_eq(dtls_sess_seal(l.cs, msg, sizeof(msg)), 0);
+	ck_assert_int_eq(seal(l.cs, l.c2s, msg, sizeof(msg)), 0);
 	r = *q_pop(l.c2s);
 	/* tampered, in place: refused, and the genuine record still opens */
 	t = r;
@@ -913,14 +926,14 @@ START_TEST(close_notify)
 	link_up(&l, &A, &B, &peer_b);
 	dtls_sess_close(l.cs);
 	ck_assert(!dtls_sess_established(l.cs));
-	ck_assert_int_eq(dtls_sess_seal(l.cs, &b, 1), -ENOTCONN);
+	ck_assert_int_eq(seal(l.cs, l.c2s, &b, 1), -ENOTCONN);
 	ck_assert_uint_eq(l.c2s->n, 1);
 	r = q_pop(l.c2s);
 	ck_assert_int_eq(r->b[0], 21);          /* alert */
 	ck_assert_int_eq(input(l.ss, r, &n, &seq), DTLS_ERR_CLOSED);
 	ck_assert(!dtls_sess_established(l.ss));
 	ck_assert_int_eq(input(l.ss, r, &n, &seq), DTLS_ERR_CLOSED);
-	ck_assert_int_eq(dtls_sess_seal(l.ss, &b, 1), -ENOTCONN);
+	ck_assert_int_eq(seal(l.ss, l.s2c, &b, 1), -ENOTCONN);
 	dtls_sess_close(l.ss);                  /* nothing more to send */
 	ck_assert_uint_eq(l.s2c->n, 0);
 	link_free(&l);
@@ -945,13 +958,13 @@ START_TEST(early_data)
 	while ((r = q_pop(l.s2c)) != NULL)
 		fin[nfin++] = *r;
 	ck_assert_uint_ge(nfin, 2);             /* ChangeCipherSpec, Finished */
-	ck_assert_int_eq(dtls_sess_seal(l.ss, d1, sizeof(d1)), 0);
+	ck_assert_int_eq(seal(l.ss, l.s2c, d1, sizeof(d1)), 0);
 	early = *q_pop(l.s2c);
 	ck_assert_int_eq(input(l.cs, &early, &n, &seq), DTLS_AGAIN);
 	for (i = 0; i < nfin; i++)
 		to_client(&l, &fin[i]);
 	ck_assert(l.cdone && !l.cfail);
-	ck_assert_int_eq(dtls_sess_seal(l.ss, d2, sizeof(d2)), 0);
+	ck_assert_int_eq(seal(l.ss, l.s2c, d2, sizeof(d2)), 0);
 	r = q_pop(l.s2c);
 	ck_assert_int_eq(dtls_sess_input(l.cs, r->b, r->len, buf, sizeof(buf), &n, &seq),
 	    DTLS_DATA);
@@ -1022,7 +1035,7 @@ START_TEST(nonce_unique)
 	/* toud seals on the server already; the client cannot open these
 	 * yet (and must not let OpenSSL see them) */
 	for (i = 0; i < 5; i++)
-		ck_assert_int_eq(dtls_sess_seal(l1.ss, msg, sizeof(msg)), 0);
+		ck_assert_int_eq(seal(l1.ss, l1.s2c, msg, sizeof(msg)), 0);
 	while ((r = q_pop(l1.s2c)) != NULL)
 		to_client(&l1, r);
 	ck_assert(!l1.cdone);
@@ -1277,7 +1290,7 @@ START_TEST(listen_drop)
 
 	link_up(&l, &A, &B, &peer_b);
 	/* application data, alerts and ChangeCipherSpec never open a session */
-	ck_assert_int_eq(dtls_sess_seal(l.cs, msg, sizeof(msg)), 0);
+	ck_assert_int_eq(seal(l.cs, l.c2s, msg, sizeof(msg)), 0);
 	t = *q_pop(l.c2s);
 	ck_assert_int_eq(dtls_listen(B.c, t.b, t.len, &A.addr, q_out, l.s2c, &s),
 	    DTLS_LISTEN_DROP);
@@ -1347,7 +1360,7 @@ START_TEST(rekey_switch)
 	pass(l1.cs, l1.c2s, l1.ss, old, sizeof(old));
 	pass(l1.ss, l1.s2c, l1.cs, old, sizeof(old));
 	/* keys differ: a record of one session does not open on the other */
-	ck_assert_int_eq(dtls_sess_seal(l1.cs, old, sizeof(old)), 0);
+	ck_assert_int_eq(seal(l1.cs, l1.c2s, old, sizeof(old)), 0);
 	{
 		struct rec r = *q_pop(l1.c2s);
 		size_t n;

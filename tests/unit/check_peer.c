@@ -1385,6 +1385,37 @@ START_TEST(reload_removes_peer_mid_handshake)
 }
 END_TEST
 
+/* A peer freed (a reload removed it) while batches of its records are on
+ * the sending thread, the second waiting behind the first: nothing
+ * reaches into them, and when they are back their datagrams, which all
+ * failed to send, resolve to nobody and are counted on the interface. */
+START_TEST(send_thread_peer_freed)
+{
+	const unsigned n = UDP_BATCH + 20;
+	uint64_t send_drops;
+	unsigned i, k;
+
+	bring_up();
+	A.n_out = 0;
+	send_drops = A.t.drops[DROP_SEND];
+	ck_assert_int_eq(tx_start_thread(A.t.tx), 0);
+	A.send_err = -EIO;
+	atomic_store(&A.sink_delay_ms, 300);
+	for (i = 0; i < n; i++)
+		tun_send(&A, true, 1000 + i);
+	for (k = 0; k < 3; k++)
+		event_base_loop(A.t.base, EVLOOP_NONBLOCK);
+	ck_assert_uint_eq(A.t.events[EVENT_SEND_THREAD_BATCHES], 2);
+	peer_free(A.t.peers[0]);
+	A.t.n_peers = 0;
+	tx_flush_records(&A.t);         /* waits for the thread, and ends it */
+	ck_assert(!A.sink_overflow);
+	ck_assert_uint_eq(A.n_out, n);
+	ck_assert_uint_eq(A.t.drops[DROP_SEND], send_drops + n);
+	/* teardown frees what is left; A has an empty list to free. */
+}
+END_TEST
+
 /* Our source address went away: the send fails, and the next records
  * leave without one (the kernel chooses).  With DTLS the address is the
  * session's; clearing another copy did nothing. */
@@ -2142,6 +2173,7 @@ peer_suite(void)
 	tcase_add_test(tc, session_table);
 	tcase_add_test(tc, tun_refuses_merged);
 	tcase_add_test(tc, send_thread_seals);
+	tcase_add_test(tc, send_thread_peer_freed);
 	tcase_add_test(tc, open_thread_accepts);
 	tcase_add_test(tc, close_after_data);
 	suite_add_tcase(s, tc);

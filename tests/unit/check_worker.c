@@ -2,7 +2,10 @@
  * handed back in the order submitted, each exactly once; a slot handed to
  * the main loop is never one the thread still has; a full ring waits for
  * the thread; the main loop learns of finished batches from its event
- * loop; ending the worker finishes everything submitted first. */
+ * loop; ending the worker finishes everything submitted first; the
+ * hand-off rule: a batch is worked at once on the main loop without a
+ * thread, or while the thread is idle and the batch not bulk, and goes to
+ * the thread otherwise. */
 #include <check.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -204,6 +207,67 @@ START_TEST(free_finishes_everything)
 }
 END_TEST
 
+/* Fill the current slot as batch seq and let it go by the rule; true
+ * when it went to the thread. */
+static bool
+flush(struct fixture *f, struct worker *w, unsigned seq, bool bulk)
+{
+	struct slot *s = worker_slot(w);
+
+	(void)f;
+	ck_assert_int_eq(s->state, SLOT_FREE);
+	s->state = SLOT_FILLED;
+	s->seq = seq;
+	return worker_flush(w, bulk);
+}
+
+START_TEST(flush_rule)
+{
+	struct event_base *base = event_base_new();
+	struct fixture f;
+	struct worker *w;
+	unsigned i;
+
+	memset(&f, 0, sizeof(f));
+	for (i = 0; i < 4; i++)
+		f.ptrs[i] = &f.slots[i];
+	/* No thread: every batch, bulk or not, is worked here, at once, in
+	 * the same slot. */
+	ck_assert_ptr_nonnull(w = worker_ring(f.ptrs, 4, work, done, &f));
+	ck_assert(!worker_threaded(w));
+	ck_assert(!flush(&f, w, 0, false));
+	ck_assert(!flush(&f, w, 1, true));
+	ck_assert_ptr_eq(worker_slot(w), f.ptrs[0]);
+	ck_assert_uint_eq(f.n_done, 2);
+	/* With the thread: a batch that is not bulk finds it idle and is
+	 * worked here; a bulk one goes to it. */
+	ck_assert_int_eq(worker_start(w, base, "check-worker"), 0);
+	ck_assert(worker_threaded(w));
+	ck_assert(!flush(&f, w, 2, false));
+	ck_assert_uint_eq(f.n_done, 3);
+	atomic_store(&f.hold, true);
+	ck_assert(flush(&f, w, 3, true));
+	ck_assert_ptr_eq(worker_slot(w), f.ptrs[1]);
+	/* While it has one, any batch goes to it: nothing overtakes. */
+	ck_assert(flush(&f, w, 4, false));
+	ck_assert_uint_eq(f.n_done, 3);
+	atomic_store(&f.hold, false);
+	/* Stopped, the ring works every batch here again, from where the
+	 * thread left it. */
+	worker_stop(w);
+	ck_assert(!worker_threaded(w));
+	ck_assert_uint_eq(f.n_done, 5);
+	ck_assert(!flush(&f, w, 5, true));
+	ck_assert_ptr_eq(worker_slot(w), f.ptrs[2]);
+	worker_free(w);
+	ck_assert_uint_eq(f.bad_work, 0);
+	ck_assert_uint_eq(f.bad_done, 0);
+	assert_in_order(f.worked, f.n_worked, 6);
+	assert_in_order(f.done, f.n_done, 6);
+	event_base_free(base);
+}
+END_TEST
+
 START_TEST(too_few_slots)
 {
 	struct event_base *base = event_base_new();
@@ -228,6 +292,7 @@ main(void)
 	tcase_add_test(tc, done_through_the_loop);
 	tcase_add_test(tc, free_finishes_everything);
 	tcase_add_test(tc, too_few_slots);
+	tcase_add_test(tc, flush_rule);
 	suite_add_tcase(s, tc);
 	return check_run(s);
 }

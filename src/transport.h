@@ -1,0 +1,41 @@
+/* transport.h - the outer transports, below tx.c and rx.c.
+ *
+ * A peer's traffic takes one outer transport at a time (peer.transport).
+ * The two directions meet it at one door each, on the main loop, and
+ * nowhere else:
+ *
+ * Sending: tx_seal() (tx.c) is the one function every inner payload to a
+ * peer passes (TUN packets, packets held during a handshake, control
+ * messages; either encryption), and the one switch on the transport.
+ *   TRANSPORT_UDP: with DTLS the payload is sealed into a record
+ *   (session_seal(): numbered here), and the record, or with encryption =
+ *   none the payload itself, is queued for its path (address, local
+ *   address, session ID) in udpout.c's batch of datagrams.  The batch goes
+ *   to the sending thread, which encrypts the records and sends them
+ *   (udp_send_batch()), or is sent on the main loop while that thread is
+ *   idle (worker.h); it is accounted back on the main loop.  What only a
+ *   UDP path has goes to udpout.c directly: OpenSSL's own records
+ *   (handshake, alerts, through the DTLS output callbacks) and the path
+ *   challenges that validate a new address (tx_path_message()).
+ *
+ * Receiving: the transport reads on the main loop and hands rx.c what it
+ * read.
+ *   TRANSPORT_UDP: rx.c reads the sockets (udp_recv_batch()) and finds
+ *   each datagram's peer by its session ID (DTLS) or its source address.
+ *   A transport that authenticates its peer itself hands rx.c the inner
+ *   payloads ("frames") it carried with rx_frames() (rx.h), in batches:
+ *   rx.c then treats them as it treats a plain datagram of that peer.
+ *
+ * A stream transport (TLS over TCP) adds its value here, its case in
+ * tx_seal() (the payload becomes a frame of the peer's connection, sent
+ * in batches by the same rule), and calls rx_frames() with what it reads:
+ * tx.c and rx.c need nothing else.  Its per-peer state and its own
+ * thread, if any, are its own; the rule of worker.h holds for it too. */
+#ifndef TOUD_TRANSPORT_H
+#define TOUD_TRANSPORT_H
+
+enum transport {
+	TRANSPORT_UDP = 0,      /* datagrams: GUE over UDP, DTLS or plain */
+};
+
+#endif
