@@ -94,6 +94,8 @@ peer_reconfigure(struct peer *p, const struct conf_peer *cf)
 	}
 	rc = peer_install(p);
 	peer_timers_reconfigure(p);
+	if (what & (CONF_PEER_DIFF_AUTH | CONF_PEER_DIFF_ENDPOINT))
+		peer_timers_auth_changed(p);
 	return rc;
 }
 

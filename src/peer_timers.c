@@ -228,12 +228,25 @@ peer_timers_wanted(struct peer *p)
 }
 
 void
+peer_timers_auth_changed(struct peer *p)
+{
+	p->hs_failures = 0;
+	p->hs_retry_ms = 0;
+	p->next_attempt_ms = 0;
+	evtimer_del(p->ev_retry);
+	if (!p->cur && (p->pending_n || p->cf->keepalive || p->reconnect))
+		handshake_initiate(p, toud_now(p->toud));
+}
+
+void
 peer_timers_closed_by_peer(struct peer *p)
 {
 	p->toud->events[EVENT_SESSION_CLOSED]++;
 	if (p->cur)
 		return;
 	peer_event(p, PEER_EV_CLOSED);
+	/* Said until a session is up again, so `show` tells why it went. */
+	snprintf(p->last_error, sizeof(p->last_error), "closed by the peer");
 	if (p->next)
 		peer_event(p, PEER_EV_HANDSHAKE_STARTED);
 	/* It is going away, probably to restart.  Where we know its address

@@ -39,6 +39,11 @@ void peer_timers_closed_by_peer(struct peer *p);
  * without an endpoint, -EAGAIN while its name is not resolved, or
  * handshake_initiate()'s error. */
 int peer_timers_wanted(struct peer *p);
+/* A reload changed how the peer authenticates or where it is: what failed
+ * before says nothing about the new settings, so the back-off starts over
+ * and, where there is a reason to (packets held, keepalive, a reconnect),
+ * a handshake starts at once. */
+void peer_timers_auth_changed(struct peer *p);
 /* A reload changed how the peer authenticates: its sessions are gone. */
 void peer_timers_reset(struct peer *p);
 /* A reload ended sessions of p (its key is no longer accepted): with none

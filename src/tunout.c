@@ -118,11 +118,10 @@ static void
 account_one(struct tunout *o, struct peer *p, const struct tunout_pkt *r)
 {
 	struct toud *t = o->t;
-	uint64_t *drops = p ? p->drops : t->drops;
 
 	if (r->refused) {
 		t->events[EVENT_TUN_GSO_REFUSED]++;
-		drops[DROP_TUN_WRITE] += r->failed;
+		drop_count(t, p, DROP_TUN_WRITE, r->failed);
 		if (o->coal && !o->coal->no_merge) {
 			/* What the coalescer still holds leaves unmerged. */
 			o->coal->no_merge = true;
@@ -130,7 +129,7 @@ account_one(struct tunout *o, struct peer *p, const struct tunout_pkt *r)
 			    "them one by one from now on", t->tun->name, strerror(EINVAL));
 		}
 	} else if (r->err < 0) {
-		drops[DROP_TUN_WRITE]++;
+		drop_count(t, p, DROP_TUN_WRITE, 1);
 	}
 }
 
@@ -201,7 +200,7 @@ tunout_packet(struct tunout *o, struct peer *p, const struct offload_vnet *vh,
 	if (!o->worker)
 		return write_now(o, p, vh, pkt, len);
 	if (len > TUNOUT_BATCH_BYTES) {
-		(p ? p->drops : o->t->drops)[DROP_TUN_WRITE]++;
+		drop_count(o->t, p, DROP_TUN_WRITE, 1);
 		return -EMSGSIZE;
 	}
 	if (b->n == TUNOUT_BATCH_PKTS || b->used + len > TUNOUT_BATCH_BYTES) {

@@ -33,6 +33,7 @@
 
 #include "conf.h"
 #include "ctx.h"
+#include "drop.h"
 #include "dtls.h"
 #include "gue.h"
 #include "handshake.h"
@@ -102,15 +103,6 @@ tx_payload_budget(const struct toud *t, const struct peer *p)
 	return budget;
 }
 
-static inline void
-count_drop(struct toud *t, struct peer *p, enum drop_reason r)
-{
-	if (p)
-		p->drops[r]++;
-	else
-		t->drops[r]++;
-}
-
 /* Answer an oversize packet with ICMP too big, into the TUN through its one
  * writer. */
 static void
@@ -121,12 +113,12 @@ too_big(struct toud *t, struct peer *p, const uint8_t *pkt, const struct pkt_inf
 	const struct ipaddr *from = pi->family == AF_INET ? &t->local4 : &t->local6;
 	size_t n;
 
-	count_drop(t, p, DROP_TOO_BIG);
+	drop_count(t, p, DROP_TOO_BIG, 1);
 	if (!from->family)
 		return;
 	/* RFC 1812 4.3.2.8, RFC 4443 2.4(f): rate-limit our ICMP errors. */
 	if (!ratelimit_allow(t->tx->too_big_rl, &pi->src, toud_now(t))) {
-		count_drop(t, p, DROP_TOO_BIG_LIMIT);
+		drop_count(t, p, DROP_TOO_BIG_LIMIT, 1);
 		return;
 	}
 	n = pkt_too_big(reply, sizeof(reply), pkt, pi, (uint32_t)mtu, from);

@@ -29,6 +29,7 @@
 
 #include "conf.h"
 #include "ctx.h"
+#include "drop.h"
 #include "gue.h"
 #include "log.h"
 #include "peer.h"
@@ -90,7 +91,7 @@ udpout_account(struct toud *t, struct udp_msg *msgs, const struct peer_ref *peer
 				peer_tx(p, msgs[i].len, now);
 			continue;
 		}
-		(p ? p->drops : t->drops)[r]++;
+		drop_count(t, p, r, 1);
 		/* The source address we pinned may have gone: let the kernel
 		 * choose next time.  It is the session's with DTLS (and if
 		 * the record was on its own path, from an address that is
@@ -238,7 +239,7 @@ udpout_queue(struct udpout *o, const struct udpout_dgram *d)
 	struct udp_msg *m;
 
 	if (hdr + d->len > o->rec_size) {
-		(d->peer ? d->peer->drops : o->t->drops)[DROP_SEAL]++;
+		drop_count(o->t, d->peer, DROP_SEAL, 1);
 		return;
 	}
 	if (o->out->n == UDP_BATCH)

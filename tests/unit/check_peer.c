@@ -715,6 +715,7 @@ START_TEST(reconnect_after_close)
 	ck_assert_uint_eq(B.t.events[EVENT_SESSION_CLOSED], 1);
 	/* B knows A's address: it reconnects 1 s later. */
 	ck_assert(pb->reconnect);
+	ck_assert_str_eq(pb->last_error, "closed by the peer");
 	ck_assert_uint_eq(pb->next_attempt_ms, fake_now + 1000);
 	fake_now += 1000;
 	ck_assert_int_eq(handshake_initiate(pb, fake_now), 0);
@@ -724,6 +725,7 @@ START_TEST(reconnect_after_close)
 	ck_assert_ptr_nonnull(pa->cur);
 	ck_assert_uint_eq(pa->cur->id, pb->cur->id);
 	ck_assert(!pb->reconnect);
+	ck_assert_str_eq(pb->last_error, "");
 	ck_assert_uint_eq(pb->next_attempt_ms, 0);
 }
 END_TEST
@@ -1837,6 +1839,22 @@ START_TEST(reload_removes_one_changes_another)
 	ck_assert_ptr_null(pb->cur);
 	ck_assert_str_eq(peer_state_name(pb->state), "idle");
 	ck_assert_ptr_null(peer_find_by_name(&A.t, "c"));
+
+	/* Under the wrong pin A's handshake fails and backs off... */
+	tun_send(&A, true, 2);
+	pump();
+	ck_assert_ptr_null(pb->cur);
+	ck_assert_ptr_null(pb->next);
+	ck_assert_uint_gt(pb->hs_retry_ms, fake_now);
+	/* ...and a reload that fixes the pin starts one at once. */
+	a_conf_text(text, sizeof(text), B.fp, false);
+	write_text(path, text);
+	ck_assert_msg(toud_reload(&A.t, err, sizeof(err)) == 0, "reload: %s", err);
+	ck_assert_str_eq(err, "0 peers added, 0 removed, 1 changed");
+	ck_assert_ptr_nonnull(pb->next);
+	ck_assert_uint_eq(pb->hs_retry_ms, 0);
+	pump();
+	ck_assert_str_eq(peer_state_name(pb->state), "up");
 }
 END_TEST
 
