@@ -32,9 +32,12 @@
  *       ended (refused by an alert, completed, no answer).
  *
  * It prints one JSON object: datagrams and bytes (UDP payload) sent and
- * received, and how many ClientHellos earned a HelloVerifyRequest. */
+ * received, and how many ClientHellos earned a HelloVerifyRequest.
+ * SIGTERM ends the attack early, with the same report: a test can run it
+ * for "as long as the checks take" rather than a guessed time. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <signal.h>
 #include <netinet/in.h>
 #include <netinet/ip.h>
 #include <netinet/udp.h>
@@ -65,6 +68,7 @@ struct stats {
 };
 
 static struct stats st;
+static volatile sig_atomic_t stopping;   /* SIGTERM: report and exit */
 static int sock = -1;
 static struct sockaddr_in dst;
 
@@ -252,7 +256,7 @@ run_handshakes(int fresh, double rate, double secs)
 		fprintf(stderr, "attack: no HelloVerifyRequest\n");
 		return 1;
 	}
-	while (now_s() - t0 < secs) {
+	while (!stopping && now_s() - t0 < secs) {
 		if (fresh) {
 			uint64_t sid = fresh_sid();
 
@@ -310,7 +314,7 @@ run_spoof(const char *src, int sport, double rate, double secs)
 		die("raw socket");
 	if (setsockopt(fd, IPPROTO_IP, IP_HDRINCL, &one, sizeof(one)) < 0)
 		die("IP_HDRINCL");
-	while (now_s() - t0 < secs) {
+	while (!stopping && now_s() - t0 < secs) {
 		uint64_t sid = fresh_sid();
 		int i;
 
@@ -694,7 +698,7 @@ run_certs(const char *key, const char *cert, double rate, double secs)
 	SSL_CTX *ctx = keyed_ctx(key, cert);
 	double t0 = now_s(), next = t0;
 
-	while (now_s() - t0 < secs) {
+	while (!stopping && now_s() - t0 < secs) {
 		struct client c;
 		struct recs o;
 		unsigned long alerts = st.alerts;
@@ -729,13 +733,22 @@ run_certs(const char *key, const char *cert, double rate, double secs)
 	return 0;
 }
 
+static void
+on_term(int sig)
+{
+	(void)sig;
+	stopping = 1;
+}
+
 int
 main(int argc, char **argv)
 {
+	struct sigaction sa = { .sa_handler = on_term };
 	double rate, secs;
 	int dport;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	sigaction(SIGTERM, &sa, NULL);
 	if (argc == 7 && (!strcmp(argv[1], "replay") || !strcmp(argv[1], "fresh"))) {
 		dport = atoi(argv[4]);
 		rate = atof(argv[5]);

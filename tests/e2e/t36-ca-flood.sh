@@ -120,11 +120,13 @@ A_PID=${TOUD_PID[a]}
 
 j0=$(show_json a) || bail_out "touctl show on a"
 c0=$(cpu_ms "$A_PID")
+# The attackers run until the pings below are done (SIGTERM ends them with
+# their report), however long the machine takes to get there.
 bg_start x "$E2E_DIR/x1.json" "$ATTACK" certs 10.201.0.2 10.201.0.1 6080 \
-    "$E2E_DIR/keys/x1/key.pem" "$PKI/x1.pem" 10 10
+    "$E2E_DIR/keys/x1/key.pem" "$PKI/x1.pem" 10 300
 X1=$BG_PID
 bg_start x "$E2E_DIR/x2.json" "$ATTACK" certs 10.201.0.3 10.201.0.1 6080 \
-    "$E2E_DIR/keys/x2/key.pem" "$PKI/x2.pem" 10 10
+    "$E2E_DIR/keys/x2/key.pem" "$PKI/x2.pem" 10 300
 X2=$BG_PID
 sleep 2
 toud_start b || bail_out "toud on b did not start"
@@ -148,6 +150,8 @@ else
 	not_ok "their longest round trip is at most $RTT_MAX_MS ms" "max ${max:-none}"
 fi
 check "attacker x1 is still running (the attack covered the pings)" proc_alive "$X1"
+check "attacker x2 is still running" proc_alive "$X2"
+kill -TERM "$X1" "$X2" 2>/dev/null
 proc_wait "$X1" 30 || bail_out "attacker x1 did not finish"
 proc_wait "$X2" 30 || bail_out "attacker x2 did not finish"
 c1=$(cpu_ms "$A_PID")
