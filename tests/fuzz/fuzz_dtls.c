@@ -83,6 +83,15 @@ q_out(void *arg, const uint8_t *rec, size_t len, const union sockaddr_union *to,
 	q->n++;
 }
 
+/* dtls_listen_output_fn: the listener's answers go the same way. */
+static void
+q_listen_out(void *arg, uint64_t sid, const uint8_t *rec, size_t len,
+    const union sockaddr_union *to)
+{
+	(void)sid;
+	q_out(arg, rec, len, to, NULL);
+}
+
 static struct rec *
 q_pop(struct queue *q)
 {
@@ -146,7 +155,7 @@ side_ctx(struct side *s)
 		.certificate = s->cert,
 		.authorize = authorize,
 		.authorize_arg = s,
-		.listen_output = q_out,
+		.listen_output = q_listen_out,
 		.listen_output_arg = &s->lq,
 		.link_mtu = LINK_MTU,
 	};
