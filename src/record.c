@@ -247,8 +247,9 @@ record_tx_jump(struct record_tx *tx, uint64_t n)
 {
 	/* The explicit nonce is a 64-bit counter that may wrap; OpenSSL's
 	 * own are 2^63 away (record.h).  The sealer follows at the next
-	 * record it seals. */
-	if (n > RECORD_SEQ_MAX - tx->seq)
+	 * record it seals.  A direction that has used its last number
+	 * (seq one past the end) has none to skip to. */
+	if (tx->seq > RECORD_SEQ_MAX || n > RECORD_SEQ_MAX - tx->seq)
 		return -1;
 	tx->seq += n;
 	tx->nonce += n;

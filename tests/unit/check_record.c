@@ -600,7 +600,8 @@ START_TEST(window_edges)
 END_TEST
 
 /* The end of the 48-bit sequence space: the last number is sealed and
- * opened, then the sender stops, and nothing wraps to 0. */
+ * opened, then the sender stops, and nothing wraps to 0: not even a jump
+ * (a new session ID) once every number is used. */
 START_TEST(window_wrap)
 {
 	uint8_t msg[32] = "the last one", rec[RECMAX], out[RECMAX];
@@ -634,6 +635,11 @@ START_TEST(window_wrap)
 	ck_assert_int_eq(m.status, RECORD_ERR_EXHAUSTED);
 	ck_assert_uint_eq(m.out_len, 0);
 	ck_assert_uint_eq(tx.sealed, 1);
+	ck_assert_int_eq(record_tx_jump(&tx, 1), -1);
+	ck_assert_int_eq(record_tx_jump(&tx, UINT64_MAX - RECORD_SEQ_MAX), -1);
+	ck_assert_uint_eq(tx.seq, RECORD_SEQ_MAX + 1);
+	ck_assert_uint_eq(record_seal(&tx, &m, 1), 0);
+	ck_assert_int_eq(m.status, RECORD_ERR_EXHAUSTED);
 	record_tx_free(&tx);
 	record_rx_free(&rx);
 	pair_free(&p);

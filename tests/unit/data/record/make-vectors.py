@@ -3,8 +3,9 @@
 # specifications alone (RFC 5246 5 and 6.3: PRF and key block; RFC 6347
 # 4.1: header and AAD; RFC 5288: AES-GCM nonce; RFC 7905: ChaCha20-Poly1305
 # nonce), with Python's hmac and the "cryptography" package, nothing of
-# toud's.  check_record opens and re-seals them; the fuzz corpus gets them
-# too.  Writes vectors.txt here and seeds into tests/fuzz/corpus/record.
+# toud's.  check_record opens and re-seals them; fuzz_record's corpus gets
+# them too, as programs that open them.  Writes vectors.txt here and seeds
+# into tests/fuzz/corpus/record.
 #
 # vectors.txt, one record per line, hex fields separated by spaces:
 #   cipher(1=AES-128-GCM 2=AES-256-GCM 3=ChaCha20-Poly1305) direction(c|s)
@@ -65,14 +66,15 @@ def main():
         f.write("# made by make-vectors.py: cipher dir master client_random server_random"
                 " epoch seq nonce_explicit plaintext record\n")
         f.write("\n".join(lines) + "\n")
-    # fuzz seeds: selector byte (cipher - 1, direction) then the record
+    # fuzz seeds (programs of fuzz_record.c): the cipher byte, then RAW
+    # (op 6, 16-bit length, the record) and OPEN (op 7) on the direction
+    # whose keys sealed it
     os.makedirs(CORPUS, exist_ok=True)
     for i, (cid, d, rec) in enumerate(seeds):
-        sel = bytes([(cid - 1) * 2 + (d == "s")])
+        prog = (bytes([(cid - 1) * 2, 6]) + struct.pack("!H", len(rec)) + rec +
+                bytes([7, 0, 4 if d == "s" else 0]))
         with open(os.path.join(CORPUS, "vector-%d" % i), "wb") as f:
-            f.write(sel + rec)
-        with open(os.path.join(CORPUS, "vector-%d-badtag" % i), "wb") as f:
-            f.write(sel + rec[:-1] + bytes([rec[-1] ^ 1]))
+            f.write(prog)
 
 if __name__ == "__main__":
     sys.exit(main())
