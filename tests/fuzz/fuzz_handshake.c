@@ -596,18 +596,21 @@ server_send_data(bool in_place)
 	static uint8_t big[LINK_MTU];
 	uint8_t buf[DTLS_SEAL_HEADROOM + 32 + DTLS_SEAL_TAILROOM];
 	char *msg = (char *)buf + DTLS_SEAL_HEADROOM;
+	struct dtls_record r;
 
 	if (F->ss == NULL || !dtls_sess_established(F->ss) || F->srv_sent > 9)
 		return;
 	snprintf(msg, 32, "server data record %u....", F->srv_sent);
 	if (in_place)
-		check(dtls_sess_seal_in_place(F->ss, (uint8_t *)msg, 24) == 0);
+		check(dtls_sess_seal_in_place(F->ss, (uint8_t *)msg, 24, &r) == 0);
 	else
-		check(dtls_sess_seal(F->ss, (const uint8_t *)msg, 24) == 0);
+		check(dtls_sess_seal(F->ss, (const uint8_t *)msg, 24, &r) == 0);
+	/* framed: finished and sent as the sending thread would */
+	q_out(&F->s2c, r.rec, r.len, r.to, r.seal);
 	F->srv_sent++;
 	/* nothing, or more than a datagram holds: refused, nothing sent */
-	check(dtls_sess_seal(F->ss, big, 0) == -EINVAL);
-	check(dtls_sess_seal(F->ss, big, sizeof(big)) == -EMSGSIZE);
+	check(dtls_sess_seal(F->ss, big, 0, &r) == -EINVAL);
+	check(dtls_sess_seal(F->ss, big, sizeof(big), &r) == -EMSGSIZE);
 	check(dtls_sess_record_tx(F->ss) != NULL && dtls_sess_records(F->ss) >= F->srv_sent);
 }
 
@@ -914,10 +917,12 @@ run(unsigned flags)
 		deliver_server();
 	}
 	if (flags & 64 && F->ss != NULL) {
+		struct dtls_record r;
+
 		/* the server ends it: close_notify */
 		dtls_sess_close(F->ss);
 		check(!dtls_sess_established(F->ss));
-		check(dtls_sess_seal(F->ss, (const uint8_t *)"x", 1) == -ENOTCONN);
+		check(dtls_sess_seal(F->ss, (const uint8_t *)"x", 1, &r) == -ENOTCONN);
 	}
 	for (i = 0; i < F->held_end.n; i++)
 		server_input(&F->held_end.r[i]);
