@@ -19,6 +19,7 @@
 
 #include "bytes.h"
 #include "record.h"
+#include "siphash.h"
 
 #define AAD_LEN 13
 #define NONCE_LEN 12
@@ -163,43 +164,6 @@ out:
 
 /* --- the numbering permutations (record.h) ---------------------------- */
 
-static inline uint64_t
-rotl(uint64_t x, int b)
-{
-	return x << b | x >> (64 - b);
-}
-
-#define SIPROUND do {                                                         \
-	v0 += v1; v1 = rotl(v1, 13); v1 ^= v0; v0 = rotl(v0, 32);             \
-	v2 += v3; v3 = rotl(v3, 16); v3 ^= v2;                                \
-	v0 += v3; v3 = rotl(v3, 21); v3 ^= v0;                                \
-	v2 += v1; v1 = rotl(v1, 17); v1 ^= v2; v2 = rotl(v2, 32);             \
-} while (0)
-
-/* SipHash-2-4 of m as 8 little-endian bytes: one block, then the length. */
-static inline uint64_t
-sip8(const struct record_perm *p, uint64_t m)
-{
-	uint64_t v0 = p->k0 ^ 0x736f6d6570736575ull, v1 = p->k1 ^ 0x646f72616e646f6dull;
-	uint64_t v2 = p->k0 ^ 0x6c7967656e657261ull, v3 = p->k1 ^ 0x7465646279746573ull;
-	const uint64_t b = (uint64_t)8 << 56;
-
-	v3 ^= m;
-	SIPROUND;
-	SIPROUND;
-	v0 ^= m;
-	v3 ^= b;
-	SIPROUND;
-	SIPROUND;
-	v0 ^= b;
-	v2 ^= 0xff;
-	SIPROUND;
-	SIPROUND;
-	SIPROUND;
-	SIPROUND;
-	return v0 ^ v1 ^ v2 ^ v3;
-}
-
 void
 record_perm_init(struct record_perm *p, const uint8_t key[16])
 {
@@ -229,9 +193,9 @@ feistel(const struct record_perm *p, unsigned bits, uint64_t x, bool inverse)
 	for (k = 0; k < RECORD_PERM_ROUNDS; k++) {
 		r = inverse ? RECORD_PERM_ROUNDS - 1 - k : k;
 		if (r & 1)
-			lo ^= sip8(p, (uint64_t)r << 56 | hi) & lm;
+			lo ^= siphash24_u64(p->k0, p->k1, (uint64_t)r << 56 | hi) & lm;
 		else
-			hi ^= sip8(p, (uint64_t)r << 56 | lo) & hm;
+			hi ^= siphash24_u64(p->k0, p->k1, (uint64_t)r << 56 | lo) & hm;
 	}
 	return hi << wl | lo;
 }
