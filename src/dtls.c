@@ -162,7 +162,8 @@ dgram_read(BIO *b, char *buf, int len)
 /* A record OpenSSL wrote itself.  In the data epoch it shares the keys
  * with toud's own records (record.h explains the two number ranges): note
  * the first AES-GCM nonce OpenSSL used, and once toud seals, never let an
- * OpenSSL record out whose numbers would reach toud's range. */
+ * OpenSSL record out whose numbers leave the RECORD_OSSL_RECORDS that
+ * toud's keep clear. */
 static bool
 sess_write_check(struct dtls_sess *s, const uint8_t *p, size_t n)
 {
@@ -180,10 +181,10 @@ sess_write_check(struct dtls_sess *s, const uint8_t *p, size_t n)
 	}
 	if (!s->rec_on)
 		return true;
-	if ((seq & RECORD_SEQ_MAX) >= RECORD_SEQ_START ||
+	if ((seq & RECORD_SEQ_MAX) >= RECORD_OSSL_RECORDS ||
 	    (record_prefix(s->tx.cipher) > RECORD_HDR &&
-	    nonce - s->wr_nonce >= RECORD_GCM_NONCE_GAP)) {
-		log_warnx("dtls: an OpenSSL record would reach toud's sequence or nonce range: not sent");
+	    nonce - s->wr_nonce >= RECORD_OSSL_RECORDS)) {
+		log_warnx("dtls: an OpenSSL record would leave its sequence or nonce range: not sent");
 		return false;
 	}
 	return true;
@@ -564,7 +565,7 @@ sess_takeover(struct dtls_sess *s)
 		goto out;
 	ret = -ENOMEM;
 	if (record_tx_init(&s->tx, s->client ? &ck : &sk, DTLS_DATA_EPOCH, RECORD_SEQ_START,
-	    s->wr_nonce + RECORD_GCM_NONCE_GAP) < 0 ||
+	    s->wr_nonce) < 0 ||
 	    record_rx_init(&s->rx, s->client ? &sk : &ck, DTLS_DATA_EPOCH) < 0 ||
 	    (s->txbuf = malloc(s->c->link_mtu)) == NULL)
 		goto out;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ratelimit.h"
+#include "siphash.h"
 
 /* Tokens are counted in thousandths, so that a refill of rate/s is an
  * integer number of them per millisecond. */
@@ -29,59 +30,10 @@ struct ratelimit {
 	struct rl_entry *pool, *free;
 };
 
-static inline uint64_t
-rotl(uint64_t x, unsigned b)
-{
-	return x << b | x >> (64 - b);
-}
-
-static inline uint64_t
-le64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	unsigned i;
-
-	for (i = 0; i < 8; i++)
-		v |= (uint64_t)p[i] << (8 * i);
-	return v;
-}
-
-#define SIPROUND do {                                                         \
-	v0 += v1; v1 = rotl(v1, 13); v1 ^= v0; v0 = rotl(v0, 32);             \
-	v2 += v3; v3 = rotl(v3, 16); v3 ^= v2;                                \
-	v0 += v3; v3 = rotl(v3, 21); v3 ^= v0;                                \
-	v2 += v1; v1 = rotl(v1, 17); v1 ^= v2; v2 = rotl(v2, 32);             \
-} while (0)
-
 uint64_t
 ratelimit_siphash(const uint8_t key[RATELIMIT_SECRET_LEN], const void *data, size_t len)
 {
-	const uint8_t *p = data;
-	uint64_t k0 = le64(key), k1 = le64(key + 8);
-	uint64_t v0 = k0 ^ 0x736f6d6570736575ull, v1 = k1 ^ 0x646f72616e646f6dull;
-	uint64_t v2 = k0 ^ 0x6c7967656e657261ull, v3 = k1 ^ 0x7465646279746573ull;
-	uint64_t m, b = (uint64_t)len << 56;
-	size_t i, left = len & 7;
-
-	for (i = 0; i + 8 <= len; i += 8) {
-		m = le64(p + i);
-		v3 ^= m;
-		SIPROUND;
-		SIPROUND;
-		v0 ^= m;
-	}
-	while (left--)
-		b |= (uint64_t)p[i + left] << (8 * left);
-	v3 ^= b;
-	SIPROUND;
-	SIPROUND;
-	v0 ^= b;
-	v2 ^= 0xff;
-	SIPROUND;
-	SIPROUND;
-	SIPROUND;
-	SIPROUND;
-	return v0 ^ v1 ^ v2 ^ v3;
+	return siphash24(siphash_le64(key), siphash_le64(key + 8), data, len);
 }
 
 struct ratelimit *

@@ -19,6 +19,7 @@
 
 #include "bytes.h"
 #include "record.h"
+#include "siphash.h"
 
 #define AAD_LEN 13
 #define NONCE_LEN 12
@@ -88,20 +89,50 @@ iv_len(enum record_cipher c)
 	return is_gcm(c) ? GCM_SALT : NONCE_LEN;
 }
 
+/* The TLS 1.2 PRF (RFC 5246 5): n bytes of PRF(secret, label, a + b). */
+static int
+prf(const char *md, const uint8_t *secret, size_t secret_len, const char *label,
+    const uint8_t a[32], const uint8_t b[32], uint8_t *out, size_t n)
+{
+	uint8_t seed[64 + 64];
+	size_t ll = strlen(label);
+	OSSL_PARAM params[4];
+	EVP_KDF_CTX *kctx = NULL;
+	EVP_KDF *kdf = NULL;
+	int ret = -EIO;
+
+	if (ll > sizeof(seed) - 64)
+		return -EINVAL;
+	memcpy(seed, label, ll);
+	memcpy(seed + ll, a, 32);
+	memcpy(seed + ll + 32, b, 32);
+	params[0] = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, (char *)(uintptr_t)md, 0);
+	params[1] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SECRET,
+	    (void *)(uintptr_t)secret, secret_len);
+	params[2] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SEED, seed, ll + 64);
+	params[3] = OSSL_PARAM_construct_end();
+	if ((kdf = EVP_KDF_fetch(NULL, "TLS1-PRF", NULL)) != NULL &&
+	    (kctx = EVP_KDF_CTX_new(kdf)) != NULL &&
+	    EVP_KDF_derive(kctx, out, n, params) == 1)
+		ret = 0;
+	EVP_KDF_CTX_free(kctx);
+	EVP_KDF_free(kdf);
+	ERR_clear_error();
+	return ret;
+}
+
 /* RFC 5246 6.3: key_block = PRF(master_secret, "key expansion",
  * server_random + client_random), cut into client_write_key,
  * server_write_key, client_write_IV, server_write_IV (AEAD suites have no
- * MAC keys). */
+ * MAC keys).  The permutation keys: PRF(master_secret, RECORD_PERM_LABEL,
+ * client_random + server_random), RFC 5705's exporter. */
 int
 record_keys_derive(enum record_cipher c, const char *md, const uint8_t *master,
     size_t master_len, const uint8_t client_random[32], const uint8_t server_random[32],
     struct record_keys *client_write, struct record_keys *server_write)
 {
-	uint8_t seed[LABEL_LEN + 64], block[2 * 32 + 2 * NONCE_LEN];
+	uint8_t block[2 * 32 + 2 * NONCE_LEN], perm[2 * 16];
 	size_t kl, il, need;
-	OSSL_PARAM params[4];
-	EVP_KDF_CTX *kctx = NULL;
-	EVP_KDF *kdf = NULL;
 	int ret = -EIO;
 
 	if (record_cipher_name(c) == NULL || md == NULL || master == NULL || master_len == 0)
@@ -109,17 +140,9 @@ record_keys_derive(enum record_cipher c, const char *md, const uint8_t *master,
 	kl = key_len(c);
 	il = iv_len(c);
 	need = 2 * kl + 2 * il;
-	memcpy(seed, LABEL, LABEL_LEN);
-	memcpy(seed + LABEL_LEN, server_random, 32);
-	memcpy(seed + LABEL_LEN + 32, client_random, 32);
-	params[0] = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, (char *)(uintptr_t)md, 0);
-	params[1] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SECRET,
-	    (void *)(uintptr_t)master, master_len);
-	params[2] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SEED, seed, sizeof(seed));
-	params[3] = OSSL_PARAM_construct_end();
-	if ((kdf = EVP_KDF_fetch(NULL, "TLS1-PRF", NULL)) == NULL ||
-	    (kctx = EVP_KDF_CTX_new(kdf)) == NULL ||
-	    EVP_KDF_derive(kctx, block, need, params) != 1)
+	if (prf(md, master, master_len, LABEL, server_random, client_random, block, need) < 0 ||
+	    prf(md, master, master_len, RECORD_PERM_LABEL, client_random, server_random, perm,
+	    sizeof(perm)) < 0)
 		goto out;
 	memset(client_write, 0, sizeof(*client_write));
 	memset(server_write, 0, sizeof(*server_write));
@@ -130,13 +153,78 @@ record_keys_derive(enum record_cipher c, const char *md, const uint8_t *master,
 	memcpy(server_write->key, block + kl, kl);
 	memcpy(client_write->iv, block + 2 * kl, il);
 	memcpy(server_write->iv, block + 2 * kl + il, il);
+	memcpy(client_write->perm_key, perm, 16);
+	memcpy(server_write->perm_key, perm + 16, 16);
 	ret = 0;
 out:
 	OPENSSL_cleanse(block, sizeof(block));
-	EVP_KDF_CTX_free(kctx);
-	EVP_KDF_free(kdf);
-	ERR_clear_error();
+	OPENSSL_cleanse(perm, sizeof(perm));
 	return ret;
+}
+
+/* --- the numbering permutations (record.h) ---------------------------- */
+
+void
+record_perm_init(struct record_perm *p, const uint8_t key[16])
+{
+	unsigned i;
+
+	p->k0 = p->k1 = 0;
+	for (i = 0; i < 8; i++) {
+		p->k0 |= (uint64_t)key[i] << (8 * i);
+		p->k1 |= (uint64_t)key[8 + i] << (8 * i);
+	}
+}
+
+/* An alternating Feistel network of RECORD_PERM_ROUNDS rounds: x is split
+ * into a high half hi (bits - bits / 2 wide) and a low half lo (bits / 2),
+ * and round r XORs into one half SipHash(r << 56 | the other half) cut to
+ * its width: the even rounds into hi, the odd ones into lo.  Every round
+ * is its own inverse, so the network is a bijection whatever the round
+ * function, and its inverse runs the rounds backwards. */
+static inline uint64_t
+feistel(const struct record_perm *p, unsigned bits, uint64_t x, bool inverse)
+{
+	unsigned wl = bits / 2, r, k;
+	uint64_t lm = (UINT64_C(1) << wl) - 1;
+	uint64_t hm = bits - wl == 64 ? UINT64_MAX : (UINT64_C(1) << (bits - wl)) - 1;
+	uint64_t lo = x & lm, hi = x >> wl & hm;
+
+	for (k = 0; k < RECORD_PERM_ROUNDS; k++) {
+		r = inverse ? RECORD_PERM_ROUNDS - 1 - k : k;
+		if (r & 1)
+			lo ^= siphash24_u64(p->k0, p->k1, (uint64_t)r << 56 | hi) & lm;
+		else
+			hi ^= siphash24_u64(p->k0, p->k1, (uint64_t)r << 56 | lo) & hm;
+	}
+	return hi << wl | lo;
+}
+
+uint64_t
+record_perm(const struct record_perm *p, unsigned bits, uint64_t x)
+{
+	return feistel(p, bits, x, false);
+}
+
+uint64_t
+record_perm_inv(const struct record_perm *p, unsigned bits, uint64_t x)
+{
+	return feistel(p, bits, x, true);
+}
+
+/* The sequence number on the wire of toud's seq (record.h), and back:
+ * one bijection of [0, 2^48). */
+static inline uint64_t
+seq_to_wire(const struct record_perm *p, uint64_t seq)
+{
+	return seq < RECORD_SEQ_START ? seq : RECORD_SEQ_START | record_perm(p, 47, seq - RECORD_SEQ_START);
+}
+
+static inline uint64_t
+seq_from_wire(const struct record_perm *p, uint64_t w)
+{
+	return w < RECORD_SEQ_START ? w :
+	    RECORD_SEQ_START | record_perm_inv(p, 47, w - RECORD_SEQ_START);
 }
 
 /* The 12-byte AES-GCM IV toud's sealing starts from: salt | the first
@@ -179,8 +267,8 @@ ctx_new(const struct record_keys *k, int enc)
 
 /* The cipher half of a sending direction (record.h).  For AES-GCM the
  * context counts the explicit nonce itself (TLS record mode); next is where
- * that count stands, so that a record framed with another nonce (numbers
- * skipped, a framed record never sealed) restarts it first. */
+ * that count stands, so that a record framed with another nonce (toud's
+ * follow P64, not a count) restarts it first. */
 struct record_sealer {
 	EVP_CIPHER_CTX *ctx;
 	enum record_cipher cipher;
@@ -207,9 +295,25 @@ record_sealer_put(struct record_sealer *s)
 	OPENSSL_free(s);
 }
 
+/* The wire number (epoch | sequence) of the first seq from *seq on whose
+ * nonce_explicit is not among OpenSSL's; *seq left at RECORD_SEQ_MAX + 1
+ * if there is none. */
+static uint64_t
+wire_next(const struct record_tx *tx, uint64_t *seq)
+{
+	uint64_t w;
+
+	for (; *seq <= RECORD_SEQ_MAX; (*seq)++) {
+		w = (uint64_t)tx->epoch << 48 | seq_to_wire(&tx->seq_perm, *seq);
+		if (!is_gcm(tx->cipher) || w * RECORD_NONCE_MUL - tx->ossl_nonce >= RECORD_OSSL_RECORDS)
+			return w;
+	}
+	return 0;
+}
+
 int
 record_tx_init(struct record_tx *tx, const struct record_keys *k, uint16_t epoch,
-    uint64_t first_seq, uint64_t first_nonce)
+    uint64_t first_seq, uint64_t ossl_nonce)
 {
 	struct record_sealer *s;
 
@@ -226,33 +330,8 @@ record_tx_init(struct record_tx *tx, const struct record_keys *k, uint16_t epoch
 	memcpy(s->iv, k->iv, k->iv_len);
 	tx->epoch = epoch;
 	tx->seq = first_seq;
-	tx->nonce = first_nonce;
-	if (is_gcm(k->cipher)) {
-		/* salt | first nonce_explicit; the cipher counts up from it */
-		uint8_t iv[NONCE_LEN];
-
-		nonce_make(k->iv, first_nonce, iv);
-		if (EVP_CIPHER_CTX_ctrl(s->ctx, EVP_CTRL_GCM_SET_IV_FIXED, -1, iv) != 1) {
-			ERR_clear_error();
-			return -EINVAL;
-		}
-		s->next = first_nonce;
-		s->synced = true;
-	}
-	return 0;
-}
-
-int
-record_tx_jump(struct record_tx *tx, uint64_t n)
-{
-	/* The explicit nonce is a 64-bit counter that may wrap; OpenSSL's
-	 * own are 2^63 away (record.h).  The sealer follows at the next
-	 * record it seals.  A direction that has used its last number
-	 * (seq one past the end) has none to skip to. */
-	if (tx->seq > RECORD_SEQ_MAX || n > RECORD_SEQ_MAX - tx->seq)
-		return -1;
-	tx->seq += n;
-	tx->nonce += n;
+	tx->ossl_nonce = ossl_nonce;
+	record_perm_init(&tx->seq_perm, k->perm_key);
 	return 0;
 }
 
@@ -300,6 +379,7 @@ record_rx_init(struct record_rx *rx, const struct record_keys *k, uint16_t epoch
 	if ((o->ctx = ctx_new(k, 0)) == NULL)
 		return -EINVAL;
 	o->cipher = rx->cipher = k->cipher;
+	record_perm_init(&rx->seq_perm, k->perm_key);
 	rx->epoch = epoch;
 	replay_init(&rx->win);
 	return 0;
@@ -339,6 +419,7 @@ record_frame(struct record_tx *tx, struct record_msg *m)
 {
 	size_t pre = record_prefix(tx->cipher), len = m->in_len;
 	uint8_t *p = m->out;
+	uint64_t w, seq = tx->seq;
 
 	m->out_len = 0;
 	m->seq = 0;
@@ -346,22 +427,24 @@ record_frame(struct record_tx *tx, struct record_msg *m)
 		return RECORD_ERR_MALFORMED;
 	if (m->out_cap < len + pre + RECORD_TAG)
 		return RECORD_ERR_SPACE;
-	if (tx->seq > RECORD_SEQ_MAX)
+	w = wire_next(tx, &seq);
+	if (seq > RECORD_SEQ_MAX) {
+		tx->seq = seq;
 		return RECORD_ERR_EXHAUSTED;
-	m->seq = (uint64_t)tx->epoch << 48 | tx->seq;
+	}
+	m->seq = (uint64_t)tx->epoch << 48 | seq;
 	/* The plaintext to its place first: it may overlap the header's. */
 	if (m->in != p + pre)
 		memmove(p + pre, m->in, len);
 	p[0] = RECORD_TYPE_APPDATA;
 	bytes_put16(p + 1, RECORD_VERSION);
-	bytes_put64(p + 3, m->seq);
+	bytes_put64(p + 3, w);
 	bytes_put16(p + 11, (uint16_t)(len + pre - RECORD_HDR + RECORD_TAG));
 	if (is_gcm(tx->cipher))
-		bytes_put64(p + RECORD_HDR, tx->nonce);
+		bytes_put64(p + RECORD_HDR, w * RECORD_NONCE_MUL);
 	/* A framed record has its numbers, sealed or not: none is used twice. */
 	m->out_len = len + pre + RECORD_TAG;
-	tx->seq++;
-	tx->nonce++;
+	tx->seq = seq + 1;
 	tx->sealed++;
 	return RECORD_OK;
 }
@@ -441,6 +524,7 @@ record_check(const struct record_rx *rx, const uint8_t *r, size_t len, uint64_t 
 	*seq = bytes_get64(r + 3);
 	if (*seq >> 48 != rx->epoch)
 		return RECORD_ERR_EPOCH;
+	*seq = (uint64_t)rx->epoch << 48 | seq_from_wire(&rx->seq_perm, *seq & RECORD_SEQ_MAX);
 	switch (replay_check(&rx->win, *seq & RECORD_SEQ_MAX)) {
 	case REPLAY_OK:
 		return RECORD_OK;
@@ -451,8 +535,10 @@ record_check(const struct record_rx *rx, const uint8_t *r, size_t len, uint64_t 
 	}
 }
 
-enum record_status
-record_unseal(struct record_opener *o, uint64_t seq, uint8_t *frag, size_t flen)
+/* Decrypt fragment frag (flen bytes) of the record numbered wire
+ * (epoch | sequence, as on the wire) in place and verify its tag. */
+static enum record_status
+unseal(struct record_opener *o, uint64_t wire, uint8_t *frag, size_t flen)
 {
 	uint8_t aad[AAD_LEN];
 
@@ -460,7 +546,7 @@ record_unseal(struct record_opener *o, uint64_t seq, uint8_t *frag, size_t flen)
 		return RECORD_ERR_MALFORMED;
 	/* TLS record mode, in place over nonce_explicit, ciphertext and tag.
 	 * The AAD length counts what the cipher takes off. */
-	aad_make(aad, seq, flen);
+	aad_make(aad, wire, flen);
 	if (!tls_aad(o->ctx, aad)) {
 		ERR_clear_error();
 		return RECORD_ERR_CRYPTO;
@@ -470,6 +556,14 @@ record_unseal(struct record_opener *o, uint64_t seq, uint8_t *frag, size_t flen)
 		return RECORD_ERR_AUTH;
 	}
 	return RECORD_OK;
+}
+
+enum record_status
+record_unseal(struct record_opener *o, uint8_t *rec, size_t len)
+{
+	if (len < RECORD_HDR)
+		return RECORD_ERR_MALFORMED;
+	return unseal(o, bytes_get64(rec + 3), rec + RECORD_HDR, len - RECORD_HDR);
 }
 
 enum record_status
@@ -519,7 +613,7 @@ open_one(struct record_rx *rx, struct record_msg *m)
 		work = m->out;
 		memcpy(work, r + RECORD_HDR, flen);
 	}
-	st = record_accept(rx, m->seq, record_unseal(rx->opener, m->seq, work, flen));
+	st = record_accept(rx, m->seq, unseal(rx->opener, bytes_get64(r + 3), work, flen));
 	if (st != RECORD_OK)
 		return st;
 	if (work == m->out && pre > RECORD_HDR)

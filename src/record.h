@@ -41,20 +41,30 @@ struct evp_cipher_ctx_st;
 #define RECORD_VERSION 0xfefd           /* DTLS 1.2 */
 #define RECORD_SEQ_MAX ((UINT64_C(1) << 48) - 1)
 #define RECORD_MAX_PLAIN 16384          /* 2^14 (RFC 6347 4.1) */
-/* The first sequence number toud sends in an epoch.  OpenSSL numbers the
- * records it writes itself in that epoch (Finished, its retransmissions,
- * alerts) from 0 up, one per record; it writes a handful of them per
- * session, and would need 2^47 of them to reach this range.  Two writers
- * under one key therefore never use the same sequence number, which is
- * what keeps the ChaCha20 nonce (derived from it) unique; dtls.c also
- * refuses to send an OpenSSL record that would reach it.  The 2^47
- * numbers above are far more than any key may protect (rekey-records). */
+/* Sequence numbers and explicit nonces.  toud counts its records in a
+ * direction up from RECORD_SEQ_START (the record's seq, below), but what it
+ * writes in the clear is that count through a keyed permutation, so that
+ * the numbers under one session ID say nothing about those under another
+ * (doc/protocol.md 1.1):
+ *   wire sequence  = 2^47 + P47(seq - 2^47)        for seq >= 2^47
+ *                  = seq                           below (not toud's)
+ *   nonce_explicit = (epoch | wire sequence) * RECORD_NONCE_MUL mod 2^64,
+ *                    skipping a seq whose nonce falls among OpenSSL's
+ *                    (RECORD_OSSL_RECORDS from its first one on)
+ * P47 is a Feistel network over SipHash-2-4, keyed per handshake and
+ * direction from the handshake's PRF (record_keys_derive()); the receiver
+ * inverts it to find seq for its replay window.  The nonce is a public
+ * bijection of the wire sequence number: it tells nothing that number
+ * does not.  OpenSSL numbers the records it writes itself in the data
+ * epoch (Finished, its retransmissions, alerts) from 0, and its GCM nonces
+ * from a random first one, one per record; it writes a handful of them,
+ * and dtls.c refuses to send the RECORD_OSSL_RECORDS-th.  P47 and the
+ * multiplication being bijections and seq strictly increasing, no (key,
+ * nonce) pair is used twice. */
 #define RECORD_SEQ_START (UINT64_C(1) << 47)
-/* AES-GCM: toud's explicit nonces start half the 64-bit space away from
- * the first one OpenSSL used under the same key.  OpenSSL draws that one at
- * random and counts up by one per record, so its nonces and toud's stay
- * disjoint until either writer has sealed 2^63 records. */
-#define RECORD_GCM_NONCE_GAP (UINT64_C(1) << 63)
+#define RECORD_OSSL_RECORDS (UINT64_C(1) << 16)
+#define RECORD_PERM_ROUNDS 8
+#define RECORD_NONCE_MUL UINT64_C(0x9e3779b97f4a7c15)   /* odd: a bijection */
 
 enum record_cipher {
 	RECORD_AES128_GCM = 1,
@@ -81,6 +91,12 @@ struct record_keys {
 	size_t key_len;
 	uint8_t iv[12];                 /* GCM: salt in the first 4 bytes */
 	size_t iv_len;                  /* 4 (GCM) or 12 (ChaCha20) */
+	uint8_t perm_key[16];           /* the sequence numbers' permutation P47 */
+};
+
+/* A keyed permutation of [0, 2^bits) (bits <= 64). */
+struct record_perm {
+	uint64_t k0, k1;
 };
 
 /* The cipher half of a sending direction: the context and its fixed IV.
@@ -95,9 +111,10 @@ struct record_tx {
 	struct record_sealer *sealer;
 	enum record_cipher cipher;
 	uint16_t epoch;
-	uint64_t seq;                   /* next sequence number */
-	uint64_t nonce;                 /* next GCM nonce_explicit */
+	uint64_t seq;                   /* next sequence number, before P47 */
+	uint64_t ossl_nonce;            /* GCM: OpenSSL's first nonce_explicit */
 	uint64_t sealed;                /* records framed (numbers used) */
+	struct record_perm seq_perm;
 };
 
 /* The cipher half of a receiving direction, as struct record_sealer is of
@@ -110,7 +127,8 @@ struct record_rx {
 	struct record_opener *opener;
 	enum record_cipher cipher;
 	uint16_t epoch;
-	struct replay win;
+	struct replay win;              /* over sequence numbers before P47 */
+	struct record_perm seq_perm;
 	uint64_t opened;                /* records that authenticated */
 	uint64_t failed;                /* records whose tag did not verify */
 };
@@ -122,7 +140,9 @@ struct record_rx {
  *         out may be in + record_prefix() (in place: the record is
  *         overwritten).  Otherwise out is used as scratch and must hold
  *         the whole fragment (in_len - RECORD_HDR bytes).
- * On return out_len, seq (epoch << 48 | sequence) and status are set. */
+ * On return out_len, seq (epoch << 48 | sequence) and status are set;
+ * here, as everywhere but on the wire, the sequence number is toud's
+ * count, before P47. */
 struct record_msg {
 	const uint8_t *in;
 	size_t in_len;
@@ -141,22 +161,29 @@ size_t record_prefix(enum record_cipher c);
 size_t record_overhead(enum record_cipher c);
 
 /* The key block of a TLS 1.2 handshake: PRF digest md ("SHA256" or
- * "SHA384"), the 48-byte master secret and the two 32-byte randoms.
+ * "SHA384"), the 48-byte master secret and the two 32-byte randoms; and
+ * the permutation keys, from the same PRF with toud's label
+ * RECORD_PERM_LABEL (as the RFC 5705 exporter would give them, without
+ * context): client write, then server write.
  * 0 or -errno. */
+#define RECORD_PERM_LABEL "EXPORTER-toud-record-numbers"
 int record_keys_derive(enum record_cipher c, const char *md, const uint8_t *master,
     size_t master_len, const uint8_t client_random[32], const uint8_t server_random[32],
     struct record_keys *client_write, struct record_keys *server_write);
 
-/* Set up a direction for epoch (and, to seal with AES-GCM, the first
- * nonce_explicit).  0 or -errno; *_free() undoes it (also after a
- * failure, and on a zeroed struct). */
+/* The permutations of record.h's numbering, exposed for their tests. */
+void record_perm_init(struct record_perm *p, const uint8_t key[16]);
+uint64_t record_perm(const struct record_perm *p, unsigned bits, uint64_t x);
+uint64_t record_perm_inv(const struct record_perm *p, unsigned bits, uint64_t x);
+
+/* Set up a direction for epoch, its first sequence number (before P47:
+ * RECORD_SEQ_START) and, to seal with AES-GCM, the first nonce_explicit
+ * OpenSSL used under the key, whose neighbours toud's nonces avoid.
+ * 0 or -errno; *_free() undoes it (also after a failure, and on a zeroed
+ * struct). */
 int record_tx_init(struct record_tx *tx, const struct record_keys *k, uint16_t epoch,
-    uint64_t first_seq, uint64_t first_nonce);
+    uint64_t first_seq, uint64_t ossl_nonce);
 void record_tx_free(struct record_tx *tx);
-/* Skip n sequence numbers (and, with AES-GCM, n explicit nonces), so the
- * cleartext header after a change of session ID does not continue the
- * old run.  -1 (nothing changed) if that would run out of numbers. */
-int record_tx_jump(struct record_tx *tx, uint64_t n);
 int record_rx_init(struct record_rx *rx, const struct record_keys *k, uint16_t epoch);
 void record_rx_free(struct record_rx *rx);
 
@@ -175,17 +202,16 @@ void record_sealer_put(struct record_sealer *s);
 /* Opening in three steps, record_open() in one:
  * record_check(): one whole record of this epoch, not yet accepted
  *   (nothing changes); *seq its (epoch << 48 | sequence).
- * record_unseal(): decrypt the fragment (the record after its header,
- *   flen bytes) in place and verify its tag; the plaintext starts at
- *   frag + record_prefix() - RECORD_HDR.  Uses only the opener, so it
- *   may run on another thread, one at a time.
+ * record_unseal(): decrypt the record (len bytes, as record_check() saw
+ *   it) in place after its header and verify its tag; the plaintext
+ *   starts at rec + record_prefix().  Uses only the opener, so it may run
+ *   on another thread, one at a time.
  * record_accept(): what record_unseal() returned, back where the window
  *   is kept: a record that authenticated and is still new moves the
  *   window; RECORD_OK or why it is refused. */
 enum record_status record_check(const struct record_rx *rx, const uint8_t *rec, size_t len,
     uint64_t *seq);
-enum record_status record_unseal(struct record_opener *o, uint64_t seq, uint8_t *frag,
-    size_t flen);
+enum record_status record_unseal(struct record_opener *o, uint8_t *rec, size_t len);
 enum record_status record_accept(struct record_rx *rx, uint64_t seq, enum record_status st);
 struct record_opener *record_opener_get(struct record_opener *o);
 void record_opener_put(struct record_opener *o);

@@ -57,8 +57,7 @@ batch_open(void *slot, void *arg)
 	for (i = 0; i < b->n; i++) {
 		struct rxopen_rec *r = &b->recs[i];
 
-		r->status = record_unseal(b->op[i], r->seq, r->m.buf + r->off + RECORD_HDR,
-		    r->m.len - r->off - RECORD_HDR);
+		r->status = record_unseal(b->op[i], r->m.buf + r->off, r->m.len - r->off);
 	}
 }
 

@@ -255,31 +255,11 @@ session_ids_fresh(const struct session *s)
 	return 0;
 }
 
-/* A random jump of 2^16 .. 2^16 + 2^24 sequence numbers before the first
- * record with the ID of index: the new path's run does not continue the
- * old one.  Once per index.  Low on numbers (2^23 jumps would take them
- * all), the session asks for its replacement (handshake_needs_rekey). */
-static void
-ids_jump(struct session *s, uint32_t index)
-{
-	struct record_tx *tx = dtls_sess_record_tx(s->dtls);
-	uint64_t jump;
-
-	if (!tx || index == s->jump_index)
-		return;
-	s->jump_index = index;
-	if (RAND_bytes((unsigned char *)&jump, sizeof(jump)) != 1 ||
-	    record_tx_jump(tx, (UINT64_C(1) << 16) + jump % (UINT64_C(1) << 24)) < 0 ||
-	    tx->seq > RECORD_SEQ_MAX - SESSION_SEQ_RESERVE)
-		s->seq_low = true;
-}
-
 void
 session_ids_begin(struct session *s, uint32_t index)
 {
 	if (index > s->tx_max_index)
 		s->tx_max_index = index;
-	ids_jump(s, index);
 }
 
 void
@@ -294,7 +274,6 @@ session_ids_use(struct session *s, uint32_t index)
 		s->tx_max_index = index;
 	s->wire_id = id;
 	s->rotations++;
-	ids_jump(s, index);
 	ids_sync(s);
 	retire_arm(s);
 }
@@ -445,22 +424,29 @@ session_data_prefix(const struct session *s)
 	return s->dtls ? dtls_sess_data_prefix(s->dtls) : 0;
 }
 
+/* After sealing: the volume, and whether the numbers are running out. */
+static int
+sealed(struct session *s, size_t len, int rc)
+{
+	const struct record_tx *tx;
+
+	if (rc == 0) {
+		s->bytes += len;
+		tx = dtls_sess_record_tx(s->dtls);
+		if (tx && tx->seq > RECORD_SEQ_MAX - SESSION_SEQ_RESERVE)
+			s->seq_low = true;
+	}
+	return rc;
+}
+
 int
 session_seal(struct session *s, const uint8_t *payload, size_t len, struct dtls_record *r)
 {
-	int rc = dtls_sess_seal(s->dtls, payload, len, r);
-
-	if (rc == 0)
-		s->bytes += len;
-	return rc;
+	return sealed(s, len, dtls_sess_seal(s->dtls, payload, len, r));
 }
 
 int
 session_seal_in_place(struct session *s, uint8_t *payload, size_t len, struct dtls_record *r)
 {
-	int rc = dtls_sess_seal_in_place(s->dtls, payload, len, r);
-
-	if (rc == 0)
-		s->bytes += len;
-	return rc;
+	return sealed(s, len, dtls_sess_seal_in_place(s->dtls, payload, len, r));
 }

@@ -40,7 +40,7 @@ struct event;
 #define SESSION_RETIRE_MS 10000         /* an ID no longer used is still accepted this long */
 #define SESSION_ID_SLOTS 8              /* IDs in the table at once, per session */
 /* Sequence numbers kept in hand: below this many left, a session asks to
- * be replaced (each change of ID skips up to 2^16 + 2^24). */
+ * be replaced. */
 #define SESSION_SEQ_RESERVE (UINT64_C(1) << 32)
 
 struct session;
@@ -94,7 +94,6 @@ struct session {
 	uint32_t lo_index;              /* the oldest index still accepted */
 	unsigned rotations;             /* times wire_id changed */
 	bool seq_low;                   /* few sequence numbers left: rekey */
-	uint32_t jump_index;            /* the index the sequence number last jumped for */
 	struct session_alias alias[SESSION_ID_SLOTS];   /* by index % SESSION_ID_SLOTS */
 };
 

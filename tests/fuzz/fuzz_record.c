@@ -9,7 +9,7 @@
  *                         framed and finished at once) into a new slot
  *   FRAME len             frame a record and leave it unfinished
  *   FINISH slot           finish a framed record (any order, or never)
- *   JUMP shift            record_tx_jump(1 << shift)
+ *   PERM x                the numbering permutations round-trip x
  *   MUT slot field v16    change one field of a slot: type, version,
  *                         epoch, a sequence byte, the length, a nonce,
  *                         ciphertext or tag byte; truncate; extend
@@ -59,7 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define EPOCH 1
 
 enum op {
-	OP_SEAL, OP_FRAME, OP_FINISH, OP_JUMP, OP_MUT, OP_DUP, OP_RAW, OP_OPEN,
+	OP_SEAL, OP_FRAME, OP_FINISH, OP_PERM, OP_MUT, OP_DUP, OP_RAW, OP_OPEN,
 	OP_CHECK, OP_UNSEAL, OP_ACCEPT, OP_BATCH, OP_RENEW, OP_COUNT
 };
 
@@ -198,6 +198,24 @@ model_accept(struct model *m, uint64_t seq)
 	m->any = true;
 }
 
+/* toud's sequence number of a wire one, on direction d (record.h): the
+ * window and the model count those. */
+static uint64_t
+unwire(int d, uint64_t w)
+{
+	w &= RECORD_SEQ_MAX;
+	return w < RECORD_SEQ_START ? w :
+	    RECORD_SEQ_START | record_perm_inv(&F->rx[d].seq_perm, 47, w - RECORD_SEQ_START);
+}
+
+/* The wire sequence number of toud's seq on the sending direction. */
+static uint64_t
+wire(uint64_t seq)
+{
+	return seq < RECORD_SEQ_START ? seq :
+	    RECORD_SEQ_START | record_perm(&F->tx.seq_perm, 47, seq - RECORD_SEQ_START);
+}
+
 /* The header checks of record_check(), written out from RFC 6347 4.1. */
 static bool
 spec_malformed(const uint8_t *r, size_t len)
@@ -242,7 +260,7 @@ expect_pre(int d, const uint8_t *r, size_t len)
 	seq = bytes_get64(r + 3);
 	if (seq >> 48 != F->rx[d].epoch)
 		return RECORD_ERR_EPOCH;
-	return model_verdict(&F->m[d], seq & RECORD_SEQ_MAX);
+	return model_verdict(&F->m[d], unwire(d, seq));
 }
 
 /* The verdict of a record that got past the window: checked against the
@@ -263,7 +281,7 @@ verdict(int d, const uint8_t *r, size_t len, enum origin o, enum record_status s
 	/* Only the sender's records, unchanged, or records from the input
 	 * (which may be real ones) ever open. */
 	check(real || o == FROM_RAW);
-	model_accept(&F->m[d], seq & RECORD_SEQ_MAX);
+	model_accept(&F->m[d], unwire(d, seq));
 	check(plen == len - record_overhead(F->rx[d].cipher));
 	if (real) {
 		g = gen_find(seq);
@@ -352,12 +370,17 @@ op_seal(size_t plen, bool in_place, bool two_steps, bool finish)
 	}
 	check(m.seq == ((uint64_t)EPOCH << 48 | F->next_seq));
 	check(m.out_len == plen + record_overhead(F->tx.cipher));
-	check(bytes_get64(s->b + 3) == m.seq && bytes_get16(s->b + 11) == m.out_len - RECORD_HDR);
+	check(bytes_get64(s->b + 3) == ((uint64_t)EPOCH << 48 | wire(F->next_seq)) &&
+	    bytes_get16(s->b + 11) == m.out_len - RECORD_HDR);
+	/* nonce_explicit: of the wire number, clear of OpenSSL's */
+	check(pre == RECORD_HDR ||
+	    (bytes_get64(s->b + RECORD_HDR) == bytes_get64(s->b + 3) * RECORD_NONCE_MUL &&
+	    bytes_get64(s->b + RECORD_HDR) - F->tx.ossl_nonce >= RECORD_OSSL_RECORDS));
 	if (!finish)    /* the tag's room: the same bytes at every run */
 		memset(s->b + m.out_len - RECORD_TAG, 0, RECORD_TAG);
 	F->next_seq++;
 	s->len = m.out_len;
-	g->seq = m.seq;
+	g->seq = bytes_get64(s->b + 3);         /* as verdict() finds it */
 	g->plen = plen;
 	memcpy(g->plain, F->plain, plen);
 	g->done = finish;
@@ -392,14 +415,15 @@ op_finish(struct slot *s)
 }
 
 static void
-op_jump(unsigned shift)
+op_perm(unsigned x)
 {
-	uint64_t n = (uint64_t)1 << (shift % 49);
-	bool fits = F->next_seq <= RECORD_SEQ_MAX && n <= RECORD_SEQ_MAX - F->next_seq;
+	uint64_t v = (uint64_t)x * UINT64_C(0x0101010101010101) ^ F->next_seq;
+	uint64_t y = record_perm(&F->tx.seq_perm, 64, v);
+	unsigned bits = 1 + x % 47;
 
-	check(record_tx_jump(&F->tx, n) == (fits ? 0 : -1));
-	if (fits)
-		F->next_seq += n;
+	check(record_perm_inv(&F->tx.seq_perm, 64, y) == v);
+	y = record_perm(&F->tx.seq_perm, bits, v >> (64 - bits));
+	check(y >> bits == 0 && record_perm_inv(&F->tx.seq_perm, bits, y) == v >> (64 - bits));
 }
 
 static void
@@ -493,7 +517,7 @@ op_raw(struct prog *g)
 static void
 op_renew(void)
 {
-	uint64_t seq = F->tx.seq, nonce = F->tx.nonce;
+	uint64_t seq = F->tx.seq, nonce = F->tx.ossl_nonce;
 
 	if (seq > RECORD_SEQ_MAX)
 		return;                 /* used up: nothing to continue */
@@ -539,7 +563,7 @@ op_open(struct slot *s, unsigned mode)
 		st = record_check(rx, b, s->len, &seq);
 		check(st == want);
 		if (st == RECORD_OK) {
-			st = record_unseal(rx->opener, seq, b + RECORD_HDR, need);
+			st = record_unseal(rx->opener, b, need + RECORD_HDR);
 			check(st == RECORD_OK || st == RECORD_ERR_AUTH);
 			st = record_accept(rx, seq, st);
 			m.out = b + pre;
@@ -560,7 +584,8 @@ op_open(struct slot *s, unsigned mode)
 		check(memcmp(&before, &rx->win, sizeof(before)) == 0);
 	} else {
 		check(rx->opened == opened + 1);
-		check(m.seq == bytes_get64(s->b + 3) || (mode & 3) == 3);
+		check(m.seq == ((uint64_t)EPOCH << 48 | unwire(d, bytes_get64(s->b + 3))) ||
+		    (mode & 3) == 3);
 	}
 	verdict(d, s->b, s->len, s->origin, st, m.out, m.out_len);
 	check(ERR_peek_error() == 0);
@@ -615,8 +640,7 @@ op_unseal(struct pending *p)
 {
 	if (!p || p->unsealed)
 		return;
-	p->st = record_unseal(F->rx[p->rx].opener, p->seq, p->b + RECORD_HDR,
-	    p->len - RECORD_HDR);
+	p->st = record_unseal(F->rx[p->rx].opener, p->b, p->len);
 	check(p->st == RECORD_OK || p->st == RECORD_ERR_AUTH);
 	check(ERR_peek_error() == 0);
 	p->unsealed = true;
@@ -763,8 +787,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case OP_FINISH:
 			op_finish(slot_pick(&g));
 			break;
-		case OP_JUMP:
-			op_jump(get8(&g));
+		case OP_PERM:
+			op_perm(get8(&g));
 			break;
 		case OP_MUT:
 			s = slot_pick(&g);

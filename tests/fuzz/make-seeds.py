@@ -3,7 +3,7 @@
 # (their inputs are programs: see the comments at the top of
 # fuzz_record.c and fuzz_handshake.c for the ops).  Each seed takes one
 # path to its end (every cipher, every field changed, reordering, replay,
-# the window's edge, the end of the sequence space; every client flight,
+# records opened out of their order, the end of the sequence space; every client flight,
 # every kind of client), from which the fuzzer mutates.  The records of
 # make-vectors.py (tests/unit/data/record) are seeds of fuzz_record too.
 #
@@ -14,7 +14,7 @@ import os, struct, sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # --- fuzz_record ------------------------------------------------------------
-SEAL, FRAME, FINISH, JUMP, MUT, DUP, RAW, OPEN, CHECK, UNSEAL, ACCEPT, BATCH, RENEW = range(13)
+SEAL, FRAME, FINISH, PERM, MUT, DUP, RAW, OPEN, CHECK, UNSEAL, ACCEPT, BATCH, RENEW = range(13)
 AES128, AES256, CHACHA = 0, 2, 4                 # byte 0, bits 1-2
 START_TOUD, START_ZERO, START_END, START_EDGE = 0, 8, 16, 24   # bits 3-4
 OPEN_COPY, OPEN_IN_PLACE, OPEN_SMALL, OPEN_STEPS, OPEN_OTHER = 0, 1, 2, 3, 4
@@ -61,11 +61,12 @@ def record_seeds():
         op(CHECK, 0, 1) + op(ACCEPT, 0))
     # the end of the sequence space
     seeds["prog-exhaust"] = (bytes([CHACHA | START_END]) + seal(5) + seal(5) + seal(5) +
-        seal(5) + op(JUMP, 1) + op(OPEN, 2, OPEN_COPY) + op(OPEN, 0, OPEN_COPY))
-    # the window's edge: a jump leaves the first record just inside, then out
-    seeds["prog-window"] = (bytes([AES256 | START_EDGE]) + seal(8) + seal(8) + op(JUMP, 13) +
+        seal(5) + op(PERM, 1) + op(OPEN, 2, OPEN_COPY) + op(OPEN, 0, OPEN_COPY))
+    # records opened newest first (their wire numbers say nothing of the
+    # order), then each again; the permutations round-trip
+    seeds["prog-window"] = (bytes([AES256 | START_EDGE]) + seal(8) + seal(8) + op(PERM, 13) +
         seal(8) + op(OPEN, 2, OPEN_COPY) + op(OPEN, 1, OPEN_COPY) + op(OPEN, 0, OPEN_COPY) +
-        op(JUMP, 0) + seal(8) + op(OPEN, 3, OPEN_COPY) + op(OPEN, 0, OPEN_COPY))
+        op(PERM, 0) + seal(8) + op(OPEN, 3, OPEN_COPY) + op(OPEN, 0, OPEN_COPY))
     # several records in one call, one of them twice; other directions' keys
     seeds["prog-batch"] = (bytes([AES128 | START_ZERO]) + seal(1) + seal(2) + seal(3) +
         op(DUP, 1) + op(BATCH, 3, 0, 1, 3, 2) + op(OPEN, 2, OPEN_OTHER) +
