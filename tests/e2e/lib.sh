@@ -631,6 +631,24 @@ print(json.dumps({k: v for k, v in d.items() if v}, sort_keys=True))
 ' "$1" "$2" "$3"
 }
 
+# wait_delta SECONDS NODE BEFORE PATH WANT: wait until the numeric field
+# PATH of NODE's live state has grown by at least WANT since the JSON
+# BEFORE: the daemon has processed what the test sent.  WAIT_DELTA is the
+# last increase seen, WAIT_JSON the show it was read from.
+wait_delta() {
+	local deadline
+	deadline=$(e2e_deadline "$1")
+	WAIT_DELTA=error WAIT_JSON=
+	while :; do
+		if WAIT_JSON=$(show_json "$2") && WAIT_DELTA=$(jdelta "$3" "$WAIT_JSON" "$4") &&
+		    [ "$WAIT_DELTA" -ge "$5" ]; then
+			return 0
+		fi
+		e2e_before "$deadline" || return 1
+		sleep 0.1
+	done
+}
+
 # --- applications -----------------------------------------------------------
 
 # bg_start NODE LOG CMD...: a background command in NODE's namespace.

@@ -22,8 +22,11 @@ ping_check a 10.77.0.2 "ping through the tunnel"
 toud_stop b || not_ok "toud on b stops on SIGTERM"
 j0=$(show_json a) || bail_out "touctl show on a"
 
-res=$(nsx b python3 - <<'EOF'
-import collections, json, os, random, select, socket, struct, time
+# The sender prints what it sent, then counts what comes back until the
+# counters of a account for every datagram (e2eutil.count_until): an answer
+# would have been sent by then.
+cat >"$E2E_DIR/garbage.py" <<'EOF'
+import collections, json, os, random, socket, struct, sys, time
 
 A = ("10.200.0.1", 6080)
 rnd = random.Random(6080)
@@ -117,29 +120,46 @@ s4 = sock(("10.200.0.2", 6090))
 send_all(s3, stranger_dgrams)
 send_all(s4, stranger_dgrams)
 
-replies = collections.Counter()
-end = time.time() + 1.5
-while time.time() < end:
-    r, _, _ = select.select([sp, s3, s4], [], [], max(0, end - time.time()))
-    for s in r:
-        d, _ = s.recvfrom(65535)
-        # None of the garbage is a valid keepalive, so a keepalive to b's
-        # endpoint is a's own timer (a loaded machine may get there while
-        # this runs), not an answer.
-        if s is sp and d == b"\x20\x01\x00\x00":
-            replies["keepalive"] += 1
-        else:
-            replies["peer" if s is sp else "stranger"] += 1
 print(json.dumps({"peer_expected": dict(collections.Counter(r for r, _ in peer)),
                   "peer_random": rand_n, "peer_total": len(peer) + rand_n,
-                  "stranger_total": 2 * len(stranger_dgrams),
-                  "stranger_replies": replies["stranger"], "peer_replies": replies["peer"],
-                  "peer_keepalives": replies["keepalive"]}))
+                  "stranger_total": 2 * len(stranger_dgrams)}), flush=True)
+
+# None of the garbage is a valid keepalive, so a keepalive to b's endpoint
+# is a's own timer (a loaded machine may get there while this runs), not an
+# answer.
+def kind(s, d):
+    if s is sp and d == b"\x20\x01\x00\x00":
+        return "peer_keepalives"
+    return "peer_replies" if s is sp else "stranger_replies"
+from e2eutil import count_until
+replies = count_until([sp, s3, s4], sys.argv[1], classify=kind)
+print(json.dumps({k: replies.get(k, 0) for k in ("peer_replies", "stranger_replies", "peer_keepalives")}))
 EOF
-) || bail_out "the sender in b failed: $res"
+stop=$E2E_DIR/garbage.stop
+bg_start b "$E2E_DIR/garbage.out" python3 "$E2E_DIR/garbage.py" "$stop"
+sender=$BG_PID
+wait_for 60 grep -q peer_total "$E2E_DIR/garbage.out" ||
+    bail_out "the sender in b failed: $(cat "$E2E_DIR/garbage.out")"
+res=$(head -n 1 "$E2E_DIR/garbage.out")
 diag "sent: $res"
-sleep 0.5
-j1=$(show_json a) || bail_out "touctl show on a"
+
+# garbage_counted: a has counted every datagram it was sent (the drops of
+# peer b and the interface's unknown_endpoint add up to what went out).
+garbage_counted() {
+	local j n
+	j=$(show_json a) || return 1
+	n=$(python3 -c 'import json, sys; print(sum(json.loads(sys.argv[1]).values()))' \
+	    "$(drops_delta "$j0" "$j" peers.b.drops)") &&
+	    [ "$n" -ge "$(json_get "$res" peer_total)" ] &&
+	    [ "$(jdelta "$j0" "$j" interface.drops.unknown_endpoint)" -ge "$(json_get "$res" stranger_total)" ]
+}
+wait_for 60 garbage_counted || diag "a did not count every datagram in 60 s"
+j1=$(show_settled a 30) || bail_out "touctl show on a: no quiet moment in 30 s"
+touch "$stop"
+proc_wait "$sender" 60 || bail_out "the listener in b did not stop"
+[ "$PROC_RC" = 0 ] || bail_out "the listener in b failed: $(cat "$E2E_DIR/garbage.out")"
+replies=$(tail -n 1 "$E2E_DIR/garbage.out")
+diag "came back: $replies"
 
 check "toud on a survived the garbage" toud_alive a
 d_peer=$(drops_delta "$j0" "$j1" peers.b.drops)
@@ -160,11 +180,11 @@ for r, n in sorted(sent["peer_expected"].items()):
 total=$(python3 -c 'import json, sys; print(sum(json.loads(sys.argv[1]).values()))' "$d_peer")
 is "$total" "$(json_get "$res" peer_total)" "every datagram from b's endpoint was dropped and counted once"
 is "$(jdelta_data "$j0" "$j1" peers.b rx)" 0 "nothing from the garbage was delivered (rx_packets, keepalives aside)"
-is "$(json_get "$res" peer_replies)" 0 "a sent nothing back to b's endpoint (its own keepalives aside)"
+is "$(json_get "$replies" peer_replies)" 0 "a sent nothing back to b's endpoint (its own keepalives aside)"
 st=$(json_get "$res" stranger_total)
 d_if=$(no_chatter "$d_if")
 is "$d_if" "{\"unknown_endpoint\": $st}" "all $st datagrams from unknown endpoints counted as interface unknown_endpoint"
-is "$(json_get "$res" stranger_replies)" 0 "a answered no unknown endpoint"
+is "$(json_get "$replies" stranger_replies)" 0 "a answered no unknown endpoint"
 
 toud_start b || bail_out "toud on b did not restart"
 ping_check a 10.77.0.2 "ping a to b after the garbage"

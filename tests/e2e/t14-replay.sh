@@ -58,27 +58,31 @@ j0=$(show_json s) || bail_out "touctl show on s"
 ep0=$(json_get "$j0" peers.c.endpoint)
 is "$ep0" "$RT_C_UL:$RT_PORT" "the server's endpoint for the client before the replay"
 
-# Play them back from x, from its own address; listen for an answer.
-x_got=$(nsx x python3 - "$E2E_DIR/records.hex" "$RT_S_UL" "$RT_PORT" <<'EOF'
+# Play them back from x, from its own address; listen for an answer until
+# the server has counted every one (e2eutil.count_until).
+cat >"$E2E_DIR/replay-x.py" <<'EOF'
 import socket, sys, time
+from e2eutil import count_until
 recs = [bytes.fromhex(l) for l in open(sys.argv[1]) if l.strip()]
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.bind(("10.201.2.2", 6080))
 for r in recs:
     s.sendto(r, (sys.argv[2], int(sys.argv[3])))
     time.sleep(0.005)
-s.settimeout(1.5)
-got = 0
-try:
-    while True:
-        s.recvfrom(65535)
-        got += 1
-except socket.timeout:
-    pass
-print(got)
+print("sent", len(recs), flush=True)
+print("got", count_until([s], sys.argv[4]).get(s, 0))
 EOF
-)
-is "$x_got" 0 "the server sent nothing back to x"
+bg_start x "$E2E_DIR/replay-x.out" python3 "$E2E_DIR/replay-x.py" "$E2E_DIR/records.hex" \
+    "$RT_S_UL" "$RT_PORT" "$E2E_DIR/replay-x.stop"
+x_pid=$BG_PID
+wait_for 60 grep -q '^sent' "$E2E_DIR/replay-x.out" ||
+    bail_out "the replay from x failed: $(cat "$E2E_DIR/replay-x.out")"
+wait_delta 60 s "$j0" peers.c.drops.replay "$nrec" ||
+    diag "the server counted $WAIT_DELTA of x's $nrec records as replays in 60 s"
+show_settled s 30 >/dev/null || diag "the server's counters kept moving for 30 s"
+touch "$E2E_DIR/replay-x.stop"
+proc_wait "$x_pid" 60 || bail_out "the listener in x did not stop"
+is "$(sed -n 's/^got //p' "$E2E_DIR/replay-x.out")" 0 "the server sent nothing back to x"
 
 # Play them back from the router with a forged source address.
 nsx r python3 - "$E2E_DIR/records.hex" "$FORGED" "$RT_S_UL" "$RT_PORT" <<'EOF' ||
@@ -98,9 +102,9 @@ for r in recs:
     time.sleep(0.005)
 EOF
     not_ok "the router sends the forged datagrams"
-sleep 1
-
-j1=$(show_json s) || bail_out "touctl show on s"
+wait_delta 60 s "$j0" peers.c.drops.replay $((2 * nrec)) ||
+    diag "the server counted $WAIT_DELTA replays of $((2 * nrec)) in 60 s"
+j1=$(show_settled s 30) || bail_out "touctl show on s: no quiet moment in 30 s"
 diag "server drops during the replay: $(drops_delta "$j0" "$j1" peers.c.drops), interface $(drops_delta "$j0" "$j1" interface.drops)"
 is "$(json_get "$j1" peers.c.endpoint)" "$ep0" "the server's endpoint for the client did not move"
 is "$(jdelta "$j0" "$j1" peers.c.drops.replay)" "$((2 * nrec))" \
