@@ -245,6 +245,18 @@ rt_fetch_start() {
 	FETCH_PID=$BG_PID
 }
 
+# rt_fetch_progress OUT KIB SECONDS: wait until the running download has
+# written KIB more into OUT (a path has carried it), at most SECONDS.
+rt_fetch_progress() {
+	wait_for "$3" rt_size_ge "$1" $(($(rt_size "$1") + $2 * 1024))
+}
+rt_size() {
+	stat -c %s "$1" 2>/dev/null || echo 0
+}
+rt_size_ge() {
+	[ "$(rt_size "$1")" -ge "$2" ]
+}
+
 # rt_fetch_finish OUT SRC SECONDS DESC: wait for curl, then: exit 0, one TCP
 # connection, sha256 equal to SRC's.  FETCH_TIME (s), FETCH_MBITS.
 rt_fetch_finish() {

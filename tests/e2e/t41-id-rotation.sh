@@ -33,15 +33,17 @@ wait_for 30 grep -q "listening on" "$E2E_DIR/tcpdump.log" || bail_out "tcpdump d
 rt_serve_file s "$RT_S_TUN" 8080 64
 rt_rate rc0 40
 rt_fetch_start c "http://$RT_S_TUN:8080/big" "$E2E_DIR/got"
-sleep 1
+# Each path carries a MiB of the download (hundreds of records each way)
+# before the next move.
+rt_fetch_progress "$E2E_DIR/got" 1024 30 || diag "the download did not start in 30 s"
 for m in 10.201.1.1:41001 10.201.1.11:41002 10.201.1.12:41003; do
 	rt_nat_rebind "$m"
-	if rt_wait_endpoint s c "$m" 4; then
+	if rt_wait_endpoint s c "$m" 30; then
 		ok "NAT rebinding to $m: the server follows in ${RT_EP_MS} ms"
 	else
-		not_ok "NAT rebinding to $m: the server follows within 4 s" "it shows $RT_EP"
+		not_ok "NAT rebinding to $m: the server follows within 30 s" "it shows $RT_EP"
 	fi
-	sleep 1
+	rt_fetch_progress "$E2E_DIR/got" 1024 30 || diag "the download did not go on in 30 s"
 done
 # The client's own address changes; the NAT maps the new one afresh (the
 # old one keeps its mapping, as a NAT does for a host still there).
@@ -51,13 +53,13 @@ rt_nft "flush chain ip rt_nat post
 nsx c ip addr add "$NEW_UL/24" dev ul0 || bail_out "cannot add $NEW_UL"
 nsx c ip route replace default via 10.201.0.1 src "$NEW_UL" || bail_out "cannot switch the route"
 nsx c ip addr del "$RT_C_UL/24" dev ul0 || bail_out "cannot delete $RT_C_UL"
-if rt_wait_endpoint s c 10.201.1.1:41004 4; then
+if rt_wait_endpoint s c 10.201.1.1:41004 30; then
 	ok "address change: the server follows in ${RT_EP_MS} ms"
 else
-	not_ok "address change: the server follows within 4 s" "it shows $RT_EP"
+	not_ok "address change: the server follows within 30 s" "it shows $RT_EP"
 fi
 proc_alive "$FETCH_PID" || not_ok "the download was still running after the last move"
-sleep 1
+rt_fetch_progress "$E2E_DIR/got" 1024 30 || diag "the download did not go on in 30 s"
 rt_rate_off rc0
 rt_fetch_finish "$E2E_DIR/got" "$RT_FILE" 40 "the download survived three rebindings and an address change"
 pcap_settle "$E2E_DIR/rs0.pcap" || diag "the capture kept growing"
@@ -108,21 +110,31 @@ for t, dr, ep, i, seq, ln, nc in recs:
     if dr == "sc":
         eps.setdefault(i, set()).add(ep)
 print("sc_shared", sum(1 for s in eps.values() if len(s) > 1))
-# Client to server: an ID from an earlier path on a later one only within
-# a second of that path's first datagram (the rebinding's round trip), and
-# never on the last path (the client's own move).
-seen, late, last_shared = {}, 0, 0
+# Client to server: an ID from an earlier path shows on a later one only
+# until the client's first record there under an ID new to that path: the
+# server's challenge with a new ID reached it, one round trip (the bound
+# doc/protocol.md 1.2 gives; in time, whatever a crowded machine makes of
+# it: the milliseconds are shown, not judged).  The client sends in order
+# (one main loop fills the batches, worker.h) and the router keeps it, so
+# nothing sealed after that record carries an old ID.  Never on the last
+# path (the client's own move), and every rebound path sees the switch.
+seen, switched, old_ms = {}, set(), {}
+late = last_shared = 0
 for t, dr, ep, i, seq, ln, nc in recs:
     if dr != "cs":
         continue
-    if i in seen and seen[i] != ep:
-        if ep == paths[-1]:
-            last_shared += 1
-        elif t - first_t[ep] > 1.0:
-            late += 1
+    seen.setdefault(i, ep)
+    if seen[i] == ep:
+        switched.add(ep)
+    elif ep == paths[-1]:
+        last_shared += 1
+    elif ep in switched:
+        late += 1
     else:
-        seen.setdefault(i, ep)
-print("cs_late", late, "last_shared", last_shared)
+        old_ms[ep] = int((t - first_t[ep]) * 1000)
+print("cs_late", late, "last_shared", last_shared,
+      "unswitched", sum(1 for ep in paths[1:] if ep not in switched))
+print("old_id_ms", " ".join("%s=%d" % (ep, old_ms.get(ep, 0)) for ep in paths[1:]))
 # What links IDs in the clear, per direction over the IDs with data
 # records: a nonce_explicit - sequence value under two IDs; sequence
 # numbers of two IDs within 2^32 of each other more often than chance
@@ -164,6 +176,7 @@ cmp_ok "${npaths:-0}" -ge 5 "the capture shows the first path and the four new o
 is "$(awk '/^sc_shared/ {print $2}' <<<"$out")" 0 "the server never sent one ID to two addresses"
 is "$(awk '/^cs_late/ {print $2}' <<<"$out")" 0 "the client's old ID showed on a rebound path only for the round trip"
 is "$(awk '/^cs_late/ {print $4}' <<<"$out")" 0 "and not at all after its own address change"
+is "$(awk '/^cs_late/ {print $6}' <<<"$out")" 0 "on every new path the client moved to a new ID"
 for dr in cs sc; do
 	read -r _ _ _ nids _ nrec _ shared _ near _ run <<<"$(grep "^link $dr " <<<"$out")"
 	cmp_ok "${nids:-0}" -ge 4 "$dr: data records under ${nids:-0} IDs ($nrec records)"
