@@ -18,9 +18,13 @@
 # built into the test's directory) for delay and reordering.
 #
 # Results come back in globals (RT_EP, FETCH_TIME, NFQ_STATS ...), as in lib.sh.
+# The full tunnel's topology (a host routing everything through its peer,
+# ft_*) is here as well.
 # shellcheck disable=SC2034
 
-E2E_ENCRYPTION=dtls
+# A test that uses only the full tunnel's topology (ft_topo) sets
+# RT_ENCRYPTION to keep lib.sh's choice.
+E2E_ENCRYPTION=${RT_ENCRYPTION:-dtls}
 RT_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 RT_C_UL=10.201.0.2
 RT_S_UL=10.201.1.2
@@ -58,6 +62,54 @@ rt_topo_x() {
 	link_segments r rx0
 	rt_sysctl x net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0
 	ip -n "$(ns x)" route add default via 10.201.2.1 || bail_out "default route in x"
+}
+
+# --- the full tunnel's topology (t35, t42) ---------------------------------
+#
+#   a ul0 10.200.0.1 --- ul0 b (10.202.0.1) inet0 10.203.0.1 --- eth0 c 10.203.0.2
+#         fd20::1              fd20::2            fd23::1              fd23::2
+#
+# a has default routes over its link to b, like any host; b's endpoint
+# FT_EP (on b's loopback) is reached only through them; c, "the internet",
+# hangs off b, which forwards.  a's reverse-path filter is loose, as Debian
+# sets it (tou.conf(5) CAVEATS).
+FT_A4=10.200.0.1 FT_B4=10.200.0.2 FT_A6=fd20::1 FT_B6=fd20::2
+FT_EP=10.202.0.1
+FT_C4=10.203.0.2 FT_C6=fd23::2
+
+ft_topo() {
+	netns_add a b c
+	veth a ul0 b ul0 "$FT_A4/24 $FT_A6/64" "$FT_B4/24 $FT_B6/64"
+	veth b inet0 c eth0 "10.203.0.1/24 fd23::1/64" "$FT_C4/24 $FT_C6/64"
+	addr_add b lo "$FT_EP/32"
+	link_segments a ul0
+	link_segments b ul0
+	ip -n "$(ns a)" route add default via "$FT_B4" || bail_out "default route in a"
+	ip -n "$(ns a)" -6 route add default via "$FT_B6" || bail_out "IPv6 default route in a"
+	ip -n "$(ns c)" route add default via 10.203.0.1 || bail_out "default route in c"
+	ip -n "$(ns c)" -6 route add default via fd23::1 || bail_out "IPv6 default route in c"
+	rt_sysctl b net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1
+	rt_sysctl a net.ipv4.conf.all.rp_filter=2 net.ipv4.conf.default.rp_filter=2
+	wait_for 10 nsx a ping -n -q -c 1 -W 1 "$FT_EP" || bail_out "a cannot reach b's endpoint"
+	wait_for 10 nsx a ping -n -q -c 1 -W 1 "$FT_C6" || bail_out "a cannot reach c over IPv6"
+}
+
+# ft_conf: a's peer b takes everything (allowed-ips 0.0.0.0/0 and ::/0,
+# table = auto); b's peer a.
+ft_conf() {
+	conf_interface a 6080 10.77.0.1/24 fd77::1/64
+	echo "table = auto" >>"$(conf_file a)"
+	conf_peer a b "$FT_EP:6080" "10.77.0.2, fd77::2" "0.0.0.0/0, ::/0"
+	conf_interface b 6080 10.77.0.2/24 fd77::2/64
+	conf_peer b a "$FT_A4:6080" "10.77.0.1, fd77::1"
+}
+
+# ft_routing: everything of a's routing, to compare before and after toud.
+ft_routing() {
+	nsx a ip -4 rule show
+	nsx a ip -6 rule show
+	nsx a ip -4 route show table all
+	nsx a ip -6 route show table all
 }
 
 # --- toud -------------------------------------------------------------------

@@ -20,45 +20,17 @@
 # table is refused; after SIGTERM a's rules and routes of every table are
 # as before toud started.
 . "$(dirname "$0")/lib.sh"
+RT_ENCRYPTION=$E2E_ENCRYPTION
+. "$(dirname "$0")/lib-router.sh"
 need_root
 need_cmd curl tcpdump
 
-A4=10.200.0.1 B4=10.200.0.2 A6=fd20::1 B6=fd20::2
-EP=10.202.0.1            # b's endpoint: not on a's link
-C4=10.203.0.2 C6=fd23::2
+A4=$FT_A4 B4=$FT_B4 A6=$FT_A6 B6=$FT_B6 EP=$FT_EP C4=$FT_C4 C6=$FT_C6
 TABLE=51820 MARK=0xca6c
 
-netns_add a b c
-veth a ul0 b ul0 "$A4/24 $A6/64" "$B4/24 $B6/64"
-veth b inet0 c eth0 "10.203.0.1/24 fd23::1/64" "$C4/24 $C6/64"
-addr_add b lo "$EP/32"
-link_segments a ul0
-link_segments b ul0
-ip -n "$(ns a)" route add default via "$B4" || bail_out "default route in a"
-ip -n "$(ns a)" -6 route add default via "$B6" || bail_out "IPv6 default route in a"
-ip -n "$(ns c)" route add default via 10.203.0.1 || bail_out "default route in c"
-ip -n "$(ns c)" -6 route add default via fd23::1 || bail_out "IPv6 default route in c"
-nsx b sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1 >/dev/null ||
-    bail_out "forwarding in b"
-# Loose reverse-path filtering, as Debian sets it (tou.conf(5) CAVEATS).
-nsx a sysctl -qw net.ipv4.conf.all.rp_filter=2 net.ipv4.conf.default.rp_filter=2 >/dev/null ||
-    bail_out "rp_filter in a"
-wait_for 10 nsx a ping -n -q -c 1 -W 1 "$EP" || bail_out "a cannot reach b's endpoint"
-
-# Everything of a's routing, for the comparison after exit.
-routing() {
-	nsx a ip -4 rule show
-	nsx a ip -6 rule show
-	nsx a ip -4 route show table all
-	nsx a ip -6 route show table all
-}
-before=$(routing)
-
-conf_interface a 6080 10.77.0.1/24 fd77::1/64
-echo "table = auto" >>"$(conf_file a)"
-conf_peer a b "$EP:6080" "10.77.0.2, fd77::2" "0.0.0.0/0, ::/0"
-conf_interface b 6080 10.77.0.2/24 fd77::2/64
-conf_peer b a "$A4:6080" "10.77.0.1, fd77::1"
+ft_topo
+before=$(ft_routing)
+ft_conf
 toud_start b || bail_out "toud on b did not start"
 if toud_start a; then
 	ok "toud on a starts with allowed-ips 0.0.0.0/0 and ::/0 beside a's default routes"
@@ -219,7 +191,7 @@ cp "$E2E_DIR/a.conf.saved" "$(conf_file a)"
 # --- exit --------------------------------------------------------------------
 toud_stop a
 is "${TOUD_RC[a]}" 0 "toud on a exits 0 on SIGTERM"
-after=$(routing)
+after=$(ft_routing)
 if [ "$after" = "$before" ]; then
 	ok "after SIGTERM a's rules and routes of every table are as before toud started"
 else
