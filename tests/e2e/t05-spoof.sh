@@ -56,8 +56,10 @@ for p in spoofed:
 # One packet from b's real tunnel address: a's kernel must answer it.
 s.sendto(echo4("10.77.0.2", "10.77.0.1", 0x7e57, 1), ("10.200.0.1", 6080))
 
+# The answer comes after a has handled every spoofed packet: wait for it
+# (generously: a crowded machine is slow, and the loop ends on it).
 reply, seen = None, []
-end = time.time() + 3
+end = time.time() + 30
 while time.time() < end and reply is None:
     r, _, _ = select.select([s], [], [], end - time.time())
     if not r:

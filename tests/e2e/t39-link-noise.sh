@@ -89,15 +89,18 @@ nsx a ip addr add "$NEW_UL/24" dev ul0 || bail_out "cannot add $NEW_UL"
 nsx a ip addr del 10.200.0.1/24 dev ul0 || bail_out "cannot delete 10.200.0.1"
 # With encryption = none peers are matched by address: b cannot follow
 # (toud(8)), but a still tells it.
+# The time it takes is a crowded machine's to decide: waited for, not timed.
 if [ "$E2E_ENCRYPTION" = dtls ]; then
-	if wait_for 2 b_sees_a_at "$NEW_UL:6080"; then
-		ok "b follows a to its new endpoint $NEW_UL:6080 within 2 s"
+	if wait_for 30 b_sees_a_at "$NEW_UL:6080"; then
+		ok "b follows a to its new endpoint $NEW_UL:6080"
 	else
-		not_ok "b follows a to its new endpoint within 2 s" "b shows $(tq b peers.a.endpoint)"
+		not_ok "b follows a to its new endpoint within 30 s" "b shows $(tq b peers.a.endpoint)"
 	fi
-else
-	sleep 1
 fi
+told_b() {
+	ja2=$(show_json a) && [ "$(evdelta "$ja1" "$ja2" peers.b keepalive_sent)" -ge 1 ]
+}
+wait_for 30 told_b || diag "a sent b no keepalive in 30 s"
 ja2=$(show_json a) || bail_out "touctl show on a"
 cmp_ok "$(evdelta "$ja1" "$ja2" peers.b keepalive_sent)" -ge 1 \
     "a told b of the change with a keepalive"
