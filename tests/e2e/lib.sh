@@ -749,10 +749,11 @@ pcap_settle() {
 # (packets, bytes, drops, events) have stopped moving: two reads 0.3 s apart
 # agree.  A test that compares counters with a capture reads them at such a
 # quiescent point, after its own traffic has stopped, so both cover the same
-# packets.  Fails after SECONDS (default 10) without a quiet moment.
+# packets.  Fails after SECONDS (default 30: a crowded machine reads
+# slowly) without a quiet moment.
 show_settled() {
 	local deadline prev='' cur j
-	deadline=$(e2e_deadline "${2:-10}")
+	deadline=$(e2e_deadline "${2:-30}")
 	while :; do
 		j=$(show_json "$1") || return 1
 		cur=$(python3 -c '
