@@ -154,7 +154,10 @@ garbage_counted() {
 	    [ "$(jdelta "$j0" "$j" interface.drops.unknown_endpoint)" -ge "$(json_get "$res" stranger_total)" ]
 }
 wait_for 60 garbage_counted || diag "a did not count every datagram in 60 s"
-j1=$(show_settled a 30) || bail_out "touctl show on a: no quiet moment in 30 s"
+# Not a quiet moment (the kernel's IPv6 chatter may never allow one on a
+# crowded machine): each datagram is counted as it is handled, so a double
+# count would show now.
+j1=$(show_json a) || bail_out "touctl show on a"
 touch "$stop"
 proc_wait "$sender" 60 || bail_out "the listener in b did not stop"
 [ "$PROC_RC" = 0 ] || bail_out "the listener in b failed: $(cat "$E2E_DIR/garbage.out")"
