@@ -19,12 +19,13 @@
 # With fail-open = yes a SIGKILL lets the same pings out in the clear (what
 # the drop route prevents), and the next start removes the stale rules.
 . "$(dirname "$0")/lib.sh"
+# shellcheck disable=SC2034  # read by lib-router.sh
 RT_ENCRYPTION=$E2E_ENCRYPTION
 . "$(dirname "$0")/lib-router.sh"
 need_root
 need_cmd curl tcpdump
 
-A4=$FT_A4 B4=$FT_B4 A6=$FT_A6 B6=$FT_B6 EP=$FT_EP C4=$FT_C4 C6=$FT_C6
+B4=$FT_B4 C4=$FT_C4 C6=$FT_C6
 TABLE=51820 MARK=0xca6c
 
 ft_topo
