@@ -79,7 +79,6 @@ wait_for 60 grep -q '^sent' "$E2E_DIR/replay-x.out" ||
     bail_out "the replay from x failed: $(cat "$E2E_DIR/replay-x.out")"
 wait_delta 60 s "$j0" peers.c.drops.replay "$nrec" ||
     diag "the server counted $WAIT_DELTA of x's $nrec records as replays in 60 s"
-show_settled s 30 >/dev/null || diag "the server's counters kept moving for 30 s"
 touch "$E2E_DIR/replay-x.stop"
 proc_wait "$x_pid" 60 || bail_out "the listener in x did not stop"
 is "$(sed -n 's/^got //p' "$E2E_DIR/replay-x.out")" 0 "the server sent nothing back to x"
@@ -104,7 +103,7 @@ EOF
     not_ok "the router sends the forged datagrams"
 wait_delta 60 s "$j0" peers.c.drops.replay $((2 * nrec)) ||
     diag "the server counted $WAIT_DELTA replays of $((2 * nrec)) in 60 s"
-j1=$(show_settled s 30) || bail_out "touctl show on s: no quiet moment in 30 s"
+j1=$(show_json s) || bail_out "touctl show on s"
 diag "server drops during the replay: $(drops_delta "$j0" "$j1" peers.c.drops), interface $(drops_delta "$j0" "$j1" interface.drops)"
 is "$(json_get "$j1" peers.c.endpoint)" "$ep0" "the server's endpoint for the client did not move"
 is "$(jdelta "$j0" "$j1" peers.c.drops.replay)" "$((2 * nrec))" \
