@@ -164,8 +164,12 @@ t "STATUS= arrives, no later than READY=1 ($(q 'vals("STATUS")'))" \
 wd='[m["t"] for m in msgs("WATCHDOG") if m["t"] < r["term_sent"]]'
 t "WATCHDOG=1 arrives with WATCHDOG_USEC=2000000 ($(q "len($wd)") in 4.5 s)" \
     "4 <= len($wd) <= 6"
-t "WATCHDOG=1 about every second (intervals $(q "[round(b - a, 2) for a, b in zip([r['ready']] + $wd, $wd)]"))" \
-    "all(0.6 <= b - a <= 1.4 for a, b in zip([r['ready']] + $wd, $wd))"
+# systemd's bound is WATCHDOG_USEC between two pings: every interval is
+# under it; toud pings at half of it, so the median is about a second (a
+# single late tick on a crowded machine is followed by a short one).
+iv="[b - a for a, b in zip([r['ready']] + $wd, $wd)]"
+t "WATCHDOG=1 about every second, never 2 s apart (intervals $(q "[round(x, 2) for x in $iv]"))" \
+    "max($iv) < 2.0 and 0.6 <= sorted($iv)[len($iv) // 2] <= 1.4"
 rl='msgs("RELOADING")'
 t "SIGHUP: RELOADING=1 arrives" "len(${rl}) == 1 and r['hup_sent'] <= ${rl}[0]['t']"
 t "SIGHUP: RELOADING=1 carries MONOTONIC_USEC of the moment it began" \
