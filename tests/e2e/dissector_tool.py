@@ -46,7 +46,7 @@ def tshark(lua, pcap, keylog=None):
            "-E", "header=n", "-E", "separator=\t", "-E", "occurrence=a",
            "-E", "aggregator=" + SEP]
     if keylog:
-        cmd += ["-o", "tls.keylog_file:" + keylog]
+        cmd += ["-o", "tls.keylog_file:" + keylog, "-o", "toud.keylog_file:" + keylog]
     for f in FIELDS:
         cmd += ["-e", f]
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -4,8 +4,9 @@
 #       others may read, naming the file and the peer.
 #   (2) Equal keys on a and b: an HTTP transfer is intact; show says
 #       preshared_key true; the key log carries the derived data keys
-#       (TOUD_PSK_DATA_KEYS), and with the TLS key log alone tshark's DTLS
-#       dissector decrypts none of the captured data records.
+#       (TOUD_PSK_DATA_KEYS): with it contrib/toud.lua decrypts every
+#       captured data record, while with the TLS key log alone tshark's
+#       DTLS dissector decrypts none.
 #   (3) Different keys: no packet from the peer reaches the TUN (the peer's
 #       rx_packets stay 0, bad_record counts the refused records) and both
 #       sides say "preshared-key mismatch" in last_error.
@@ -113,6 +114,19 @@ cmp_ok "$(st dtls_types.22)" -ge 4 "handshake records captured ($(st dtls_types.
 is "$(st appdata_with_inner)" 0 "the TLS key log alone decrypts no data record"
 is "$(st tcp)" 0 "no inner TCP visible"
 is "$(st lua_errors)" 0 "no Lua error"
+s=$(python3 "$TOOL" summary "$LUA" "$CAP" "$HTTP_PORT" "$keylog") ||
+    bail_out "dissector_tool.py summary failed"
+diag "with the whole key log: $s"
+cmp_ok "$(st appdata)" -gt 10 "data records captured ($(st appdata))"
+is "$(st appdata_with_inner)" "$(st appdata)" "with the whole key log contrib/toud.lua decrypts every data record"
+is "$(st inner_valid)" "$(st appdata)" "toud.inner.kind is compact, ip or control on every one"
+cmp_ok "$(st tcp_port)" -gt 10 "decrypted TCP frames with port $HTTP_PORT ($(st tcp_port))"
+is "$(st tcp_other)" 0 "no inner TCP with other ports"
+cmp_ok "$(st syn)" -ge 1 "the SYN to port $HTTP_PORT is seen"
+cmp_ok "$(st synack)" -ge 1 "the SYN-ACK from port $HTTP_PORT is seen"
+is "$(st http_uris)" '["/f"]' "the HTTP request inside is dissected"
+is "$(st toud_experts)/$(st lua_errors)/$(st malformed)" 0/0/0 \
+    "no toud expert info, Lua error or malformed packet ($(st samples))"
 
 # --- (3) different keys -----------------------------------------------------------
 
