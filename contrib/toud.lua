@@ -489,9 +489,9 @@ local function chacha_stream(key, nonce, n)
 	for i = 0, 7 do
 		init[5 + i] = le32(key, 4 * i + 1)
 	end
-	init[14] = 1
+	init[13] = 1
 	for i = 0, 2 do
-		init[15 + i] = le32(nonce, 4 * i + 1)
+		init[14 + i] = le32(nonce, 4 * i + 1)
 	end
 	local out = {}
 	local function qr(x, a, b, c, d)
@@ -516,7 +516,7 @@ local function chacha_stream(key, nonce, n)
 			out[#out + 1] = band(rshift(v, 16), 0xff)
 			out[#out + 1] = band(rshift(v, 24), 0xff)
 		end
-		init[14] = init[14] + 1
+		init[13] = init[13] + 1
 	end
 	return out
 end

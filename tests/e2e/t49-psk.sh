@@ -2,11 +2,12 @@
 # t49-psk: [peer] preshared-key.
 #   (1) touctl genpsk writes a key file 0600; toud -t refuses a key file
 #       others may read, naming the file and the peer.
-#   (2) Equal keys on a and b: an HTTP transfer is intact; show says
-#       preshared_key true; the key log carries the derived data keys
-#       (TOUD_PSK_DATA_KEYS): with it contrib/toud.lua decrypts every
-#       captured data record, while with the TLS key log alone tshark's
-#       DTLS dissector decrypts none.
+#   (2) contrib/toud.lua decrypts hand-made records of every cipher from
+#       TOUD_PSK_DATA_KEYS lines.  Equal keys on a and b: an HTTP transfer
+#       is intact; show says preshared_key true; the key log carries the
+#       derived data keys (TOUD_PSK_DATA_KEYS): with it contrib/toud.lua
+#       decrypts every captured data record, while with the TLS key log
+#       alone tshark's DTLS dissector decrypts none.
 #   (3) Different keys: no packet from the peer reaches the TUN (the peer's
 #       rx_packets stay 0, bad_record counts the refused records) and both
 #       sides say "preshared-key mismatch" in last_error.
@@ -64,6 +65,12 @@ check "the message names the file and the peer ($out)" \
     grep -q "open.psk.*others\|peer \"b\".*open.psk" <<<"$out"
 
 # --- (2) equal keys -------------------------------------------------------------
+
+# The dissector on hand-made records first: every cipher, both directions.
+res=$(python3 "$TOOL" psk "$LUA" "$E2E_DIR") || bail_out "dissector_tool.py psk failed"
+is "$(json_get "$res" failures)" "[]" \
+    "contrib/toud.lua decrypts hand-made records of each cipher with TOUD_PSK_DATA_KEYS ($(json_get "$res" decrypted) decrypted, $(json_get "$res" opaque) under other keys left alone)" ||
+    diag "$res"
 
 cp "$E2E_DIR/ab.psk" "$E2E_DIR/a.psk"
 cp "$E2E_DIR/ab.psk" "$E2E_DIR/b.psk"
