@@ -1019,6 +1019,22 @@ ledger_check(const struct queue *q, size_t *ossl, size_t *toud)
 	}
 }
 
+/* A rekey: the handshake of a second session l2 between the same nodes,
+ * with data both ways on l1 at every step. */
+static void
+rekey_beside(struct link *l2, struct link *l1, const uint8_t *msg, size_t len)
+{
+	int i;
+
+	link_start(l2, l1->cn, l1->sn, &peer_b);
+	for (i = 0; i < 64 && !(l2->cdone && l2->sdone); i++) {
+		ck_assert_int_gt(link_step(l2), 0);
+		pass(l1->cs, l1->c2s, l1->ss, msg, len);
+		pass(l1->ss, l1->s2c, l1->cs, msg, len);
+	}
+	ck_assert(l2->cdone && l2->sdone);
+}
+
 START_TEST(nonce_unique)
 {
 	struct timespec ts = { 0, 330 * 1000 * 1000 };
@@ -1053,13 +1069,7 @@ START_TEST(nonce_unique)
 	}
 	/* A rekey: the second session's handshake and data while the first
 	 * still carries data. */
-	link_start(&l2, &A, &B, &peer_b);
-	for (i = 0; i < 64 && !(l2.cdone && l2.sdone); i++) {
-		ck_assert_int_gt(link_step(&l2), 0);
-		pass(l1.cs, l1.c2s, l1.ss, msg, sizeof(msg));
-		pass(l1.ss, l1.s2c, l1.cs, msg, sizeof(msg));
-	}
-	ck_assert(l2.cdone && l2.sdone);
+	rekey_beside(&l2, &l1, msg, sizeof(msg));
 	for (i = 0; i < 20; i++) {
 		pass(l2.cs, l2.c2s, l2.ss, msg, sizeof(msg));
 		pass(l2.ss, l2.s2c, l2.cs, msg, sizeof(msg));
@@ -1119,14 +1129,7 @@ START_TEST(psk_sessions)
 		pass(l1.ss, l1.s2c, l1.cs, msg, 1 + i);
 	}
 	ck_assert_int_eq(dtls_sess_set_psk(l1.cs, k2), -EBUSY);
-	/* the rekey, while the first session carries data */
-	link_start(&l2, &A, &B, &peer_b);
-	for (i = 0; i < 64 && !(l2.cdone && l2.sdone); i++) {
-		ck_assert_int_gt(link_step(&l2), 0);
-		pass(l1.cs, l1.c2s, l1.ss, msg, sizeof(msg));
-		pass(l1.ss, l1.s2c, l1.cs, msg, sizeof(msg));
-	}
-	ck_assert(l2.cdone && l2.sdone);
+	rekey_beside(&l2, &l1, msg, sizeof(msg));
 	ck_assert_int_eq(dtls_sess_set_psk(l2.cs, k1), 0);
 	ck_assert_int_eq(dtls_sess_set_psk(l2.ss, k1), 0);
 	for (i = 0; i < 20; i++) {
