@@ -1,6 +1,7 @@
 /* psk.c - preshared-key files (psk.h): read, check, generate. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,13 +16,14 @@
 #include "psk.h"
 #include "util.h"
 
-/* Why the file's metadata make it unfit to hold a key, or NULL. */
+/* Why the file's metadata make it unfit to hold a key, or NULL.  owner:
+ * the user toud runs as after start-up, who may own it too. */
 static const char *
-psk_unfit(const struct stat *st)
+psk_unfit(const struct stat *st, uid_t owner)
 {
 	if (!S_ISREG(st->st_mode))
 		return "not a regular file";
-	if (st->st_uid != geteuid() && st->st_uid != 0)
+	if (st->st_uid != geteuid() && st->st_uid != 0 && st->st_uid != owner)
 		return "owned by another user (it must be root's or toud's own)";
 	if (st->st_mode & (S_IROTH | S_IWOTH))
 		return "readable or writable by others; chmod 600 it";
@@ -54,7 +56,7 @@ psk_decode(const char *text, size_t n, uint8_t psk[PSK_LEN])
 }
 
 int
-psk_read(const char *file, uint8_t psk[PSK_LEN], char *err, size_t errlen)
+psk_read(const char *file, uid_t owner, uint8_t psk[PSK_LEN], char *err, size_t errlen)
 {
 	char text[PSK_B64_LEN + 4];
 	const char *why;
@@ -72,7 +74,7 @@ psk_read(const char *file, uint8_t psk[PSK_LEN], char *err, size_t errlen)
 		snprintf(err, errlen, "cannot stat: %s", strerror(-r));
 		goto out;
 	}
-	if ((why = psk_unfit(&st)) != NULL) {
+	if ((why = psk_unfit(&st, owner)) != NULL) {
 		snprintf(err, errlen, "refused: %s", why);
 		r = -EPERM;
 		goto out;
@@ -97,6 +99,8 @@ out:
 int
 psk_load_conf(struct conf *c, struct conf_error *err)
 {
+	const struct passwd *pw = c->iface.user ? getpwnam(c->iface.user) : NULL;
+	uid_t owner = pw ? pw->pw_uid : (uid_t)-1;
 	char why[160];
 	size_t x;
 	int r;
@@ -106,7 +110,7 @@ psk_load_conf(struct conf *c, struct conf_error *err)
 
 		if (!p->psk_file)
 			continue;
-		if ((r = psk_read(p->psk_file, p->psk, why, sizeof(why))) < 0) {
+		if ((r = psk_read(p->psk_file, owner, p->psk, why, sizeof(why))) < 0) {
 			util_strlcpy(err->file, c->file ? c->file : "", sizeof(err->file));
 			err->line = p->psk_line;
 			snprintf(err->msg, sizeof(err->msg), "peer \"%s\": preshared-key '%s': %s",

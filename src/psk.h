@@ -2,15 +2,17 @@
  * reading and checking one, and writing a new one (touctl genpsk).
  *
  * A preshared-key file holds the base64 of PSK_LEN bytes (44 characters)
- * and an optional newline.  It must be a regular file owned by the user
- * reading it or by root and neither readable nor writable by others, as
- * the private key: psk_read() refuses anything else.  What the key does
+ * and an optional newline.  It must be a regular file owned by root, by
+ * the user reading it or by the one toud runs as ([interface] user), and
+ * neither readable nor writable by others (nor writable by its group):
+ * psk_read() refuses anything else.  What the key does
  * is in record.h (record_keys_psk()) and doc/protocol.md. */
 #ifndef TOUD_PSK_H
 #define TOUD_PSK_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct conf;
 struct conf_error;
@@ -18,9 +20,10 @@ struct conf_error;
 #define PSK_LEN 32
 #define PSK_B64_LEN 44                  /* base64 of PSK_LEN bytes */
 
-/* Read and check the key in file into psk.  0, or -errno with the reason
- * (without the file name) in err. */
-int psk_read(const char *file, uint8_t psk[PSK_LEN], char *err, size_t errlen);
+/* Read and check the key in file into psk; besides root and the caller,
+ * owner (the user toud runs as; (uid_t)-1 for none) may own it.  0, or
+ * -errno with the reason (without the file name) in err. */
+int psk_read(const char *file, uid_t owner, uint8_t psk[PSK_LEN], char *err, size_t errlen);
 /* Read the preshared key of every [peer] of c that names one (sets
  * has_psk and psk).  0, or -errno with err naming the file, the line and
  * the peer. */

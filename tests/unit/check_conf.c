@@ -520,7 +520,7 @@ START_TEST(test_preshared_key)
 	ck_assert_int_eq(stat(path, &st), 0);
 	ck_assert_uint_eq(st.st_mode & 0777, 0600);
 	ck_assert_int_eq(psk_write_file(path, gen2, err.msg, sizeof(err.msg)), -EEXIST);
-	ck_assert_int_eq(psk_read(path, k, err.msg, sizeof(err.msg)), 0);
+	ck_assert_int_eq(psk_read(path, (uid_t)-1, k, err.msg, sizeof(err.msg)), 0);
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/b.psk", dir);
 	unlink(path);
