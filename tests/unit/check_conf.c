@@ -521,6 +521,12 @@ START_TEST(test_preshared_key)
 	ck_assert_uint_eq(st.st_mode & 0777, 0600);
 	ck_assert_int_eq(psk_write_file(path, gen2, err.msg, sizeof(err.msg)), -EEXIST);
 	ck_assert_int_eq(psk_read(path, (uid_t)-1, k, err.msg, sizeof(err.msg)), 0);
+	/* owned by another user: only if that is the user toud runs as */
+	if (geteuid() == 0 && chown(path, 65534, 65534) == 0) {
+		ck_assert_int_eq(psk_read(path, (uid_t)-1, k, err.msg, sizeof(err.msg)), -EPERM);
+		ck_assert_ptr_nonnull(strstr(err.msg, "owned by another user"));
+		ck_assert_int_eq(psk_read(path, 65534, k, err.msg, sizeof(err.msg)), 0);
+	}
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/b.psk", dir);
 	unlink(path);
