@@ -4,6 +4,7 @@
 -- Usage:
 --   tshark -X lua_script:contrib/toud.lua -r cap.pcap
 --   tshark -X lua_script:contrib/toud.lua -o tls.keylog_file:KEYLOG -r cap.pcap -Y tcp
+--   (with preshared keys also -o toud.keylog_file:KEYLOG)
 -- or copy it to ~/.local/lib/wireshark/plugins/.  UDP port 6080 is decoded
 -- as toud; another port with "Decode As" (-d udp.port==N,toud and, for the
 -- decrypted payload, -d dtls.port==N,toud.inner).
@@ -349,6 +350,314 @@ function inner.dissector(tvb, pinfo, tree)
 	return dissect_inner(tvb, pinfo, tree)
 end
 
+-- Records of sessions with a preshared key (doc/protocol.md 1.3): their
+-- keys are not in the TLS key log, so the DTLS dissector cannot open them.
+-- toud writes them to the same key log as
+--   TOUD_PSK_DATA_KEYS <client random> <client write key> <server write key>
+--       <client write IV> <server write IV>
+-- and, with the preference toud.keylog_file naming that file, they are
+-- decrypted here (AES-GCM and ChaCha20 in counter mode; the tag is not
+-- checked).  Session IDs change with the path and are linked to nothing in
+-- the clear, so a record is tried with every key of the log (both
+-- directions) and taken by the key whose plaintext is well-formed inner
+-- framing of the record's length; that key is tried first for the rest of
+-- the ID.
+
+toud.prefs.keylog_file = Pref.string("Key log file", "",
+	"A key log written by toud (SSLKEYLOGFILE or keylog-file): its TOUD_PSK_DATA_KEYS " ..
+	"lines decrypt the data records of sessions with a preshared key")
+
+local band, bor, bxor, lshift, rshift = bit.band, bit.bor, bit.bxor, bit.lshift, bit.rshift
+
+local SBOX = {}
+do
+	local hex = "637c777bf26b6fc53001672bfed7ab76ca82c97dfa5947f0add4a2af9ca472c0b7fd9326363ff7cc34a5e5f171d8311504c723c31896059a071280e2eb27b27509832c1a1b6e5aa0523bd6b329e32f8453d100ed20fcb15b6acbbe394a4c58cfd0efaafb434d338545f9027f503c9fa851a3408f929d38f5bcb6da2110fff3d2cd0c13ec5f974417c4a77e3d645d197360814fdc222a908846eeb814de5e0bdbe0323a0a4906245cc2d3ac629195e479e7c8376d8dd54ea96c56f4ea657aae08ba78252e1ca6b4c6e8dd741f4bbd8b8a703eb5664803f60e613557b986c11d9ee1f8981169d98e949b1e87e9ce5528df8ca1890dbfe6426841992d0fb054bb16"
+	for i = 0, 255 do
+		SBOX[i] = tonumber(hex:sub(2 * i + 1, 2 * i + 2), 16)
+	end
+end
+
+-- AES encryption tables: TE[k][x] is column x of a round, rotated k bytes.
+local TE = { [0] = {}, {}, {}, {} }
+do
+	for x = 0, 255 do
+		local s = SBOX[x]
+		local s2 = band(lshift(s, 1), 0xff)
+		if s >= 0x80 then
+			s2 = bxor(s2, 0x1b)
+		end
+		local w = bor(lshift(s2, 24), lshift(s, 16), lshift(s, 8), bxor(s2, s))
+		for k = 0, 3 do
+			TE[k][x] = w
+			w = bor(rshift(w, 8), lshift(band(w, 0xff), 24))
+		end
+	end
+end
+
+local function be32(b, i)
+	return bor(lshift(b[i], 24), lshift(b[i + 1], 16), lshift(b[i + 2], 8), b[i + 3])
+end
+
+local function sub_word(w)
+	return bor(lshift(SBOX[rshift(w, 24)], 24), lshift(SBOX[band(rshift(w, 16), 0xff)], 16),
+	    lshift(SBOX[band(rshift(w, 8), 0xff)], 8), SBOX[band(w, 0xff)])
+end
+
+-- The round keys of an AES key (a table of 16 or 32 bytes, 1-based).
+local function aes_expand(key)
+	local nk = #key / 4
+	local nr = nk + 6
+	local w, rcon = {}, 1
+	for i = 0, nk - 1 do
+		w[i] = be32(key, 4 * i + 1)
+	end
+	for i = nk, 4 * (nr + 1) - 1 do
+		local t = w[i - 1]
+		if i % nk == 0 then
+			t = bxor(sub_word(bor(lshift(t, 8), rshift(t, 24))), lshift(rcon, 24))
+			rcon = band(lshift(rcon, 1), 0xff)
+			if rcon == 0 then
+				rcon = 0x1b
+			end
+		elseif nk > 6 and i % nk == 4 then
+			t = sub_word(t)
+		end
+		w[i] = bxor(w[i - nk], t)
+	end
+	return { w = w, nr = nr }
+end
+
+-- One block: four words in, four words out.
+local function aes_block(ks, s0, s1, s2, s3)
+	local w, t0, t1, t2, t3 = ks.w, TE[0], TE[1], TE[2], TE[3]
+	s0, s1, s2, s3 = bxor(s0, w[0]), bxor(s1, w[1]), bxor(s2, w[2]), bxor(s3, w[3])
+	for r = 1, ks.nr - 1 do
+		local k = 4 * r
+		s0, s1, s2, s3 =
+		    bxor(t0[rshift(s0, 24)], t1[band(rshift(s1, 16), 0xff)],
+			t2[band(rshift(s2, 8), 0xff)], t3[band(s3, 0xff)], w[k]),
+		    bxor(t0[rshift(s1, 24)], t1[band(rshift(s2, 16), 0xff)],
+			t2[band(rshift(s3, 8), 0xff)], t3[band(s0, 0xff)], w[k + 1]),
+		    bxor(t0[rshift(s2, 24)], t1[band(rshift(s3, 16), 0xff)],
+			t2[band(rshift(s0, 8), 0xff)], t3[band(s1, 0xff)], w[k + 2]),
+		    bxor(t0[rshift(s3, 24)], t1[band(rshift(s0, 16), 0xff)],
+			t2[band(rshift(s1, 8), 0xff)], t3[band(s2, 0xff)], w[k + 3])
+	end
+	local k = 4 * ks.nr
+	local function last(a, b, c, d, rk)
+		return bxor(bor(lshift(SBOX[rshift(a, 24)], 24), lshift(SBOX[band(rshift(b, 16), 0xff)], 16),
+		    lshift(SBOX[band(rshift(c, 8), 0xff)], 8), SBOX[band(d, 0xff)]), rk)
+	end
+	return last(s0, s1, s2, s3, w[k]), last(s1, s2, s3, s0, w[k + 1]),
+	    last(s2, s3, s0, s1, w[k + 2]), last(s3, s0, s1, s2, w[k + 3])
+end
+
+-- AES-GCM's counter mode: n bytes of keystream for the 12-byte nonce
+-- (bytes, 1-based), from counter 2 on (1 is the tag's).
+local function gcm_stream(ks, nonce, n)
+	local out, n0, n1, n2 = {}, be32(nonce, 1), be32(nonce, 5), be32(nonce, 9)
+	local ctr = 2
+	while #out < n do
+		local o = { aes_block(ks, n0, n1, n2, ctr) }
+		for j = 1, 4 do
+			local v = o[j]
+			out[#out + 1] = rshift(v, 24)
+			out[#out + 1] = band(rshift(v, 16), 0xff)
+			out[#out + 1] = band(rshift(v, 8), 0xff)
+			out[#out + 1] = band(v, 0xff)
+		end
+		ctr = ctr + 1
+	end
+	return out
+end
+
+-- ChaCha20 (RFC 8439): n bytes of keystream from block counter 1 on.
+local function add32(a, b)
+	return bit.tobit(a + b)
+end
+
+local function rotl32(x, n)
+	return bor(lshift(x, n), rshift(x, 32 - n))
+end
+
+local function le32(b, i)
+	return bor(b[i], lshift(b[i + 1], 8), lshift(b[i + 2], 16), lshift(b[i + 3], 24))
+end
+
+local function chacha_stream(key, nonce, n)
+	local init = { 0x61707865, 0x3320646e, 0x79622d32, 0x6b206574 }
+	for i = 0, 7 do
+		init[5 + i] = le32(key, 4 * i + 1)
+	end
+	init[13] = 1
+	for i = 0, 2 do
+		init[14 + i] = le32(nonce, 4 * i + 1)
+	end
+	local out = {}
+	local function qr(x, a, b, c, d)
+		x[a] = add32(x[a], x[b]); x[d] = rotl32(bxor(x[d], x[a]), 16)
+		x[c] = add32(x[c], x[d]); x[b] = rotl32(bxor(x[b], x[c]), 12)
+		x[a] = add32(x[a], x[b]); x[d] = rotl32(bxor(x[d], x[a]), 8)
+		x[c] = add32(x[c], x[d]); x[b] = rotl32(bxor(x[b], x[c]), 7)
+	end
+	while #out < n do
+		local x = {}
+		for i = 1, 16 do
+			x[i] = init[i]
+		end
+		for _ = 1, 10 do
+			qr(x, 1, 5, 9, 13); qr(x, 2, 6, 10, 14); qr(x, 3, 7, 11, 15); qr(x, 4, 8, 12, 16)
+			qr(x, 1, 6, 11, 16); qr(x, 2, 7, 12, 13); qr(x, 3, 8, 9, 14); qr(x, 4, 5, 10, 15)
+		end
+		for i = 1, 16 do
+			local v = add32(x[i], init[i])
+			out[#out + 1] = band(v, 0xff)
+			out[#out + 1] = band(rshift(v, 8), 0xff)
+			out[#out + 1] = band(rshift(v, 16), 0xff)
+			out[#out + 1] = band(rshift(v, 24), 0xff)
+		end
+		init[13] = init[13] + 1
+	end
+	return out
+end
+
+local function hex_bytes(h)
+	local b = {}
+	for i = 1, #h - 1, 2 do
+		b[#b + 1] = tonumber(h:sub(i, i + 1), 16)
+	end
+	return b
+end
+
+-- The directions of the key log's sessions: { gcm, key (expanded for
+-- AES), iv } each.
+local psk_dirs, psk_file, psk_by_sid = {}, nil, {}
+
+local function psk_load()
+	local file = toud.prefs.keylog_file
+	if file == psk_file then
+		return
+	end
+	psk_file, psk_dirs, psk_by_sid = file, {}, {}
+	local f = file ~= "" and io.open(file, "r")
+	if not f then
+		return
+	end
+	for line in f:lines() do
+		local cr, ck, sk, civ, siv = line:match(
+		    "^TOUD_PSK_DATA_KEYS (%x+) (%x+) (%x+) (%x+) (%x+)%s*$")
+		if cr then
+			for _, d in ipairs({ { ck, civ }, { sk, siv } }) do
+				local key, iv = hex_bytes(d[1]), hex_bytes(d[2])
+				local gcm = #iv == 4
+				psk_dirs[#psk_dirs + 1] = { gcm = gcm, iv = iv,
+				    key = gcm and aes_expand(key) or key }
+			end
+		end
+	end
+	f:close()
+end
+
+-- Whether p (bytes, 1-based, n of them) is inner framing a toud
+-- receiver would take.
+local inner_ctl_len = { [1] = 4, [2] = 12, [3] = 12, [4] = 4 }
+local function plausible(p, n)
+	if n < 4 then
+		return false
+	end
+	local v = rshift(p[1], 4)
+	if v == 4 then
+		return n >= 20 and p[3] * 256 + p[4] == n
+	elseif v == 6 then
+		return n >= 40 and p[5] * 256 + p[6] + 40 == n
+	elseif p[3] ~= 0 or p[4] ~= 0 then
+		return false
+	elseif p[1] == 0x20 then
+		return inner_ctl_len[p[2]] == n
+	end
+	return p[1] == 0 and ipproto_names[p[2]] ~= nil and p[2] ~= 59
+end
+
+-- Decrypt record rec (a Tvb: header, [explicit nonce,] ciphertext, tag)
+-- with direction d; the plaintext bytes, or nil if they are not inner
+-- framing.
+local function psk_try(d, raw)
+	local pre = d.gcm and DTLS_HDR + 8 or DTLS_HDR
+	local n = #raw - pre - 16
+	if n < 4 then
+		return nil
+	end
+	local nonce = {}
+	for i = 1, #d.iv do
+		nonce[i] = d.iv[i]
+	end
+	if d.gcm then
+		for i = 1, 8 do
+			nonce[4 + i] = raw:byte(DTLS_HDR + i)
+		end
+	else
+		for i = 1, 8 do
+			nonce[4 + i] = bxor(nonce[4 + i], raw:byte(3 + i))
+		end
+	end
+	local stream = d.gcm and gcm_stream or chacha_stream
+	local first = stream(d.key, nonce, 16)
+	local p = {}
+	for i = 1, math.min(16, n) do
+		p[i] = bxor(raw:byte(pre + i), first[i])
+	end
+	if not plausible(p, n) then
+		return nil
+	end
+	local ks = stream(d.key, nonce, n)
+	for i = 1, n do
+		p[i] = bxor(raw:byte(pre + i), ks[i])
+	end
+	return p
+end
+
+-- The plaintext of an application-data record of session sid, as a hex
+-- string, or nil.
+local psk_frames = {}
+local function psk_decrypt(number, sid, rec)
+	psk_load()
+	if #psk_dirs == 0 then
+		return nil
+	end
+	local done = psk_frames[number]
+	if done ~= nil then
+		return done or nil
+	end
+	local raw = rec:raw()
+	local order, known = {}, psk_by_sid[sid]
+	if known then
+		order[1] = known
+	end
+	for i = 1, #psk_dirs do
+		if i ~= known then
+			order[#order + 1] = i
+		end
+	end
+	for _, i in ipairs(order) do
+		local p = psk_try(psk_dirs[i], raw)
+		if p then
+			psk_by_sid[sid] = i
+			local h = {}
+			for j = 1, #p do
+				h[j] = string.format("%02x", p[j])
+			end
+			psk_frames[number] = table.concat(h)
+			return psk_frames[number]
+		end
+	end
+	psk_frames[number] = false
+	return nil
+end
+
+function toud.init()
+	psk_file, psk_frames = nil, {}
+end
+
 -- The DTLS record header after the outer framing: the checks a toud
 -- receiver makes before the DTLS library sees a byte.
 local function check_record(tvb, t)
@@ -432,6 +741,13 @@ local function dissect_outer(tvb, pinfo, tree)
 	else
 		t:add_proto_expert_info(e_no_dissector, "no DTLS dissector")
 		call_data(rec, pinfo, tree)
+	end
+	-- application data of the data epoch: with a preshared key, opened here
+	if rec:len() > DTLS_HDR + 16 and rec(0, 1):uint() == 23 and rec(3, 2):uint() == 1 then
+		local hex = psk_decrypt(pinfo.number, sid, rec)
+		if hex then
+			dissect_inner(ByteArray.new(hex):tvb("Decrypted with the preshared key"), pinfo, tree)
+		end
 	end
 	return len
 end

@@ -499,7 +499,8 @@ conf_resolve_all(struct conf *c, const char *file)
 	    conf_resolve(&c->iface.keylog_file, dir) < 0)
 		goto out;
 	for (x = 0; x < c->n_peers; x++)
-		if (conf_resolve(&c->peers[x].ca, dir) < 0)
+		if (conf_resolve(&c->peers[x].ca, dir) < 0 ||
+		    conf_resolve(&c->peers[x].psk_file, dir) < 0)
 			goto out;
 	r = 0;
 out:

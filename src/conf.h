@@ -81,6 +81,13 @@ struct conf_peer {
 	struct conf_prefix *allowed_ips;   /* extra prefixes routed to the peer */
 	size_t n_allowed_ips;
 	unsigned keepalive;                /* seconds; 0 = off */
+	/* preshared-key = FILE: the path as written (made absolute by
+	 * conf_load()); the key itself is read by psk_load_conf() (psk.h),
+	 * not by the parser, and zeroed when the section is freed. */
+	char *psk_file;
+	int psk_line;
+	bool has_psk;
+	uint8_t psk[32];
 };
 
 struct conf_iface {

@@ -18,9 +18,9 @@ _Static_assert(1u << (ARRAY_SIZE(iface_keys) - 1) == CONF_IFACE_DIFF_METRICS_ALL
     "one name per enum conf_iface_diff bit");
 static const char *const peer_keys[] = {
 	"[peer NAME]", "fingerprint", "ca", "name", "endpoint", "address", "allowed-ips",
-	"keepalive",
+	"keepalive", "preshared-key",
 };
-_Static_assert(1u << (ARRAY_SIZE(peer_keys) - 1) == CONF_PEER_DIFF_KEEPALIVE,
+_Static_assert(1u << (ARRAY_SIZE(peer_keys) - 1) == CONF_PEER_DIFF_PRESHARED_KEY,
     "one name per enum conf_peer_diff bit");
 
 static bool
@@ -174,6 +174,10 @@ conf_diff_peer(const struct conf_peer *a, const struct conf_peer *b)
 		d |= CONF_PEER_DIFF_ALLOWED_IPS;
 	if (a->keepalive != b->keepalive)
 		d |= CONF_PEER_DIFF_KEEPALIVE;
+	/* The same file may hold another key now (a reload after genpsk). */
+	if (!str_equal(a->psk_file, b->psk_file) || a->has_psk != b->has_psk ||
+	    (a->has_psk && memcmp(a->psk, b->psk, sizeof(a->psk)) != 0))
+		d |= CONF_PEER_DIFF_PRESHARED_KEY;
 	return d;
 }
 

@@ -63,9 +63,12 @@ enum conf_peer_diff {
 	CONF_PEER_DIFF_ADDRESS     = 1u << 5,
 	CONF_PEER_DIFF_ALLOWED_IPS = 1u << 6,
 	CONF_PEER_DIFF_KEEPALIVE   = 1u << 7,
+	CONF_PEER_DIFF_PRESHARED_KEY = 1u << 8, /* the file, or the key in it */
 };
-/* The keys that decide which keys the peer's sessions may authenticate with. */
-#define CONF_PEER_DIFF_AUTH (CONF_PEER_DIFF_FINGERPRINT | CONF_PEER_DIFF_CA | CONF_PEER_DIFF_NAME)
+/* The keys that decide which keys the peer's sessions may authenticate with
+ * (the preshared key decides their data keys). */
+#define CONF_PEER_DIFF_AUTH (CONF_PEER_DIFF_FINGERPRINT | CONF_PEER_DIFF_CA | \
+	CONF_PEER_DIFF_NAME | CONF_PEER_DIFF_PRESHARED_KEY)
 
 /* The enum conf_iface_diff bits of the keys whose values differ in a and b
  * (symmetric: which is the old one does not matter). */

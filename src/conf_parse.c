@@ -761,6 +761,14 @@ conf_set_ca(struct conf_parser *p, const struct conf_key *k, const char *v)
 }
 
 static int
+conf_set_preshared_key(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	(void)k;
+	conf_cur_peer(p)->psk_line = p->line;
+	return conf_path(p, &conf_cur_peer(p)->psk_file, v);
+}
+
+static int
 conf_set_cert_name(struct conf_parser *p, const struct conf_key *k, const char *v)
 {
 	if (strlen(v) > CONF_CN_MAX)
@@ -914,6 +922,7 @@ static const struct conf_key conf_keys[] = {
 	{ "address", SEC_PEER, true, conf_set_peer_address },
 	{ "allowed-ips", SEC_PEER, true, conf_set_allowed_ips },
 	{ "keepalive", SEC_PEER, false, conf_set_keepalive },
+	{ "preshared-key", SEC_PEER, false, conf_set_preshared_key },
 };
 _Static_assert(ARRAY_SIZE(conf_keys) <= 64, "the seen mask of struct conf_parser has 64 bits");
 
@@ -976,6 +985,8 @@ conf_peer_free(struct conf_peer *peer)
 	free(peer->endpoint_host);
 	free(peer->address);
 	free(peer->allowed_ips);
+	free(peer->psk_file);
+	explicit_bzero(peer->psk, sizeof(peer->psk));
 }
 
 static int

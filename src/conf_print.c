@@ -139,6 +139,7 @@ conf_print_peer(FILE *b, const struct conf_peer *p)
 	conf_kv_prefixes(b, "address", p->address, p->n_address, true);
 	conf_kv_prefixes(b, "allowed-ips", p->allowed_ips, p->n_allowed_ips, false);
 	conf_kv_uint(b, "keepalive", p->keepalive);
+	conf_kv_opt(b, "preshared-key", p->psk_file);
 }
 
 char *

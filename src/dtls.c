@@ -841,6 +841,72 @@ dtls_sess_export(struct dtls_sess *s, const char *label, uint8_t *out, size_t le
 	return 0;
 }
 
+/* With a key log: the data keys of a session with a preshared key, which
+ * the TLS key log no longer gives (doc/protocol.md 1.3 has the format). */
+static void
+keylog_psk_keys(struct dtls_sess *s, const struct record_keys *ck, const struct record_keys *sk)
+{
+	char line[sizeof(DTLS_KEYLOG_PSK_LABEL) + 6 * (2 * 32 + 1) + 1], *w = line;
+	const struct { const uint8_t *b; size_t n; } f[] = {
+		{ NULL, 32 }, { ck->key, ck->key_len }, { sk->key, sk->key_len },
+		{ ck->iv, ck->iv_len }, { sk->iv, sk->iv_len },
+	};
+	uint8_t cr[32];
+	size_t i;
+
+	if (s->c->keylog_fd < 0 || SSL_get_client_random(s->ssl, cr, sizeof(cr)) != sizeof(cr))
+		return;
+	w += snprintf(line, sizeof(line), "%s", DTLS_KEYLOG_PSK_LABEL);
+	for (i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		*w++ = ' ';
+		util_hex(f[i].b ? f[i].b : cr, f[i].n, w);
+		w += 2 * f[i].n;
+	}
+	keylog_cb(s->ssl, line);
+	OPENSSL_cleanse(line, sizeof(line));
+}
+
+int
+dtls_sess_set_psk(struct dtls_sess *s, const uint8_t *psk)
+{
+	uint8_t exp[RECORD_PSK_EXPORTER_LEN];
+	struct record_keys ck, sk;
+	uint64_t tx_seq;
+	int ret;
+
+	if (!s->established || !s->rec_on)
+		return -ENOTCONN;
+	if (psk == NULL)
+		return 0;
+	/* Nothing has been sealed or opened with the handshake's keys. */
+	if (s->rx.opened || s->rx.failed || s->tx.sealed)
+		return -EBUSY;
+	tx_seq = s->tx.seq;
+	if (dtls_sess_export(s, RECORD_PSK_LABEL, exp, sizeof(exp)) < 0)
+		return -EIO;
+	ret = record_keys_psk(s->tx.cipher, exp, psk, &ck, &sk);
+	OPENSSL_cleanse(exp, sizeof(exp));
+	if (ret < 0)
+		goto out;
+	record_tx_free(&s->tx);
+	record_rx_free(&s->rx);
+	ret = -ENOMEM;
+	if (record_tx_init(&s->tx, s->client ? &ck : &sk, DTLS_DATA_EPOCH, tx_seq,
+	    s->wr_nonce) < 0 ||
+	    record_rx_init(&s->rx, s->client ? &sk : &ck, DTLS_DATA_EPOCH) < 0) {
+		/* No keys at all rather than the handshake's. */
+		s->rec_on = false;
+		s->failed = DTLS_ERR_CLOSED;
+		goto out;
+	}
+	keylog_psk_keys(s, &ck, &sk);
+	ret = 0;
+out:
+	OPENSSL_cleanse(&ck, sizeof(ck));
+	OPENSSL_cleanse(&sk, sizeof(sk));
+	return ret;
+}
+
 size_t
 dtls_sess_data_prefix(const struct dtls_sess *s)
 {

@@ -143,6 +143,16 @@ struct record_tx *dtls_sess_record_tx(struct dtls_sess *s);
  * 0 or -1. */
 int dtls_sess_export(struct dtls_sess *s, const char *label, uint8_t *out, size_t len);
 struct record_rx *dtls_sess_record_rx(struct dtls_sess *s);
+/* The session's peer has a preshared key (psk, RECORD_PSK_LEN bytes; NULL:
+ * none): replace the data keys, both directions and the numbering's, by
+ * those derived from the handshake and psk (record_keys_psk()), and, with
+ * a key log, write them there as a line
+ *   TOUD_PSK_DATA_KEYS <client random> <client write key> <server write key>
+ *       <client write IV> <server write IV>
+ * (hex; doc/protocol.md 1.3).  Call it once the handshake completed and
+ * before any data record was sealed or opened.  0 or -errno. */
+#define DTLS_KEYLOG_PSK_LABEL "TOUD_PSK_DATA_KEYS"
+int dtls_sess_set_psk(struct dtls_sess *s, const uint8_t *psk);
 /* Records protected so far under the busier of the session's two keys
  * (for rekey-records). */
 uint64_t dtls_sess_records(const struct dtls_sess *s);

@@ -24,6 +24,7 @@ static const char *const event_names[EVENT__MAX] = {
 	[EVENT_SEND_THREAD_BATCHES] = "send_thread_batches",
 	[EVENT_TUN_THREAD_BATCHES] = "tun_thread_batches",
 	[EVENT_OPEN_THREAD_BATCHES] = "open_thread_batches",
+	[EVENT_PSK_MISMATCH] = "psk_mismatch",
 };
 
 const char *

@@ -24,6 +24,7 @@ enum toud_event {
 	EVENT_SEND_THREAD_BATCHES,      /* a batch of UDP sends went to the send thread */
 	EVENT_TUN_THREAD_BATCHES,       /* a batch of TUN writes went to the TUN thread */
 	EVENT_OPEN_THREAD_BATCHES,      /* a batch of records went to the opening thread */
+	EVENT_PSK_MISMATCH,             /* a new session's records fail: preshared keys differ */
 	EVENT__MAX
 };
 

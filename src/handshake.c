@@ -585,6 +585,13 @@ handshake_established(struct session *s, uint64_t now)
 	 * names now.  Either way the configuration must still accept it. */
 	if (!p || !fp || (s->peer && s->peer != p))
 		return HANDSHAKE_REFUSED;
+	/* The data keys mix in the peer's preshared key before any record
+	 * is sealed or opened with them. */
+	if (dtls_sess_set_psk(s->dtls, p->cf->has_psk ? p->cf->psk : NULL) < 0) {
+		log_warnx("peer \"%s\": cannot derive the data keys from the preshared key",
+		    p->name);
+		return HANDSHAKE_REFUSED;
+	}
 	s->peer = p;
 	session_ids_start(s);
 	session_half_open_done(s);
@@ -613,6 +620,22 @@ handshake_established(struct session *s, uint64_t now)
 	    dtls_sess_cipher(s->dtls));
 	event_count(t, p, EVENT_HANDSHAKE_COMPLETED);
 	return HANDSHAKE_UP;
+}
+
+void
+handshake_psk_mismatch(struct session *s)
+{
+	struct peer *p = s->peer;
+	char buf[UTIL_ADDRSTRLEN];
+	const char *hint = p->cf->has_psk ?
+	    "preshared-key names another key on the other side, or none there" :
+	    "the other side has a preshared-key for this node, this side none";
+
+	log_warnx("peer \"%s\" (%s): session %016llx: preshared-key mismatch: its first "
+	    "records fail authentication (%s)", p->name, sess_addr(s, buf, sizeof(buf)),
+	    (unsigned long long)s->id, hint);
+	snprintf(p->last_error, sizeof(p->last_error), "preshared-key mismatch: %s", hint);
+	event_count(s->t, p, EVENT_PSK_MISMATCH);
 }
 
 /* --- failed ---------------------------------------------------------- */

@@ -65,6 +65,12 @@ enum handshake_done handshake_established(struct session *s, uint64_t now);
 /* The handshake of s failed: count, log, free s, and tell peer_timers when
  * the peer it was for has no session left. */
 void handshake_failed(struct session *s, const char *why);
+/* The first records of established session s all failed authentication
+ * although its handshake authenticated the peer: the two sides derived
+ * different data keys, so their preshared keys differ (doc/protocol.md
+ * 1.3).  Says so in the log and the peer's last_error. */
+#define HANDSHAKE_PSK_PROBES 2          /* failed records, none opened, that say so */
+void handshake_psk_mismatch(struct session *s);
 
 /* The peer whose pinned fingerprint, or CA and name, the key and chain
  * that session s authenticated with satisfy; NULL for none, or for a key

@@ -78,7 +78,11 @@ peer_reconfigure(struct peer *p, const struct conf_peer *cf)
 	peer_take_conf(p, cf);
 	if (what & CONF_PEER_DIFF_AUTH) {
 		/* The key that authenticated the sessions may be revoked: end
-		 * them; the next packet starts a handshake under the new rules. */
+		 * them; the next packet starts a handshake under the new rules.
+		 * A new preshared key is used at once: a peer that was up
+		 * handshakes again now. */
+		if (p->cur && (what & CONF_PEER_DIFF_PRESHARED_KEY))
+			p->reconnect = true;
 		if (p->cur)
 			session_end(p->cur);
 		while (p->next || p->prev)

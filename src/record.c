@@ -121,6 +121,28 @@ prf(const char *md, const uint8_t *secret, size_t secret_len, const char *label,
 	return ret;
 }
 
+/* The two directions' keys from a key block (client write key, server
+ * write key, client write IV, server write IV) and 32 bytes of permutation
+ * keys (client, server). */
+static void
+keys_cut(enum record_cipher c, const uint8_t *block, const uint8_t *perm,
+    struct record_keys *client_write, struct record_keys *server_write)
+{
+	size_t kl = key_len(c), il = iv_len(c);
+
+	memset(client_write, 0, sizeof(*client_write));
+	memset(server_write, 0, sizeof(*server_write));
+	client_write->cipher = server_write->cipher = c;
+	client_write->key_len = server_write->key_len = kl;
+	client_write->iv_len = server_write->iv_len = il;
+	memcpy(client_write->key, block, kl);
+	memcpy(server_write->key, block + kl, kl);
+	memcpy(client_write->iv, block + 2 * kl, il);
+	memcpy(server_write->iv, block + 2 * kl + il, il);
+	memcpy(client_write->perm_key, perm, 16);
+	memcpy(server_write->perm_key, perm + 16, 16);
+}
+
 /* RFC 5246 6.3: key_block = PRF(master_secret, "key expansion",
  * server_random + client_random), cut into client_write_key,
  * server_write_key, client_write_IV, server_write_IV (AEAD suites have no
@@ -144,21 +166,51 @@ record_keys_derive(enum record_cipher c, const char *md, const uint8_t *master,
 	    prf(md, master, master_len, RECORD_PERM_LABEL, client_random, server_random, perm,
 	    sizeof(perm)) < 0)
 		goto out;
-	memset(client_write, 0, sizeof(*client_write));
-	memset(server_write, 0, sizeof(*server_write));
-	client_write->cipher = server_write->cipher = c;
-	client_write->key_len = server_write->key_len = kl;
-	client_write->iv_len = server_write->iv_len = il;
-	memcpy(client_write->key, block, kl);
-	memcpy(server_write->key, block + kl, kl);
-	memcpy(client_write->iv, block + 2 * kl, il);
-	memcpy(server_write->iv, block + 2 * kl + il, il);
-	memcpy(client_write->perm_key, perm, 16);
-	memcpy(server_write->perm_key, perm + 16, 16);
+	keys_cut(c, block, perm, client_write, server_write);
 	ret = 0;
 out:
 	OPENSSL_cleanse(block, sizeof(block));
 	OPENSSL_cleanse(perm, sizeof(perm));
+	return ret;
+}
+
+/* The keys of a session with a preshared key (record.h). */
+int
+record_keys_psk(enum record_cipher c, const uint8_t exporter[RECORD_PSK_EXPORTER_LEN],
+    const uint8_t psk[RECORD_PSK_LEN], struct record_keys *client_write,
+    struct record_keys *server_write)
+{
+	uint8_t block[2 * 32 + 2 * NONCE_LEN + 2 * 16];
+	OSSL_PARAM params[5];
+	EVP_KDF_CTX *kctx = NULL;
+	EVP_KDF *kdf = NULL;
+	size_t kl, il, need;
+	int ret = -EIO;
+
+	if (record_cipher_name(c) == NULL || exporter == NULL || psk == NULL)
+		return -EINVAL;
+	kl = key_len(c);
+	il = iv_len(c);
+	need = 2 * kl + 2 * il + 2 * 16;
+	params[0] = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, (char *)"SHA256", 0);
+	params[1] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY,
+	    (void *)(uintptr_t)exporter, RECORD_PSK_EXPORTER_LEN);
+	params[2] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT,
+	    (void *)(uintptr_t)psk, RECORD_PSK_LEN);
+	params[3] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO,
+	    (void *)(uintptr_t)RECORD_PSK_INFO, sizeof(RECORD_PSK_INFO) - 1);
+	params[4] = OSSL_PARAM_construct_end();
+	if ((kdf = EVP_KDF_fetch(NULL, "HKDF", NULL)) == NULL ||
+	    (kctx = EVP_KDF_CTX_new(kdf)) == NULL ||
+	    EVP_KDF_derive(kctx, block, need, params) != 1)
+		goto out;
+	keys_cut(c, block, block + 2 * kl + 2 * il, client_write, server_write);
+	ret = 0;
+out:
+	EVP_KDF_CTX_free(kctx);
+	EVP_KDF_free(kdf);
+	ERR_clear_error();
+	OPENSSL_cleanse(block, sizeof(block));
 	return ret;
 }
 

@@ -171,6 +171,22 @@ int record_keys_derive(enum record_cipher c, const char *md, const uint8_t *mast
     size_t master_len, const uint8_t client_random[32], const uint8_t server_random[32],
     struct record_keys *client_write, struct record_keys *server_write);
 
+/* The keys of a session with a preshared key (doc/protocol.md 1.3): all
+ * of them, the permutation keys too, from
+ *   HKDF-SHA256(salt = psk, IKM = exporter, info = RECORD_PSK_INFO)
+ * where exporter is RECORD_PSK_EXPORTER_LEN bytes of the handshake's RFC
+ * 5705 exporter with label RECORD_PSK_LABEL (no context), cut as the key
+ * block is: client write key, server write key, client write IV, server
+ * write IV, then client and server permutation keys (16 bytes each).
+ * 0 or -errno. */
+#define RECORD_PSK_LABEL "EXPORTER-toud-preshared-key"
+#define RECORD_PSK_EXPORTER_LEN 32
+#define RECORD_PSK_LEN 32
+#define RECORD_PSK_INFO "toud 1 preshared-key data keys"
+int record_keys_psk(enum record_cipher c, const uint8_t exporter[RECORD_PSK_EXPORTER_LEN],
+    const uint8_t psk[RECORD_PSK_LEN], struct record_keys *client_write,
+    struct record_keys *server_write);
+
 /* The permutations of record.h's numbering, exposed for their tests. */
 void record_perm_init(struct record_perm *p, const uint8_t key[16]);
 uint64_t record_perm(const struct record_perm *p, unsigned bits, uint64_t x);

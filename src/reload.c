@@ -20,6 +20,7 @@
 #include "metrics_http.h"
 #include "notify.h"
 #include "peer.h"
+#include "psk.h"
 #include "reload.h"
 #include "session.h"
 
@@ -78,6 +79,12 @@ reload_load(struct toud *t, struct conf **out, char *err, size_t errlen)
 	 * and after the privilege drop a root-only key is (rightly) unreadable. */
 	if (conf_load(t->conf_file, false, &nc, &ce, NULL, NULL) < 0) {
 		snprintf(err, errlen, "%s; nothing changed", conf_error_fmt(&ce, buf, sizeof(buf)));
+		return -EINVAL;
+	}
+	/* Preshared keys are read again: a reload may change one. */
+	if (psk_load_conf(nc, &ce) < 0) {
+		snprintf(err, errlen, "%s; nothing changed", conf_error_fmt(&ce, buf, sizeof(buf)));
+		conf_free(nc);
 		return -EINVAL;
 	}
 	if (t->instance_control && conf_instance_apply(nc, t->instance_control) < 0) {

@@ -289,6 +289,28 @@ record_status_drop(enum record_status st)
 	}
 }
 
+/* A data record of session s was refused (counted under bad_record).
+ * While none of its records has opened, a record that failed to
+ * authenticate is what a preshared-key mismatch looks like
+ * (doc/protocol.md 1.3): each of the first HANDSHAKE_PSK_PROBES such
+ * refusals is answered with a keepalive, so that the other side sees its
+ * own failures, and the last of them is reported. */
+static void
+rx_bad_record(struct toud *t, struct session *s)
+{
+	const struct record_rx *rrx = session_record_rx(s);
+	struct peer *p = s->peer;
+
+	drop_count(t, p, DROP_BAD_RECORD, 1);
+	if (!rrx || !p || p->cur != s || rrx->opened || !rrx->failed ||
+	    s->auth_probes >= HANDSHAKE_PSK_PROBES)
+		return;
+	s->auth_probes++;
+	tx_control(t, p, GUE_CTYPE_KEEPALIVE, NULL, 0);
+	if (s->auth_probes == HANDSHAKE_PSK_PROBES)
+		handshake_psk_mismatch(s);
+}
+
 /* The plaintext (out, len) of an authenticated record (seq) of session s,
  * from datagram m with the ID of index. */
 static void
@@ -337,7 +359,10 @@ rx_opened(void *arg, struct rxopen_rec *r)
 		return;
 	}
 	if ((st = record_accept(rrx, r->seq, r->status)) != RECORD_OK) {
-		drop_count(t, s->peer, record_status_drop(st), 1);
+		if (st == RECORD_ERR_AUTH)
+			rx_bad_record(t, s);
+		else
+			drop_count(t, s->peer, record_status_drop(st), 1);
 		return;
 	}
 	pre = record_prefix(rrx->cipher);
@@ -373,6 +398,10 @@ rx_established(struct toud *t, struct session *s, const struct udp_msg *m, uint6
 	case HANDSHAKE_UP:
 		p = s->peer;
 		peer_timers_handshake_done(p);
+		/* With a preshared key, a first record at once: a mismatch
+		 * shows on both sides even when nothing else is sent. */
+		if (p->cf->has_psk)
+			tx_control(t, p, GUE_CTYPE_KEEPALIVE, NULL, 0);
 		tx_send_staged(p);
 		return;
 	case HANDSHAKE_KEPT_OLD:
@@ -415,7 +444,7 @@ rx_session_result(struct toud *t, struct session *s, const struct udp_msg *m,
 		drop_count(t, s->peer, DROP_REPLAY_OLD, 1);
 		return;
 	case SESSION_BAD_RECORD:
-		drop_count(t, s->peer, DROP_BAD_RECORD, 1);
+		rx_bad_record(t, s);
 		return;
 	case SESSION_CLOSED:
 		if (!(p = s->peer) || !s->established) {

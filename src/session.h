@@ -76,6 +76,7 @@ struct session {
 	uint64_t unanswered_ms;         /* first send since the last authenticated record */
 	unsigned rx_queued;             /* data records being opened (rxopen.c), not yet back */
 	unsigned early_dropped;         /* data records dropped before established (rx.c counts) */
+	unsigned auth_probes;           /* failed records answered before any opened (rx.c) */
 	uint64_t hs_rx, hs_tx;          /* server, until established: the amplification budget */
 	/* Client, until established: records that came back, and how many
 	 * of them were HelloVerifyRequests (why a handshake failed). */

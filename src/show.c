@@ -295,6 +295,7 @@ show_json_peer(FILE *b, const struct peer *p, uint64_t now_ms)
 	fputs(",\n      \"allowed_ips\": ", b);
 	show_json_prefixes(b, p->cf->allowed_ips, p->cf->n_allowed_ips);
 	fprintf(b, ",\n      \"keepalive\": %u", p->cf->keepalive);
+	fprintf(b, ",\n      \"preshared_key\": %s", p->cf->has_psk ? "true" : "false");
 	fputs(",\n      \"cipher\": ", b);
 	show_json_str_or_null(b, show_cipher(p));
 	fputs(",\n      \"last_error\": ", b);
@@ -495,6 +496,7 @@ show_text_peer(FILE *b, const struct peer *p, uint64_t now_ms)
 	show_text_prefixes(b, "allowed ips", p->cf->allowed_ips, p->cf->n_allowed_ips);
 	if (p->cf->keepalive)
 		fprintf(b, "  keepalive: every %u seconds\n", p->cf->keepalive);
+	fprintf(b, "  preshared key: %s\n", p->cf->has_psk ? "yes" : "no");
 	if (p->last_error[0]) {
 		fputs("  last error: ", b);
 		show_text_str(b, p->last_error);

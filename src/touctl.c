@@ -23,6 +23,7 @@
 #include "dtls.h"
 #include "export.h"
 #include "keys.h"
+#include "psk.h"
 
 #define TOUCTL_TIMEOUT_S 30             /* a reload may resolve host names */
 #define TOUCTL_REPLY_MAX (64u << 20)
@@ -47,6 +48,7 @@ usage(FILE *f, int status)
 	    "                         (from FILE, or from toud's config if it is not running)\n"
 	    "  genkey [--force] DIR   write DIR/key.pem and DIR/cert.pem, print the fingerprint\n"
 	    "  fingerprint FILE       print the fingerprint of a certificate or private key\n"
+	    "  genpsk [FILE]          a new preshared key: print it, or create FILE (0600)\n"
 	    "default socket: %s; -i NAME: %s/NAME.sock (toud -i NAME)\n",
 	    TOUCTL_WAIT_DEFAULT_S, CONF_DEFAULT_CONTROL, CONF_INSTANCE_CONTROL_DIR);
 	exit(status);
@@ -617,6 +619,29 @@ touctl_keys(const char *cmd, const char *arg, bool force)
 	return 0;
 }
 
+/* genpsk [FILE]: a new preshared key on stdout, or in a new file FILE. */
+static int
+touctl_genpsk(const char *file)
+{
+	char text[PSK_B64_LEN + 2], err[512];
+	int rc;
+
+	if (psk_generate(text) < 0) {
+		fprintf(stderr, "touctl: genpsk: no random bytes\n");
+		return 1;
+	}
+	if (file)
+		rc = psk_write_file(file, text, err, sizeof(err));
+	else
+		rc = fputs(text, stdout) == EOF || fflush(stdout) == EOF ? -EIO : 0;
+	explicit_bzero(text, sizeof(text));
+	if (rc < 0) {
+		fprintf(stderr, "touctl: genpsk: %s\n", file ? err : strerror(-rc));
+		return 1;
+	}
+	return 0;
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -672,6 +697,11 @@ main(int argc, char *argv[])
 		return touctl_wait(path, argc, argv);
 	if (strcmp(argv[0], "export") == 0)
 		return touctl_export(path, conf_file, argc, argv);
+	if (strcmp(argv[0], "genpsk") == 0) {
+		if (argc > 2 || (argc == 2 && argv[1][0] == '-'))
+			usage(stderr, 2);
+		return touctl_genpsk(argc == 2 ? argv[1] : NULL);
+	}
 	if (strcmp(argv[0], "genkey") == 0 && argc == 3 && strcmp(argv[1], "--force") == 0)
 		return touctl_keys(argv[0], argv[2], true);
 	if (strcmp(argv[0], "genkey") == 0 || strcmp(argv[0], "fingerprint") == 0) {

@@ -21,6 +21,7 @@
 #include "dtls.h"
 #include "log.h"
 #include "priv.h"
+#include "psk.h"
 #include "reload.h"
 
 static void
@@ -242,6 +243,11 @@ main(int argc, char *argv[])
 
 	if (conf_load(t.conf_file, true, &t.conf, &err, conf_warning, NULL) < 0) {
 		log_check("%s", conf_error_fmt(&err, buf, sizeof(buf)));
+		return 1;
+	}
+	if (psk_load_conf(t.conf, &err) < 0) {
+		log_check("%s", conf_error_fmt(&err, buf, sizeof(buf)));
+		conf_free(t.conf);
 		return 1;
 	}
 	if (t.instance_control && conf_instance_apply(t.conf, t.instance_control) < 0) {

@@ -37,11 +37,12 @@ is "$(comp _toud toud -)" "-T -V -c -d -i -t " "toud -<TAB>: its options"
 is "$(comp _touctl touctl s)" "show " "touctl s<TAB>: show"
 is "$(comp _touctl touctl m)" "metrics " "touctl m<TAB>: metrics"
 is "$(comp _touctl touctl metrics "")" " " "touctl metrics <TAB>: nothing offered"
-is "$(comp _touctl touctl "")" "-V -h -i -s export fingerprint genkey metrics ping reload show wait " \
+is "$(comp _touctl touctl "")" "-V -h -i -s export fingerprint genkey genpsk metrics ping reload show wait " \
     "touctl <TAB>: options and commands"
 is "$(comp _touctl touctl -s /run/x.sock sh)" "show " "touctl -s SOCK sh<TAB>: the command after an option's argument"
 is "$(comp _touctl touctl show --j)" "--json " "touctl show --j<TAB>: --json"
 is "$(comp _touctl touctl genkey --f)" "--force " "touctl genkey --f<TAB>: --force"
+is "$(comp _touctl touctl genp)" "genpsk " "touctl genp<TAB>: genpsk"
 is "$(comp _touctl touctl ping bob -)" "-c " "touctl ping PEER -<TAB>: -c"
 is "$(comp _touctl touctl wait bob --)" "--timeout " "touctl wait PEER --<TAB>: --timeout"
 is "$(comp _touctl touctl wait bob --timeout "")" " " "touctl wait PEER --timeout <TAB>: a number, nothing offered"

@@ -7,6 +7,13 @@
       next to the same counts taken from the raw bytes of the capture.
       PORT is the inner TCP server port of the transfer.
 
+  dissector_tool.py psk LUA DIR
+      Write DIR/psk.pcap and DIR/psk.keylog: data records of sessions with
+      a preshared key in each cipher and direction, and the key log's
+      TOUD_PSK_DATA_KEYS lines; dissect them and print a JSON object whose
+      "failures" list is empty when every record decrypts to its inner
+      packet and one under keys not in the log decrypts to nothing.
+
   dissector_tool.py cases LUA DIR
       Write DIR/cases.pcap, a capture of hand-made datagrams (the framing
       of doc/protocol.md, good and broken), dissect it and print a JSON
@@ -46,7 +53,7 @@ def tshark(lua, pcap, keylog=None):
            "-E", "header=n", "-E", "separator=\t", "-E", "occurrence=a",
            "-E", "aggregator=" + SEP]
     if keylog:
-        cmd += ["-o", "tls.keylog_file:" + keylog]
+        cmd += ["-o", "tls.keylog_file:" + keylog, "-o", "toud.keylog_file:" + keylog]
     for f in FIELDS:
         cmd += ["-e", f]
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -355,11 +362,91 @@ def run_cases(lua, outdir):
     return res
 
 
+def ctr_encrypt(cipher, key, iv, data):
+    """Counter-mode encryption with openssl enc (the dissector checks no tag)."""
+    p = subprocess.run(["openssl", "enc", "-" + cipher, "-K", key.hex(), "-iv", iv.hex()],
+                       input=data, stdout=subprocess.PIPE, check=True)
+    return p.stdout
+
+
+def psk_record(cipher, key, iv, seq, plain):
+    """An application-data record sealed as doc/protocol.md 1.1 and 1.3 say."""
+    hdr = struct.pack("!BHH", 23, 0xfefd, 1) + seq.to_bytes(6, "big")
+    if cipher == "chacha20":
+        nonce = bytes(a ^ b for a, b in zip(iv, b"\0\0\0\0" + hdr[3:11]))
+        ct = ctr_encrypt("chacha20", key, struct.pack("<I", 1) + nonce, plain)
+        body = ct
+    else:
+        explicit = os.urandom(8)
+        ct = ctr_encrypt("aes-%d-ctr" % (8 * len(key)), key, iv + explicit + b"\0\0\0\2", plain)
+        body = explicit + ct
+    body += os.urandom(16)
+    return hdr + struct.pack("!H", len(body)) + body
+
+
+def run_psk_cases(lua, outdir):
+    """Records of sessions with a preshared key, in each cipher and both
+    directions, decrypted by the dissector from TOUD_PSK_DATA_KEYS lines;
+    a record under keys the log does not have stays opaque."""
+    syn, udp = vector("v4_tcp_syn_compact"), vector("v4_udp_compact")
+    # a whole IPv4/UDP packet of several cipher blocks
+    dgram = struct.pack("!HHHH", 50001, 9, 8 + 272, 0) + bytes(range(16)) * 17
+    big = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(dgram), 1, 0x4000, 64, 17, 0,
+                      bytes([10, 77, 0, 1]), bytes([10, 77, 0, 2]))
+    big = big[:10] + struct.pack("!H", csum(big)) + big[12:] + dgram
+    suites = [("aes-128-gcm", 16, 4), ("aes-256-gcm", 32, 4), ("chacha20", 32, 12)]
+    lines, cs = [], []
+    for n, (name, kl, il) in enumerate(suites):
+        ck, sk, civ, siv = os.urandom(kl), os.urandom(kl), os.urandom(il), os.urandom(il)
+        lines.append("TOUD_PSK_DATA_KEYS %s %s %s %s %s" % (os.urandom(32).hex(), ck.hex(),
+                     sk.hex(), civ.hex(), siv.hex()))
+        c = "chacha20" if name == "chacha20" else name
+        sid = 0x1111111111111111 * (n + 1)
+        for d, (k, iv) in (("client", (ck, civ)), ("server", (sk, siv))):
+            for i, (pl, want) in enumerate(((syn, {"toud.inner.kind": "compact",
+                                                   "tcp.srcport": "40000", "tcp.dstport": "22"}),
+                                            (udp, {"toud.inner.kind": "compact",
+                                                   "toud.inner.proto": "17"}),
+                                            (big, {"toud.inner.kind": "ip",
+                                                   "udp.srcport": "50001",
+                                                   "udp.length": "280"}))):
+                seq = (1 << 47) + random.getrandbits(47)
+                cs.append(("%s %s %d" % (name, d, i),
+                           outer(sid + i) + psk_record(c, k, iv, seq, pl), want))
+        cs.append(("%s, keys not in the log" % name,
+                   outer(sid) + psk_record(c, os.urandom(kl), os.urandom(il), 1 << 47, syn),
+                   {"toud.inner.kind": None}))
+    keylog = os.path.join(outdir, "psk.keylog")
+    with open(keylog, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    pcap = os.path.join(outdir, "psk.pcap")
+    write_pcap(pcap, [p for _, p, _ in cs])
+    frames, err = tshark(lua, pcap, keylog)
+    res = {"cases": len(cs), "decrypted": 0, "opaque": 0, "failures": [],
+           "tshark_stderr": err[:500]}
+    if len(frames) != len(cs):
+        res["failures"].append("%d frames dissected, %d written" % (len(frames), len(cs)))
+    for (name, _, want), fr in zip(cs, frames):
+        bad = ["%s=%s (want %s)" % (k, fr[k], v) for k, v in want.items()
+               if (fr[k][-1] if fr[k] else None) != v]
+        if fr["_ws.lua.error"] or experts(fr):
+            bad.append("Lua error or expert info: %s" % "; ".join(fr["_ws.expert.message"]))
+        if bad:
+            res["failures"].append("%s: %s" % (name, ", ".join(bad)))
+        elif want["toud.inner.kind"]:
+            res["decrypted"] += 1
+        else:
+            res["opaque"] += 1
+    return res
+
+
 def main():
     if len(sys.argv) >= 5 and sys.argv[1] == "summary":
         keylog = sys.argv[5] if len(sys.argv) > 5 else None
         print(json.dumps(summary(sys.argv[2], sys.argv[3], int(sys.argv[4]), keylog),
                          sort_keys=True))
+    elif len(sys.argv) == 4 and sys.argv[1] == "psk":
+        print(json.dumps(run_psk_cases(sys.argv[2], sys.argv[3]), sort_keys=True))
     elif len(sys.argv) == 4 and sys.argv[1] == "cases":
         print(json.dumps(run_cases(sys.argv[2], sys.argv[3]), sort_keys=True))
     else:

@@ -21,6 +21,7 @@
 #include "conf.h"
 #include "conf_diff.h"
 #include "log.h"
+#include "psk.h"
 #include "util.h"
 
 #include "testutil.h"
@@ -437,6 +438,101 @@ START_TEST(test_bad_fixture)
 	ck_assert_ptr_null(c);
 	ck_assert_str_eq(fmt_err(&err), want);
 	free(exp);
+}
+END_TEST
+
+/* preshared-key = FILE: psk_load_conf() reads what touctl genpsk writes;
+ * a key file others may read, or one that holds no key, is refused with
+ * the file, the line and the peer named. */
+static void
+psk_write(const char *path, const char *text, mode_t mode)
+{
+	FILE *f = fopen(path, "w");
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_ge(fputs(text, f), 0);
+	ck_assert_int_eq(fclose(f), 0);
+	ck_assert_int_eq(chmod(path, mode), 0);
+}
+
+static int
+psk_try(const char *dir, const char *psk_text, mode_t mode, struct conf_error *err,
+    struct conf **out)
+{
+	char conf_path[4200], psk_path[4200], text[8400];
+	struct conf *c = NULL;
+	int r;
+
+	snprintf(psk_path, sizeof(psk_path), "%s/b.psk", dir);
+	snprintf(conf_path, sizeof(conf_path), "%s/psk.conf", dir);
+	unlink(psk_path);
+	psk_write(psk_path, psk_text, mode);
+	snprintf(text, sizeof(text), "[interface]\naddress = 10.77.0.1/24\n"
+	    "encryption = none\n\n[peer b]\nendpoint = 10.0.0.2:6080\n"
+	    "address = 10.77.0.2\npreshared-key = b.psk\n");
+	psk_write(conf_path, text, 0644);
+	ck_assert_int_eq(conf_load(conf_path, false, &c, err, NULL, NULL), 0);
+	r = psk_load_conf(c, err);
+	*out = c;
+	return r;
+}
+
+START_TEST(test_preshared_key)
+{
+	char dir[] = "/tmp/check_conf_psk.XXXXXX", gen[PSK_B64_LEN + 2], gen2[sizeof(gen)];
+	char path[4200];
+	struct conf_error err;
+	struct conf *c;
+	struct stat st;
+	uint8_t k[PSK_LEN];
+	size_t i;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert_int_eq(psk_generate(gen), 0);
+	ck_assert_int_eq(psk_generate(gen2), 0);
+	ck_assert_uint_eq(strlen(gen), PSK_B64_LEN + 1);
+	ck_assert(strcmp(gen, gen2) != 0);
+	/* the base64 of 32 bytes 0..31 */
+	ck_assert_int_eq(psk_try(dir, "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n", 0600, &err,
+	    &c), 0);
+	ck_assert(c->peers[0].has_psk);
+	for (i = 0; i < PSK_LEN; i++)
+		k[i] = (uint8_t)i;
+	ck_assert_mem_eq(c->peers[0].psk, k, PSK_LEN);
+	conf_free(c);
+	ck_assert_int_eq(psk_try(dir, gen, 0640, &err, &c), 0);
+	ck_assert(c->peers[0].has_psk);
+	conf_free(c);
+	ck_assert_int_eq(psk_try(dir, gen, 0604, &err, &c), -EPERM);
+	ck_assert_int_eq(err.line, 8);
+	ck_assert_ptr_nonnull(strstr(err.msg, "peer \"b\""));
+	ck_assert_ptr_nonnull(strstr(err.msg, "/b.psk"));
+	ck_assert_ptr_nonnull(strstr(err.msg, "others"));
+	conf_free(c);
+	ck_assert_int_eq(psk_try(dir, "c2hvcnQ=\n", 0600, &err, &c), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.msg, "not a preshared key"));
+	conf_free(c);
+	ck_assert_int_eq(psk_try(dir, "", 0600, &err, &c), -EINVAL);
+	conf_free(c);
+	/* genpsk FILE: a new file, 0600, never over an existing one */
+	snprintf(path, sizeof(path), "%s/new.psk", dir);
+	ck_assert_int_eq(psk_write_file(path, gen, err.msg, sizeof(err.msg)), 0);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 0777, 0600);
+	ck_assert_int_eq(psk_write_file(path, gen2, err.msg, sizeof(err.msg)), -EEXIST);
+	ck_assert_int_eq(psk_read(path, (uid_t)-1, k, err.msg, sizeof(err.msg)), 0);
+	/* owned by another user: only if that is the user toud runs as */
+	if (geteuid() == 0 && chown(path, 65534, 65534) == 0) {
+		ck_assert_int_eq(psk_read(path, (uid_t)-1, k, err.msg, sizeof(err.msg)), -EPERM);
+		ck_assert_ptr_nonnull(strstr(err.msg, "owned by another user"));
+		ck_assert_int_eq(psk_read(path, 65534, k, err.msg, sizeof(err.msg)), 0);
+	}
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/b.psk", dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/psk.conf", dir);
+	unlink(path);
+	ck_assert_int_eq(rmdir(dir), 0);
 }
 END_TEST
 
@@ -1535,6 +1631,7 @@ conf_suite(void)
 	tcase_add_test(tc, test_key_files);
 	tcase_add_test(tc, test_relative_path);
 	tcase_add_test(tc, test_load_errors);
+	tcase_add_test(tc, test_preshared_key);
 	tcase_set_timeout(tc, 60);             /* the largest file is 64 MiB */
 	suite_add_tcase(s, tc);
 	return s;

@@ -174,6 +174,27 @@ START_TEST(test_iface_each_key)
 }
 END_TEST
 
+/* The preshared key read from the file counts, not only its name: the
+ * same file may hold a new key at a reload. */
+START_TEST(test_peer_psk_content)
+{
+	struct conf_peer a, b;
+
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	a.psk_file = b.psk_file = (char *)"/etc/tou/b.psk";
+	ck_assert_uint_eq(conf_diff_peer(&a, &b), 0);
+	a.has_psk = b.has_psk = true;
+	memset(a.psk, 1, sizeof(a.psk));
+	memset(b.psk, 1, sizeof(b.psk));
+	ck_assert_uint_eq(conf_diff_peer(&a, &b), 0);
+	b.psk[31] = 2;
+	ck_assert_uint_eq(conf_diff_peer(&a, &b), CONF_PEER_DIFF_PRESHARED_KEY);
+	b.has_psk = false;
+	ck_assert_uint_eq(conf_diff_peer(&a, &b), CONF_PEER_DIFF_PRESHARED_KEY);
+}
+END_TEST
+
 /* Each [peer] key flags its own bit and no other, named after it. */
 START_TEST(test_peer_each_key)
 {
@@ -205,9 +226,11 @@ START_TEST(test_peer_each_key)
 		{ "[peer p]\nfingerprint = sha256:" FP_A2 "\nendpoint = a.example:6080\n"
 		    "address = 10.77.0.2, fd77::2\nallowed-ips = 192.168.50.0/24, fd50::/64\n"
 		    "keepalive = 26\n", "keepalive", CONF_PEER_DIFF_KEEPALIVE },
+		{ PEER "preshared-key = /etc/tou/b.psk\n", "preshared-key",
+		    CONF_PEER_DIFF_PRESHARED_KEY },
 	};
 	uint32_t all = 0, auth = CONF_PEER_DIFF_FINGERPRINT | CONF_PEER_DIFF_CA |
-	    CONF_PEER_DIFF_NAME;
+	    CONF_PEER_DIFF_NAME | CONF_PEER_DIFF_PRESHARED_KEY;
 	char name[64], line[64];
 	size_t x;
 
@@ -225,10 +248,11 @@ START_TEST(test_peer_each_key)
 		}
 		all |= v[x].bit;
 	}
-	ck_assert_uint_eq(all, (CONF_PEER_DIFF_KEEPALIVE << 1) - 1);
+	ck_assert_uint_eq(all, (CONF_PEER_DIFF_PRESHARED_KEY << 1) - 1);
 	ck_assert_uint_eq(CONF_PEER_DIFF_AUTH, auth);
 	/* A pinned key swapped for a CA and a name: three keys, all of them auth. */
-	ck_assert_uint_eq(peer_diff(PEER, "[peer p]\nca = /ca\nname = p\n" PEER_KEYS), auth);
+	ck_assert_uint_eq(peer_diff(PEER, "[peer p]\nca = /ca\nname = p\n" PEER_KEYS),
+	    CONF_PEER_DIFF_FINGERPRINT | CONF_PEER_DIFF_CA | CONF_PEER_DIFF_NAME);
 	ck_assert_uint_eq(peer_diff("[peer p]\nca = /ca\nname = p\n",
 	    "[peer p]\nca = /ca2\nname = p\n"), CONF_PEER_DIFF_CA);
 	ck_assert_uint_eq(peer_diff("[peer p]\nca = /ca\nname = p\n",
@@ -322,6 +346,7 @@ conf_diff_suite(void)
 	tcase_add_test(tc, test_unchanged);
 	tcase_add_test(tc, test_iface_each_key);
 	tcase_add_test(tc, test_peer_each_key);
+	tcase_add_test(tc, test_peer_psk_content);
 	tcase_add_test(tc, test_address_order);
 	tcase_add_test(tc, test_fmt_short_buffer);
 	suite_add_tcase(s, tc);

@@ -1019,6 +1019,22 @@ ledger_check(const struct queue *q, size_t *ossl, size_t *toud)
 	}
 }
 
+/* A rekey: the handshake of a second session l2 between the same nodes,
+ * with data both ways on l1 at every step. */
+static void
+rekey_beside(struct link *l2, struct link *l1, const uint8_t *msg, size_t len)
+{
+	int i;
+
+	link_start(l2, l1->cn, l1->sn, &peer_b);
+	for (i = 0; i < 64 && !(l2->cdone && l2->sdone); i++) {
+		ck_assert_int_gt(link_step(l2), 0);
+		pass(l1->cs, l1->c2s, l1->ss, msg, len);
+		pass(l1->ss, l1->s2c, l1->cs, msg, len);
+	}
+	ck_assert(l2->cdone && l2->sdone);
+}
+
 START_TEST(nonce_unique)
 {
 	struct timespec ts = { 0, 330 * 1000 * 1000 };
@@ -1053,13 +1069,7 @@ START_TEST(nonce_unique)
 	}
 	/* A rekey: the second session's handshake and data while the first
 	 * still carries data. */
-	link_start(&l2, &A, &B, &peer_b);
-	for (i = 0; i < 64 && !(l2.cdone && l2.sdone); i++) {
-		ck_assert_int_gt(link_step(&l2), 0);
-		pass(l1.cs, l1.c2s, l1.ss, msg, sizeof(msg));
-		pass(l1.ss, l1.s2c, l1.cs, msg, sizeof(msg));
-	}
-	ck_assert(l2.cdone && l2.sdone);
+	rekey_beside(&l2, &l1, msg, sizeof(msg));
 	for (i = 0; i < 20; i++) {
 		pass(l2.cs, l2.c2s, l2.ss, msg, sizeof(msg));
 		pass(l2.ss, l2.s2c, l2.cs, msg, sizeof(msg));
@@ -1088,6 +1098,69 @@ START_TEST(nonce_unique)
 	ledger_check(l2.s2c, &ossl, &toud);
 	ck_assert_uint_ge(ossl, 2);                     /* Finished, close_notify */
 	ck_assert_uint_eq(toud, 20);
+	link_free(&l1);
+	link_free(&l2);
+}
+END_TEST
+
+/* Sessions with a preshared key: equal keys carry data both ways, under
+ * keys of their own (a session without the key, or with another, opens
+ * none of it); the keys are set before any record, never after; and,
+ * across a rekey, every (sequence, nonce_explicit) of a direction occurs
+ * once, as in nonce_unique. */
+START_TEST(psk_sessions)
+{
+	uint8_t k1[RECORD_PSK_LEN], k2[RECORD_PSK_LEN], msg[100];
+	struct link l1, l2, l3;
+	size_t ossl, toud, i, n;
+	const uint8_t *other[3] = { NULL, k2, k1 };
+	struct rec *r;
+
+	memset(k1, 0x11, sizeof(k1));
+	memset(k2, 0x22, sizeof(k2));
+	memset(msg, 0xa5, sizeof(msg));
+	ledger.n = 0;
+	ledger.on = true;
+	link_up(&l1, &A, &B, &peer_b);
+	ck_assert_int_eq(dtls_sess_set_psk(l1.cs, k1), 0);
+	ck_assert_int_eq(dtls_sess_set_psk(l1.ss, k1), 0);
+	for (i = 0; i < 50; i++) {
+		pass(l1.cs, l1.c2s, l1.ss, msg, 1 + i);
+		pass(l1.ss, l1.s2c, l1.cs, msg, 1 + i);
+	}
+	ck_assert_int_eq(dtls_sess_set_psk(l1.cs, k2), -EBUSY);
+	rekey_beside(&l2, &l1, msg, sizeof(msg));
+	ck_assert_int_eq(dtls_sess_set_psk(l2.cs, k1), 0);
+	ck_assert_int_eq(dtls_sess_set_psk(l2.ss, k1), 0);
+	for (i = 0; i < 20; i++) {
+		pass(l2.cs, l2.c2s, l2.ss, msg, sizeof(msg));
+		pass(l2.ss, l2.s2c, l2.cs, msg, sizeof(msg));
+		pass(l1.cs, l1.c2s, l1.ss, msg, sizeof(msg));
+	}
+	ledger.on = false;
+	ledger_check(l1.c2s, &ossl, &toud);
+	ck_assert_uint_ge(toud, 50 + 20);
+	ledger_check(l1.s2c, &ossl, &toud);
+	ledger_check(l2.c2s, &ossl, &toud);
+	ck_assert_uint_eq(toud, 20);
+	ledger_check(l2.s2c, &ossl, &toud);
+	ck_assert_uint_eq(toud, 20);
+	/* the server with no key, another key, or (the client without) the
+	 * same key: nothing opens, either way */
+	for (i = 0; i < ARRAY_SIZE(other); i++) {
+		link_up(&l3, &A, &B, &peer_b);
+		ck_assert_int_eq(dtls_sess_set_psk(l3.cs, i == 2 ? NULL : k1), 0);
+		ck_assert_int_eq(dtls_sess_set_psk(l3.ss, other[i]), 0);
+		ck_assert_int_eq(seal(l3.cs, l3.c2s, msg, sizeof(msg)), 0);
+		r = q_pop(l3.c2s);
+		ck_assert_int_eq(input(l3.ss, r, &n, &(uint64_t){ 0 }), DTLS_ERR_RECORD);
+		ck_assert_int_eq(seal(l3.ss, l3.s2c, msg, sizeof(msg)), 0);
+		r = q_pop(l3.s2c);
+		ck_assert_int_eq(input(l3.cs, r, &n, &(uint64_t){ 0 }), DTLS_ERR_RECORD);
+		ck_assert_uint_eq(dtls_sess_record_rx(l3.ss)->failed, 1);
+		ck_assert_uint_eq(dtls_sess_record_rx(l3.ss)->opened, 0);
+		link_free(&l3);
+	}
 	link_free(&l1);
 	link_free(&l2);
 }
@@ -1938,6 +2011,7 @@ main(void)
 	tcase_add_test(rec, close_notify);
 	tcase_add_test(rec, early_data);
 	tcase_add_test(rec, nonce_unique);
+	tcase_add_test(rec, psk_sessions);
 	tcase_add_test(ck, cookie_exchange);
 	tcase_add_test(ck, cookie_bound_to_session_id);
 	tcase_add_test(ck, cookie_ipv6);

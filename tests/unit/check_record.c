@@ -10,6 +10,7 @@
  * order by a sealer that outlives its direction) and opening in three
  * (checked, unsealed, accepted). */
 #include <check.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -804,6 +805,55 @@ START_TEST(perm_key_kat)
 }
 END_TEST
 
+/* The keys of a session with a preshared key, against
+ *   openssl kdf -keylen 72 (AES-128-GCM; 120 for ChaCha20-Poly1305)
+ *     -kdfopt digest:SHA256 -kdfopt hexkey:000102..1f
+ *     -kdfopt hexsalt:404142..5f -kdfopt "info:toud 1 preshared-key data keys" HKDF
+ * (exporter output 0..31, preshared key 64..95), cut as the key block. */
+START_TEST(psk_kat)
+{
+	static const char *okm =
+	    "EBFB86AA981566FE328B3E18F3A8FA4A6536F8DF86E245971349481289E5"
+	    "7A721505403CD0FE793AC180324E756C0BD64B7EFDA5A7711A8F85EB9FE1"
+	    "D8D0111925A6608340EFFCAA38F316A49FF96126E49BDDD3627DE00DE171"
+	    "263EC41C78206F7B94270C8B41793CA7F1D08BC8546422828E68AC9B1F5F";
+	static const struct { enum record_cipher c; size_t kl, il; } cs[] = {
+		{ RECORD_AES128_GCM, 16, 4 },
+		{ RECORD_CHACHA20_POLY1305, 32, 12 },
+	};
+	uint8_t exp[32], psk[32], want[120];
+	struct record_keys c, s;
+	size_t i, k, o;
+
+	ck_assert_uint_eq(strlen(okm), 2 * sizeof(want));
+	for (k = 0; k < sizeof(want); k++)
+		ck_assert_int_eq(sscanf(okm + 2 * k, "%2hhx", &want[k]), 1);
+	for (i = 0; i < 32; i++) {
+		exp[i] = (uint8_t)i;
+		psk[i] = (uint8_t)(64 + i);
+	}
+	for (k = 0; k < ARRAY_SIZE(cs); k++) {
+		size_t kl = cs[k].kl, il = cs[k].il;
+
+		ck_assert_int_eq(record_keys_psk(cs[k].c, exp, psk, &c, &s), 0);
+		ck_assert_uint_eq(c.key_len, kl);
+		ck_assert_uint_eq(c.iv_len, il);
+		ck_assert_mem_eq(c.key, want, kl);
+		ck_assert_mem_eq(s.key, want + kl, kl);
+		ck_assert_mem_eq(c.iv, want + 2 * kl, il);
+		ck_assert_mem_eq(s.iv, want + 2 * kl + il, il);
+		o = 2 * kl + 2 * il;
+		ck_assert_mem_eq(c.perm_key, want + o, 16);
+		ck_assert_mem_eq(s.perm_key, want + o + 16, 16);
+	}
+	/* another preshared key, other keys */
+	psk[0] ^= 1;
+	ck_assert_int_eq(record_keys_psk(RECORD_AES128_GCM, exp, psk, &c, &s), 0);
+	ck_assert(memcmp(c.key, want, 16) != 0);
+	ck_assert_int_eq(record_keys_psk(0, exp, psk, &c, &s), -EINVAL);
+}
+END_TEST
+
 #define NUM_RECORDS 20000
 
 /* The numbering of a real handshake's direction: its keys are what the
@@ -1030,6 +1080,7 @@ main(void)
 	tcase_add_test(kat, perm_vectors);
 	tcase_add_test(kat, perm_bijective);
 	tcase_add_test(kat, perm_key_kat);
+	tcase_add_test(kat, psk_kat);
 	tcase_add_loop_test(kat, frame_then_finish, 0, n);
 	tcase_add_loop_test(kat, open_in_steps, 0, n);
 	tcase_add_test(kat, ciphers);

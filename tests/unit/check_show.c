@@ -117,6 +117,8 @@ fixture_init(struct fixture *f)
 	ck_assert_msg(conf_parse("test.conf", conf_text, strlen(conf_text), &f->t.conf,
 	    &err) == 0, "%d: %s", err.line, err.msg);
 	ck_assert_uint_eq(f->t.conf->n_peers, 3);
+	/* as psk_load_conf() leaves a peer with a preshared key */
+	f->t.conf->peers[0].has_psk = true;
 	f->t.tun_mtu = 1415;
 	/* UDP GSO on the IPv6 socket only; TUN offloads accepted but not
 	 * TCP segmentation; no GRO. */
