@@ -251,6 +251,7 @@ conf_set_iface_name(struct conf_parser *p, const struct conf_key *k, const char 
 		    "(1..%d of A-Z a-z 0-9 . _ -)", k->name,
 		    conf_quote(v, q, sizeof(q)), IFNAMSIZ - 1);
 	util_strlcpy(p->c->iface.name, v, sizeof(p->c->iface.name));
+	p->c->iface.name_line = p->line;
 	return 0;
 }
 
@@ -359,6 +360,7 @@ conf_set_listen(struct conf_parser *p, const struct conf_key *k, const char *v)
 	struct ipaddr a;
 	int r;
 
+	i->listen_line = p->line;
 	if (!strchr(v, ':') && v[0] != '[') {
 		if (util_addr_parse(v, &a) == 0)
 			return conf_perr(p, "%s: missing port in '%s' (ADDR:PORT)",

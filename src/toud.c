@@ -235,6 +235,7 @@ main(int argc, char *argv[])
 		conf_instance_paths(instance, ifile, sizeof(ifile), isock, sizeof(isock));
 		if (!file_given)
 			t.conf_file = ifile;
+		t.instance = instance;
 		t.instance_control = isock;
 	}
 	log_init(debug ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO, "toud");
@@ -244,8 +245,10 @@ main(int argc, char *argv[])
 		log_check("%s", conf_error_fmt(&err, buf, sizeof(buf)));
 		return 1;
 	}
-	if (t.instance_control && conf_instance_apply(t.conf, t.instance_control) < 0) {
-		fprintf(stderr, "toud: out of memory\n");
+	if (t.instance && (conf_instance_apply(t.conf, t.instance, t.instance_control, &err) < 0 ||
+	    (check_only && conf_instance_clash(t.conf, t.conf_file, &err) < 0))) {
+		log_check("%s", conf_error_fmt(&err, buf, sizeof(buf)));
+		conf_free(t.conf);
 		return 1;
 	}
 	if (check_only) {
