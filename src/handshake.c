@@ -667,6 +667,10 @@ failure_reason(const struct session *s, const struct peer *p, const char *why, c
 		snprintf(out, len, "rejected by the other side (alert: %s)%s", alert,
 		    strcmp(alert, "bad certificate") == 0 || strcmp(alert, "handshake failure") == 0 ?
 		    "; does it pin this node's key (touctl show: fingerprint)?" : "");
+	} else if (p && p->unreachable_ms && p->unreachable_ms >= s->created_ms &&
+	    util_sa_equal(&s->addr, &p->endpoint)) {
+		/* No answer because nothing listens: the ICMP said so. */
+		snprintf(out, len, "%s (ICMP port unreachable)", p->unreachable);
 	} else {
 		snprintf(out, len, "%s", why);
 	}
