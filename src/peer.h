@@ -105,6 +105,7 @@ struct peer {
 	uint64_t unreachable_ms;
 	char unreachable[96];
 	struct evdns_getaddrinfo_request *dns_req;   /* resolve.c, in flight */
+	bool scope_missing;                /* resolve.c: fe80::…%IF whose IF is not there (said) */
 
 	/* Packets waiting for the handshake: a ring of PEER_PENDING_MAX
 	 * buffers of pending_size bytes, allocated on first use. */
