@@ -189,7 +189,8 @@ int conf_instance_apply(struct conf *c, const char *instance, const char *sock,
  * (each the instance named after it) and, for a file in the instances'
  * directory, CONF_DEFAULT_FILE.  The first whose TUN device, listen port
  * (same port, overlapping addresses) or control socket is also c's gives
- * -EEXIST and *err naming both; files that do not load are passed over. */
+ * -EEXIST and *err naming both; files that do not load, or have no peer,
+ * are passed over. */
 int conf_instance_clash(const struct conf *c, const char *file, struct conf_error *err);
 
 /* The TUN MTU for c: mtu if set, else derived from path_mtu (the

@@ -64,7 +64,8 @@ conf_instance_compare(const struct conf *c, const struct conf *o, const char *of
 }
 
 /* Load path as instance oname (NULL: as it is) and compare; a file that
- * does not load is not running, or fails on its own. */
+ * does not load is not running, or fails on its own, and one without a
+ * peer (the minimal file installed as tou.conf) carries no tunnel. */
 static int
 conf_instance_against(const struct conf *c, const char *path, const char *oname,
     struct conf_error *err)
@@ -75,6 +76,8 @@ conf_instance_against(const struct conf *c, const char *path, const char *oname,
 
 	if (conf_load(path, false, &o, NULL, NULL, NULL) < 0)
 		return 0;
+	if (o->n_peers == 0)
+		goto out;
 	if (oname) {
 		conf_instance_paths(oname, NULL, 0, sock, sizeof(sock));
 		if (conf_instance_apply(o, oname, sock, NULL) < 0)

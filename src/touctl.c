@@ -226,10 +226,10 @@ touctl_show_one(const char *sock, const char *name, bool json, bool first)
 	int rc;
 
 	if (len == (size_t)-1) {
-		if (errno != ECONNREFUSED)
+		if (errno != ECONNREFUSED && errno != ENOENT)
 			touctl_fail(sock, errno);
-		fprintf(stderr, "touctl: show --all: %s: no toud listens (a stale socket)\n",
-		    sock);
+		fprintf(stderr, "touctl: show --all: %s: no toud listens (%s)\n", sock,
+		    errno == ENOENT ? "it has just stopped" : "a stale socket");
 		return -1;
 	}
 	if (strncmp(reply, "ok\n", 3) == 0) {
@@ -261,8 +261,8 @@ touctl_show_one(const char *sock, const char *name, bool json, bool first)
 
 /* show --all [--json]: every toud whose control socket is in the directory
  * of the socket (the default's: /run/toud), in name order; the default
- * toud's (toud.sock) is the instance "toud".  Names that cannot be
- * instances, or JSON, are passed over. */
+ * toud's (toud.sock) is the instance "toud".  Files that are not sockets,
+ * or whose names no instance can have, are passed over. */
 static int
 touctl_show_all(const char *path, bool json)
 {
