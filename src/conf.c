@@ -682,14 +682,27 @@ conf_instance_paths(const char *name, char *file, size_t file_len, char *sock,
 }
 
 int
-conf_instance_apply(struct conf *c, const char *sock)
+conf_instance_apply(struct conf *c, const char *instance, const char *sock,
+    struct conf_error *err)
 {
 	char *s;
 
+	/* Two instances from copies of one file differ in their device by
+	 * default, as wg-quick@NAME's do; the port, which the peers' files
+	 * name, is never made up (conf_instance_clash()). */
+	if (!c->iface.name_line) {
+		if (strlen(instance) >= sizeof(c->iface.name))
+			return conf_verr(c, err, c->iface.line, "instance '%s' cannot name the "
+			    "TUN device (1..%zu characters): set name in [interface]", instance,
+			    sizeof(c->iface.name) - 1);
+		util_strlcpy(c->iface.name, instance, sizeof(c->iface.name));
+	}
 	if (c->iface.control_line)
 		return 0;
-	if (!(s = strdup(sock)))
+	if (!(s = strdup(sock))) {
+		conf_verr(c, err, 0, "out of memory");
 		return -ENOMEM;
+	}
 	free(c->iface.control);
 	c->iface.control = s;
 	return 0;

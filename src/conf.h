@@ -93,11 +93,13 @@ struct conf_peer {
 struct conf_iface {
 	int line;                          /* line of the [interface] header */
 	char name[IFNAMSIZ];
+	int name_line;                     /* 0: the default (an instance's name, or tou0) */
 	struct conf_prefix *address;       /* this node's tunnel addresses with prefix length */
 	size_t n_address;
 	bool has_listen_addr;
 	struct ipaddr listen_addr;         /* listen = ADDR:PORT binds one family, one address */
 	uint16_t listen_port;
+	int listen_line;                   /* 0: the default port */
 	char *private_key;
 	int private_key_line;
 	char *certificate;
@@ -178,14 +180,25 @@ char *conf_print(const struct conf *c);
 /* conf.c: an instance name (toud -i NAME) is a peer-style name that does
  * not start with '.'.  conf_instance_paths() writes its file and socket
  * paths; conf_instance_apply() makes the socket c's unless the file named
- * one (called after every load, so a reload sees the same). */
+ * one, and the instance's name that of the TUN device unless the file
+ * named one (called after every load, so a reload sees the same; -1 and
+ * *err when the name is too long for a device and the file names none). */
 bool conf_instance_valid(const char *name);
 /* [A-Za-z0-9._-]{1,max}: the characters of peer, instance, interface and
  * user names (conf_parse.c). */
 bool conf_name_valid(const char *s, size_t max);
 void conf_instance_paths(const char *name, char *file, size_t file_len, char *sock,
     size_t sock_len);
-int conf_instance_apply(struct conf *c, const char *sock);
+int conf_instance_apply(struct conf *c, const char *instance, const char *sock,
+    struct conf_error *err);
+/* conf_instance.c: the other configurations that may run beside c, an
+ * instance read from `file`: the other *.conf files in file's directory
+ * (each the instance named after it) and, for a file in the instances'
+ * directory, CONF_DEFAULT_FILE.  The first whose TUN device, listen port
+ * (same port, overlapping addresses) or control socket is also c's gives
+ * -EEXIST and *err naming both; files that do not load, or have no peer,
+ * are passed over. */
+int conf_instance_clash(const struct conf *c, const char *file, struct conf_error *err);
 
 /* The TUN MTU for c: mtu if set, else derived from path_mtu (the
  * arithmetic is in conf.c, and in tou.conf(5)). */

@@ -251,6 +251,7 @@ conf_set_iface_name(struct conf_parser *p, const struct conf_key *k, const char 
 		    "(1..%d of A-Z a-z 0-9 . _ -)", k->name,
 		    conf_quote(v, q, sizeof(q)), IFNAMSIZ - 1);
 	util_strlcpy(p->c->iface.name, v, sizeof(p->c->iface.name));
+	p->c->iface.name_line = p->line;
 	return 0;
 }
 
@@ -359,6 +360,7 @@ conf_set_listen(struct conf_parser *p, const struct conf_key *k, const char *v)
 	struct ipaddr a;
 	int r;
 
+	i->listen_line = p->line;
 	if (!strchr(v, ':') && v[0] != '[') {
 		if (util_addr_parse(v, &a) == 0)
 			return conf_perr(p, "%s: missing port in '%s' (ADDR:PORT)",
@@ -809,7 +811,7 @@ conf_set_endpoint(struct conf_parser *p, const struct conf_key *k, const char *v
 {
 	struct conf_peer *peer = conf_cur_peer(p);
 	char buf[CONF_LINE_MAX + 1], q[CONF_QUOTE_MAX + 1];
-	char abuf[UTIL_ADDRSTRLEN];
+	char abuf[UTIL_ADDRSTRLEN + 1 + IFNAMSIZ], scope[IFNAMSIZ];
 	char *host, *port;
 	struct ipaddr a;
 	bool br;
@@ -828,6 +830,23 @@ conf_set_endpoint(struct conf_parser *p, const struct conf_key *k, const char *v
 			return conf_perr(p, "%s: '%s' is not HOST:PORT or [ADDR]:PORT",
 			    k->name, conf_quote(v, q, sizeof(q)));
 		util_addr_fmt(&a, abuf, sizeof(abuf));
+		host = abuf;
+	} else if (br && strchr(host, '%')) {
+		/* [fe80::2%eth0]:PORT: a link-local address and its link. */
+		r = util_addr_parse_scoped(host, &a, scope, sizeof(scope));
+		if (r == -EDOM)
+			return conf_perr(p, "%s: '%s': a scope (%%INTERFACE) goes only with an "
+			    "IPv6 link-local address (fe80::/10)", k->name,
+			    conf_quote(host, q, sizeof(q)));
+		if (r == -ERANGE)
+			return conf_perr(p, "%s: '%s': the scope is not an interface name or "
+			    "index (1..%d of A-Z a-z 0-9 . _ -)", k->name,
+			    conf_quote(host, q, sizeof(q)), IFNAMSIZ - 1);
+		if (r < 0)
+			return conf_perr(p, "%s: '%s' is not an IPv6 address", k->name,
+			    conf_quote(host, q, sizeof(q)));
+		util_addr_fmt(&a, abuf, sizeof(abuf));
+		snprintf(abuf + strlen(abuf), sizeof(abuf) - strlen(abuf), "%%%s", scope);
 		host = abuf;
 	} else if (br) {
 		return conf_perr(p, "%s: '%s' is not an IPv6 address", k->name,

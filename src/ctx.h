@@ -39,6 +39,7 @@ struct tx;
 struct toud {
 	struct event_base *base;
 	const char *conf_file;
+	const char *instance;           /* -i NAME, or NULL */
 	const char *instance_control;   /* -i NAME: the instance's default socket */
 	bool debug;                     /* -d: debug logging whatever the file says */
 	bool starting;                  /* until daemon_ready(): a failure is fatal (err) */

@@ -64,6 +64,24 @@ drop_name(enum drop_reason r)
 	return (unsigned)r < DROP__MAX && drop_names[r] ? drop_names[r] : "unknown";
 }
 
+bool
+drop_is_loss(enum drop_reason r)
+{
+	return r != DROP_HS_COOKIE && r != DROP_NOT_UNICAST;
+}
+
+uint64_t
+drop_losses(const uint64_t *drops)
+{
+	uint64_t n = 0;
+	unsigned r;
+
+	for (r = 0; r < DROP__MAX; r++)
+		if (drop_is_loss((enum drop_reason)r))
+			n += drops[r];
+	return n;
+}
+
 void
 drop_count(struct toud *t, struct peer *p, enum drop_reason r, unsigned n)
 {

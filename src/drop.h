@@ -5,6 +5,9 @@
 #ifndef TOUD_DROP_H
 #define TOUD_DROP_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "gue.h"
 #include "pkt.h"
 
@@ -50,6 +53,12 @@ struct toud;
 struct peer;
 
 const char *drop_name(enum drop_reason r);
+/* Whether r loses a packet someone meant to carry: all but a ClientHello
+ * answered with a cookie request (a normal handshake step) and the
+ * kernel's own multicast and link-local chatter on the TUN.  drop_losses()
+ * sums those of a drops array ("losses" of touctl show --json). */
+bool drop_is_loss(enum drop_reason r);
+uint64_t drop_losses(const uint64_t *drops);
 /* Count n drops of reason r on peer p, or on the interface when no peer
  * is known (p NULL). */
 void drop_count(struct toud *t, struct peer *p, enum drop_reason r, unsigned n);

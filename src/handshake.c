@@ -690,6 +690,10 @@ failure_reason(const struct session *s, const struct peer *p, const char *why, c
 		snprintf(out, len, "rejected by the other side (alert: %s)%s", alert,
 		    strcmp(alert, "bad certificate") == 0 || strcmp(alert, "handshake failure") == 0 ?
 		    "; does it pin this node's key (touctl show: fingerprint)?" : "");
+	} else if (p && p->unreachable_ms && p->unreachable_ms >= s->created_ms &&
+	    util_sa_equal(&s->addr, &p->endpoint)) {
+		/* No answer because nothing listens: the ICMP said so. */
+		snprintf(out, len, "%s (ICMP port unreachable)", p->unreachable);
 	} else {
 		snprintf(out, len, "%s", why);
 	}
@@ -741,10 +745,14 @@ fail(struct session *s, const char *why)
 	 * session says it in last_error too, unless it already says why more
 	 * precisely (a certificate two peers accept, see ambiguous()). */
 	at = peer_find_by_endpoint(s->t, &s->addr);
-	if (at && !at->cur && !at->next &&
-	    strncmp(at->last_error, HS_REFUSED, strlen(HS_REFUSED)) != 0)
-		snprintf(at->last_error, sizeof(at->last_error),
-		    "handshake from its endpoint failed: %s", reason);
+	if (at && !at->cur && !at->next) {
+		if (strncmp(at->last_error, HS_REFUSED, strlen(HS_REFUSED)) != 0)
+			snprintf(at->last_error, sizeof(at->last_error),
+			    "handshake from its endpoint failed: %s", reason);
+		/* Its handshakes fail on this side too: dead, not idle (no
+		 * retry is armed: the other side initiates). */
+		peer_event(at, PEER_EV_HANDSHAKE_FAILED);
+	}
 	if (at && log_due(at, reason, now)) {
 		log_warnx("handshake from %s, the endpoint of peer \"%s\", failed: %s",
 		    sess_addr(s, buf, sizeof(buf)), at->name, reason);

@@ -282,6 +282,36 @@ peer_find_by_endpoint(struct toud *t, const union sockaddr_union *sa)
 	return NULL;
 }
 
+#define PEER_UNREACHABLE_LOG_MS 60000
+
+void
+peer_unreachable(struct toud *t, const union sockaddr_union *dest, uint64_t now)
+{
+	struct peer *p = peer_find_by_endpoint(t, dest);
+	char buf[UTIL_ADDRSTRLEN];
+	struct ipaddr a;
+	uint16_t port;
+	bool log;
+
+	util_sa_to_addr(dest, &a, &port);
+	if (!p) {
+		log_debug_rl("nothing listens on UDP %u at %s (ICMP port unreachable), the "
+		    "endpoint of no peer", port, util_addr_fmt(&a, buf, sizeof(buf)));
+		return;
+	}
+	log = !p->unreachable_ms || now - p->unreachable_ms >= PEER_UNREACHABLE_LOG_MS;
+	p->unreachable_ms = now;
+	snprintf(p->unreachable, sizeof(p->unreachable), "nothing listens on UDP %u at %s", port,
+	    util_addr_fmt(&a, buf, sizeof(buf)));
+	if (!p->cur && !strstr(p->last_error, p->unreachable))
+		snprintf(p->last_error, sizeof(p->last_error), "%s (ICMP port unreachable)",
+		    p->unreachable);
+	if (log)
+		log_warnx("peer \"%s\": %s (ICMP port unreachable)", p->name, p->unreachable);
+	else
+		log_debug_rl("peer \"%s\": %s (ICMP port unreachable)", p->name, p->unreachable);
+}
+
 struct peer *
 peer_find_by_name(struct toud *t, const char *name)
 {

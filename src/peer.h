@@ -100,7 +100,12 @@ struct peer {
 	 * attempt is due (monotonic ms; 0 = none scheduled). */
 	char last_error[320];
 	uint64_t next_attempt_ms;
+	/* The last ICMP port unreachable from its endpoint: when (monotonic
+	 * ms; 0 = none) and "nothing listens on UDP PORT at HOST". */
+	uint64_t unreachable_ms;
+	char unreachable[96];
 	struct evdns_getaddrinfo_request *dns_req;   /* resolve.c, in flight */
+	bool scope_missing;                /* resolve.c: fe80::…%IF whose IF is not there (said) */
 
 	/* Packets waiting for the handshake: a ring of PEER_PENDING_MAX
 	 * buffers of pending_size bytes, allocated on first use. */
@@ -159,6 +164,11 @@ peer_ref_equal(struct peer_ref a, struct peer_ref b)
 }
 
 struct peer *peer_find_by_endpoint(struct toud *t, const union sockaddr_union *sa);
+/* An ICMP port unreachable came back from dest: the peer whose endpoint it
+ * is learns that nothing listens there (the log, once a minute, and its
+ * last_error while it has no session; a handshake that then fails says
+ * so).  Nothing changes its state: ICMP is easily forged. */
+void peer_unreachable(struct toud *t, const union sockaddr_union *dest, uint64_t now);
 struct peer *peer_find_by_name(struct toud *t, const char *name);
 
 /* Accounting hooks called by the data path. */

@@ -87,10 +87,10 @@ reload_load(struct toud *t, struct conf **out, char *err, size_t errlen)
 		conf_free(nc);
 		return -EINVAL;
 	}
-	if (t->instance_control && conf_instance_apply(nc, t->instance_control) < 0) {
+	if (t->instance && conf_instance_apply(nc, t->instance, t->instance_control, &ce) < 0) {
 		conf_free(nc);
-		snprintf(err, errlen, "out of memory; nothing changed");
-		return -ENOMEM;
+		snprintf(err, errlen, "%s; nothing changed", conf_error_fmt(&ce, buf, sizeof(buf)));
+		return -EINVAL;
 	}
 	restart = conf_diff_iface(&t->conf->iface, &nc->iface) & ~CONF_IFACE_DIFF_RELOADABLE;
 	if (restart) {

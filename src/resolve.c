@@ -1,5 +1,8 @@
 /* resolve.c - asynchronous resolution of endpoint names. */
 #include <errno.h>
+#include <net/if.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <event2/dns.h>
@@ -64,22 +67,53 @@ resolved(int result, struct evutil_addrinfo *res, void *arg)
 	evutil_freeaddrinfo(res);
 }
 
+/* fe80::2%eth0: the link's index now (it may come and go); false when the
+ * host has no such interface, said once until it has. */
+static bool
+resolve_scoped(struct peer *p, const char *host, struct ipaddr *a, uint32_t *index)
+{
+	char scope[IFNAMSIZ], *end;
+	unsigned long n;
+
+	if (util_addr_parse_scoped(host, a, scope, sizeof(scope)) < 0)
+		return false;
+	n = strtoul(scope, &end, 10);
+	if (*end || scope[0] < '0' || scope[0] > '9')
+		n = if_nametoindex(scope);
+	if (n == 0 || n > UINT32_MAX) {
+		if (!p->scope_missing)
+			log_warnx("peer \"%s\": endpoint %s: this host has no interface \"%s\"; "
+			    "waiting to be contacted", p->name, host, scope);
+		p->scope_missing = true;
+		return false;
+	}
+	p->scope_missing = false;
+	*index = (uint32_t)n;
+	return true;
+}
+
 void
 resolve_peer(struct peer *p)
 {
 	const struct conf_peer *cf = p->cf;
 	struct evutil_addrinfo hints = { .ai_socktype = SOCK_DGRAM, .ai_flags = EVUTIL_AI_ADDRCONFIG };
 	struct ipaddr a;
+	uint32_t index = 0;
 
 	if (!cf->endpoint_host || p->dns_req)
 		return;
-	if (util_addr_parse(cf->endpoint_host, &a) == 0) {
+	if (util_addr_parse(cf->endpoint_host, &a) == 0 ||
+	    (strchr(cf->endpoint_host, '%') && resolve_scoped(p, cf->endpoint_host, &a, &index))) {
 		if (!p->cur) {
 			util_sa_from_addr(&p->endpoint, &a, cf->endpoint_port);
+			if (a.family == AF_INET6)
+				p->endpoint.in6.sin6_scope_id = index;
 			p->has_endpoint = true;
 		}
 		return;
 	}
+	if (strchr(cf->endpoint_host, '%'))
+		return;                 /* no such link (yet): tried again at the next retry */
 	/* NULL when evdns answered at once (a hosts entry, say). */
 	p->dns_req = evdns_getaddrinfo(p->toud->dns, cf->endpoint_host, NULL, &hints, resolved, p);
 }

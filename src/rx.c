@@ -628,6 +628,30 @@ rx_round_end(struct rx *x)
 	rx_opened_end(x);
 }
 
+/* The errors queued on fd: an ICMP port unreachable tells the peer at
+ * that endpoint that nothing listens there; the rest is debug noise.  A
+ * queued error keeps the socket readable, so all are read. */
+static void
+rx_errors(struct rx *x, int fd)
+{
+	struct udp_icmp e[16];
+	char buf[UTIL_ADDRSTRLEN];
+	int n, i;
+
+	while ((n = udp_recv_errors(fd, e, 16)) > 0) {
+		for (i = 0; i < n; i++) {
+			if (e[i].port_unreachable)
+				peer_unreachable(x->t, &e[i].dest, toud_now(x->t));
+			else
+				log_debug_rl("udp: %s error (type %u, code %u) for %s: %s",
+				    e[i].icmp ? "ICMP" : "local", e[i].type, e[i].code,
+				    util_sa_fmt(&e[i].dest, buf, sizeof(buf)), strerror(e[i].err));
+		}
+		if (n < 16)
+			break;
+	}
+}
+
 static void
 rx_readable(evutil_socket_t fd, short what, void *arg)
 {
@@ -645,8 +669,11 @@ rx_readable(evutil_socket_t fd, short what, void *arg)
 		}
 		n = udp_recv_batch(fd, x->msgs, UDP_BATCH);
 		if (n <= 0) {
-			if (n < 0 && n != -EAGAIN && n != -EINTR)
+			/* Nothing to read, or the error an ICMP message left:
+			 * what woke us may be the error queue. */
+			if (n < 0 && n != -EAGAIN && n != -EINTR && !udp_icmp_errno(-n))
 				log_debug_rl("udp receive: %s", strerror(-n));
+			rx_errors(x, fd);
 			break;
 		}
 		now = toud_now(x->t);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "conf.h"
 #include "control.h"
@@ -181,6 +182,40 @@ show_json_events(FILE *b, const uint64_t *events)
 	fwrite("}", 1, 1, b);
 }
 
+static bool show_next_attempt(const struct peer *p, uint64_t now_ms, uint64_t *secs);
+
+/* A time both ways, touctl(8)'s convention for the fields added beside
+ * the first ones: ,"NAME_unix" (wall clock, unix seconds) and
+ * ,"NAME_REL" (whole seconds ago, _age_s, or ahead, _in_s), null when
+ * unknown. */
+static void
+show_json_time(FILE *b, const char *name, const char *rel, bool known, uint64_t unix_s,
+    uint64_t rel_s)
+{
+	if (known)
+		fprintf(b, ",\n      \"%s_unix\": %" PRIu64 ",\n      \"%s%s\": %" PRIu64, name,
+		    unix_s, name, rel, rel_s);
+	else
+		fprintf(b, ",\n      \"%s_unix\": null,\n      \"%s%s\": null", name, name, rel);
+}
+
+/* The peer's times (touctl(8): last_handshake is wall clock, last_rx
+ * seconds ago and next_attempt seconds ahead; these give each both ways). */
+static void
+show_json_times(FILE *b, const struct peer *p, uint64_t now_ms)
+{
+	uint64_t now_unix = (uint64_t)time(NULL), v;
+	bool known;
+
+	known = show_last_handshake(p, &v);
+	show_json_time(b, "last_handshake", "_age_s", known, v,
+	    known && now_unix > v ? now_unix - v : 0);
+	known = show_last_rx(p, now_ms, &v);
+	show_json_time(b, "last_rx", "_age_s", known, known ? now_unix - v : 0, v);
+	known = show_next_attempt(p, now_ms, &v);
+	show_json_time(b, "next_attempt", "_in_s", known, known ? now_unix + v : 0, v);
+}
+
 /* A JSON string, or null for NULL. */
 static void
 show_json_str_or_null(FILE *b, const char *str)
@@ -320,6 +355,8 @@ show_json_peer(FILE *b, const struct peer *p, uint64_t now_ms)
 		show_json_str(b, util_sa_fmt(&p->probe.addr, buf, sizeof(buf)));
 	else
 		fputs("null", b);
+	fprintf(b, ",\n      \"losses\": %" PRIu64, drop_losses(p->drops));
+	show_json_times(b, p, now_ms);
 	fputs("\n    }", b);
 }
 
@@ -383,6 +420,7 @@ show_json(FILE *b, const struct toud *t, struct peer *const *peers,
 	show_json_str_or_null(b, show_own_fp(t, fp));
 	fprintf(b, ",\n    \"fwmark\": %u,\n    \"table\": %u", (unsigned)t->fwmark,
 	    (unsigned)show_table(t));
+	fprintf(b, ",\n    \"losses\": %" PRIu64, drop_losses(t->drops));
 	fputs("\n  },\n  \"peers\": [", b);
 	for (i = 0; i < n; i++) {
 		fputs(i ? ",\n" : "\n", b);
@@ -391,21 +429,26 @@ show_json(FILE *b, const struct toud *t, struct peer *const *peers,
 	fputs(n ? "\n  ]\n}\n" : "]\n}\n", b);
 }
 
+/* "drops:" the losses, then "other:" what is counted but lost nothing
+ * (drop_is_loss()), each line only when it has a count. */
 static void
 show_text_drops(FILE *b, const uint64_t *drops)
 {
-	bool first = true;
-	unsigned r;
+	unsigned r, loss;
 
-	for (r = 0; r < DROP__MAX; r++) {
-		if (!drops[r])
-			continue;
-		fputs(first ? "  drops: " : ", ", b);
-		first = false;
-		fprintf(b, "%s %" PRIu64, drop_name((enum drop_reason)r), drops[r]);
+	for (loss = 2; loss-- > 0;) {
+		bool first = true;
+
+		for (r = 0; r < DROP__MAX; r++) {
+			if (!drops[r] || drop_is_loss((enum drop_reason)r) != (bool)loss)
+				continue;
+			fputs(!first ? ", " : loss ? "  drops: " : "  other: ", b);
+			first = false;
+			fprintf(b, "%s %" PRIu64, drop_name((enum drop_reason)r), drops[r]);
+		}
+		if (!first)
+			fputs(loss ? "\n" : " (not losses)\n", b);
 	}
-	if (!first)
-		fwrite("\n", 1, 1, b);
 }
 
 /* "1.21 MiB" as wg(8) prints it. */

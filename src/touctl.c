@@ -4,6 +4,7 @@
  * to stdout, the message of an "error: " reply to stderr. */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -39,6 +40,7 @@ usage(FILE *f, int status)
 	    "usage: touctl [-hV] [-s socket | -i name] command [args]\n"
 	    "commands:\n"
 	    "  show [PEER] [--json]   interface and peer state\n"
+	    "  show --all [--json]    that of every toud with a socket in the socket's directory\n"
 	    "  metrics                counters and states in the Prometheus text format\n"
 	    "  reload                 re-read the configuration (as SIGHUP); fails if refused\n"
 	    "  ping PEER [-c N]       path challenges to the peer, with round-trip times\n"
@@ -216,17 +218,111 @@ touctl_run(const char *path, const char *req)
 	return rc;
 }
 
+/* One instance's show reply for show --all: text under a heading, or the
+ * JSON object as a member of the "instances" array. */
+static int
+touctl_show_one(const char *sock, const char *name, bool json, bool first)
+{
+	char *reply;
+	size_t len = touctl_request_soft(sock, json ? "show --json\n" : "show\n", &reply, true);
+	int rc;
+
+	if (len == (size_t)-1) {
+		if (errno != ECONNREFUSED && errno != ENOENT)
+			touctl_fail(sock, errno);
+		fprintf(stderr, "touctl: show --all: %s: no toud listens (%s)\n", sock,
+		    errno == ENOENT ? "it has just stopped" : "a stale socket");
+		return -1;
+	}
+	if (strncmp(reply, "ok\n", 3) == 0) {
+		size_t n = strlen(reply + 3);
+
+		while (n && reply[3 + n - 1] == '\n')
+			reply[3 + --n] = '\0';
+		if (json) {
+			const char *c;
+
+			printf("%s{\"instance\": \"%s\", \"control\": \"", first ? "" : ", ", name);
+			for (c = sock; *c; c++)
+				if ((unsigned char)*c < 0x20 || *c == '"' || *c == '\\')
+					printf("\\u%04x", (unsigned char)*c);
+				else
+					putchar(*c);
+			printf("\", \"show\": %s}", reply + 3);
+		} else {
+			printf("%sinstance: %s (%s)\n%s\n", first ? "" : "\n", name, sock,
+			    reply + 3);
+		}
+		free(reply);
+		return 0;
+	}
+	rc = touctl_reply(sock, reply, len);
+	free(reply);
+	return rc ? 1 : 0;
+}
+
+/* show --all [--json]: every toud whose control socket is in the directory
+ * of the socket (the default's: /run/toud), in name order; the default
+ * toud's (toud.sock) is the instance "toud".  Files that are not sockets,
+ * or whose names no instance can have, are passed over. */
+static int
+touctl_show_all(const char *path, bool json)
+{
+	char dir[4096], sock[4096 + 258], name[CONF_NAME_MAX + 1];
+	const char *slash = strrchr(path, '/');
+	struct dirent **list = NULL;
+	int n, i, rc = 0, shown = 0;
+	size_t l;
+
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) : 1,
+	    slash ? path : ".");
+	if ((n = scandir(dir[0] ? dir : "/", &list, NULL, alphasort)) < 0) {
+		fprintf(stderr, "touctl: show --all: %s: %s\n", dir, strerror(errno));
+		return 1;
+	}
+	if (json)
+		printf("{\"instances\": [");
+	for (i = 0; i < n; i++) {
+		struct stat st;
+
+		l = strlen(list[i]->d_name);
+		if (l > 5 && l - 5 <= CONF_NAME_MAX &&
+		    strcmp(list[i]->d_name + l - 5, ".sock") == 0) {
+			snprintf(name, sizeof(name), "%.*s", (int)(l - 5), list[i]->d_name);
+			snprintf(sock, sizeof(sock), "%s/%s", dir, list[i]->d_name);
+			if (conf_instance_valid(name) && stat(sock, &st) == 0 &&
+			    S_ISSOCK(st.st_mode)) {
+				int r = touctl_show_one(sock, name, json, shown == 0);
+
+				if (r == 0)
+					shown++;
+				else if (r > 0)
+					rc = 1;
+			}
+		}
+		free(list[i]);
+	}
+	free(list);
+	if (json)
+		printf("]}\n");
+	else if (!shown)
+		fprintf(stderr, "touctl: show --all: no toud is running (no socket in %s)\n", dir);
+	return fflush(stdout) == EOF || ferror(stdout) ? 1 : rc;
+}
+
 static int
 touctl_show(const char *path, int argc, char **argv)
 {
 	const char *peer = NULL;
 	char req[64];
-	bool json = false;
+	bool json = false, all = false;
 	int i;
 
 	for (i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--json") == 0) {
 			json = true;
+		} else if (strcmp(argv[i], "--all") == 0) {
+			all = true;
 		} else if (argv[i][0] == '-') {
 			fprintf(stderr, "touctl: show: unknown option '%s'\n", argv[i]);
 			usage(stderr, 2);
@@ -240,6 +336,12 @@ touctl_show(const char *path, int argc, char **argv)
 			peer = argv[i];
 		}
 	}
+	if (all && peer) {
+		fprintf(stderr, "touctl: show: --all shows every peer of every instance\n");
+		usage(stderr, 2);
+	}
+	if (all)
+		return touctl_show_all(path, json);
 	snprintf(req, sizeof(req), "show%s%s%s\n", peer ? " " : "", peer ? peer : "",
 	    json ? " --json" : "");
 	return touctl_run(path, req);

@@ -4,13 +4,17 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <grp.h>
 #include <limits.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
@@ -118,6 +122,74 @@ check_authorize(void *arg, const uint8_t fp[DTLS_FP_LEN], struct x509_store_ctx_
 	return arg;
 }
 
+#define TOUD_CHECK_CA_MAX 64      /* ca files looked at by check_readable_as_user() */
+
+/* Root checks what the service user will read: the unit starts toud as
+ * `user`, so a file only root can read passes a check by root and fails
+ * the start.  A child takes the user's identity and opens each; 1 and
+ * the message on the first it cannot. */
+static int
+check_readable_as_user(const struct conf *c, const struct passwd *pw)
+{
+	const struct conf_iface *ifc = &c->iface;
+	const char *keys[3 + TOUD_CHECK_CA_MAX];
+	const char *paths[3 + TOUD_CHECK_CA_MAX];
+	int lines[3 + TOUD_CHECK_CA_MAX];
+	size_t n = 0, i;
+	int status;
+	pid_t pid;
+
+	keys[n] = "the configuration", paths[n] = c->file, lines[n++] = 0;
+	if (ifc->encryption == CONF_ENC_DTLS && ifc->private_key)
+		keys[n] = "private-key", paths[n] = ifc->private_key,
+		lines[n++] = ifc->private_key_line;
+	if (ifc->encryption == CONF_ENC_DTLS && ifc->certificate)
+		keys[n] = "certificate", paths[n] = ifc->certificate,
+		lines[n++] = ifc->certificate_line;
+	for (i = 0; i < c->n_peers && n < sizeof(paths) / sizeof(paths[0]); i++)
+		if (c->peers[i].ca)
+			keys[n] = "ca", paths[n] = c->peers[i].ca, lines[n++] = c->peers[i].ca_line;
+	fflush(stderr);
+	if ((pid = fork()) < 0) {
+		log_check("%s: cannot check the files as user %s: fork: %s", c->file,
+		    pw->pw_name, strerror(errno));
+		return 1;
+	}
+	if (pid == 0) {
+		if (initgroups(pw->pw_name, pw->pw_gid) < 0 || setgid(pw->pw_gid) < 0 ||
+		    setuid(pw->pw_uid) < 0) {
+			log_check("%s: cannot check the files as user %s: %s", c->file,
+			    pw->pw_name, strerror(errno));
+			_exit(1);
+		}
+		for (i = 0; i < n; i++) {
+			const char *slash = strrchr(paths[i], '/');
+			int fd = open(paths[i], O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+
+			if (fd >= 0) {
+				close(fd);
+				continue;
+			}
+			if (i == 0)     /* the file: mode 0644 and a directory it may enter */
+				log_check("%s: cannot open it as user %s: %s; it must be readable "
+				    "by user %s (mode 0644, in a directory it may enter)", c->file,
+				    pw->pw_name, strerror(errno), pw->pw_name);
+			else
+				log_check("%s:%d: %s: cannot open '%s' as user %s: %s; it must be "
+				    "readable by user %s: 'chown -R %s: %.*s'", c->file, lines[i],
+				    keys[i], paths[i], pw->pw_name, strerror(errno), pw->pw_name,
+				    pw->pw_name, slash && slash != paths[i] ?
+				    (int)(slash - paths[i]) : 1, slash ? paths[i] : ".");
+			_exit(1);
+		}
+		_exit(0);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return 1;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
+
 static int
 check_deep(const struct conf *c)
 {
@@ -128,12 +200,16 @@ check_deep(const struct conf *c)
 	int errors = 0;
 
 	if (ifc->user) {
+		struct passwd *pw;
+
 		errno = 0;
-		if (!getpwnam(ifc->user)) {
+		if (!(pw = getpwnam(ifc->user))) {
 			log_check("%s: user \"%s\": %s", c->file, ifc->user,
 			    errno ? strerror(errno) : "no such user (systemd-sysusers creates "
 			    "toud's; see toud(8))");
 			errors++;
+		} else if (geteuid() == 0 && pw->pw_uid != 0) {
+			errors += check_readable_as_user(c, pw);
 		}
 	}
 	if (ifc->encryption == CONF_ENC_DTLS && ifc->private_key && ifc->certificate) {
@@ -236,6 +312,7 @@ main(int argc, char *argv[])
 		conf_instance_paths(instance, ifile, sizeof(ifile), isock, sizeof(isock));
 		if (!file_given)
 			t.conf_file = ifile;
+		t.instance = instance;
 		t.instance_control = isock;
 	}
 	log_init(debug ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO, "toud");
@@ -250,8 +327,10 @@ main(int argc, char *argv[])
 		conf_free(t.conf);
 		return 1;
 	}
-	if (t.instance_control && conf_instance_apply(t.conf, t.instance_control) < 0) {
-		fprintf(stderr, "toud: out of memory\n");
+	if (t.instance && (conf_instance_apply(t.conf, t.instance, t.instance_control, &err) < 0 ||
+	    (check_only && conf_instance_clash(t.conf, t.conf_file, &err) < 0))) {
+		log_check("%s", conf_error_fmt(&err, buf, sizeof(buf)));
+		conf_free(t.conf);
 		return 1;
 	}
 	if (check_only) {

@@ -6,7 +6,11 @@
  * over several datagrams of one flow in one buffer, with their size in a
  * control message. */
 #include <errno.h>
+#include <time.h>                       /* before linux/errqueue.h, which needs timespec */
+#include <linux/errqueue.h>
+#include <netinet/icmp6.h>
 #include <netinet/in.h>
+#include <netinet/ip_icmp.h>
 #include <netinet/ip.h>
 #include <netinet/udp.h>
 #include <stdlib.h>
@@ -102,14 +106,16 @@ sock_open(int family, const struct ipaddr *addr, uint16_t port)
 		if (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) < 0 ||
 		    setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof(one)) < 0 ||
 		    setsockopt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, &one, sizeof(one)) < 0 ||
-		    setsockopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &pmtu, sizeof(pmtu)) < 0)
+		    setsockopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &pmtu, sizeof(pmtu)) < 0 ||
+		    setsockopt(fd, IPPROTO_IPV6, IPV6_RECVERR, &one, sizeof(one)) < 0)
 			goto err;
 	} else {
 		/* The outer packets carry DF: toud answers oversize inner
 		 * packets itself rather than have the path fragment. */
 		if (setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one)) < 0 ||
 		    setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one)) < 0 ||
-		    setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu)) < 0)
+		    setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu)) < 0 ||
+		    setsockopt(fd, IPPROTO_IP, IP_RECVERR, &one, sizeof(one)) < 0)
 			goto err;
 	}
 	set_bufsize(fd, SO_RCVBUF, SO_RCVBUFFORCE);
@@ -259,6 +265,71 @@ udp_recv_batch(int fd, struct udp_msg *msgs, unsigned n)
 	return got;
 }
 
+/* The extended error of one MSG_ERRQUEUE message into e. */
+static void
+parse_error(struct msghdr *mh, struct udp_icmp *e)
+{
+	struct cmsghdr *c;
+	struct sock_extended_err ee;
+
+	for (c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+		if (!((c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_RECVERR) ||
+		    (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_RECVERR)) ||
+		    c->cmsg_len < CMSG_LEN(sizeof(ee)))
+			continue;
+		memcpy(&ee, CMSG_DATA(c), sizeof(ee));
+		e->err = (int)ee.ee_errno;
+		e->type = ee.ee_type;
+		e->code = ee.ee_code;
+		e->icmp = ee.ee_origin == SO_EE_ORIGIN_ICMP || ee.ee_origin == SO_EE_ORIGIN_ICMP6;
+		e->port_unreachable =
+		    (ee.ee_origin == SO_EE_ORIGIN_ICMP && ee.ee_type == ICMP_DEST_UNREACH &&
+		    ee.ee_code == ICMP_PORT_UNREACH) ||
+		    (ee.ee_origin == SO_EE_ORIGIN_ICMP6 && ee.ee_type == ICMP6_DST_UNREACH &&
+		    ee.ee_code == ICMP6_DST_UNREACH_NOPORT);
+	}
+}
+
+int
+udp_recv_errors(int fd, struct udp_icmp *out, unsigned n)
+{
+	unsigned got = 0;
+
+	while (got < n) {
+		union {
+			char buf[CMSG_SPACE(sizeof(struct sock_extended_err) +
+			    sizeof(struct sockaddr_in6)) + 64];
+			struct cmsghdr align;
+		} cbuf;
+		uint8_t data[64];
+		struct iovec iov = { data, sizeof(data) };
+		struct udp_icmp *e = &out[got];
+		struct msghdr mh = {
+			.msg_name = &e->dest, .msg_namelen = sizeof(e->dest),
+			.msg_iov = &iov, .msg_iovlen = 1,
+			.msg_control = cbuf.buf, .msg_controllen = sizeof(cbuf.buf),
+		};
+
+		memset(e, 0, sizeof(*e));
+		if (recvmsg(fd, &mh, MSG_ERRQUEUE | MSG_DONTWAIT) < 0) {
+			if (errno == EINTR)
+				continue;
+			return got ? (int)got : -errno;
+		}
+		parse_error(&mh, e);
+		got++;
+	}
+	return (int)got;
+}
+
+bool
+udp_icmp_errno(int err)
+{
+	return err == ECONNREFUSED || err == EHOSTUNREACH || err == ENETUNREACH ||
+	    err == EHOSTDOWN || err == ENETDOWN || err == EPROTO || err == ENOPROTOOPT ||
+	    err == EMSGSIZE || err == EACCES;
+}
+
 /* Write one control message at c and count its space; returns the next
  * slot, or NULL when the buffer is full. */
 static struct cmsghdr *
@@ -372,6 +443,7 @@ static void
 plan_send(int fd, struct send_plan *pl, struct udp_msg *msgs, bool *suspect)
 {
 	unsigned done = 0, k;
+	bool again = false;
 
 	while (done < pl->n) {
 		int r = sendmmsg(fd, pl->mm + done, pl->n - done, MSG_DONTWAIT);
@@ -381,6 +453,14 @@ plan_send(int fd, struct send_plan *pl, struct udp_msg *msgs, bool *suspect)
 
 			if (err == EINTR)
 				continue;
+			/* An ICMP error another datagram drew fails the next
+			 * send once (IP_RECVERR), and is read from the error
+			 * queue: this entry gets a second try. */
+			if (!again && udp_icmp_errno(err)) {
+				again = true;
+				continue;
+			}
+			again = false;
 			/* The first entry failed: record it and go on with
 			 * the rest so one bad destination does not stall all. */
 			for (k = 0; k < pl->count[done]; k++)
@@ -394,6 +474,7 @@ plan_send(int fd, struct send_plan *pl, struct udp_msg *msgs, bool *suspect)
 			for (k = done; k < done + (unsigned)r; k++)
 				suspect[k] = false;
 		done += (unsigned)r;
+		again = false;
 	}
 }
 

@@ -50,7 +50,9 @@ struct udp_msg {
 
 /* Bind the sockets of the families `listen` asks for (both by default:
  * IPv6 with IPV6_V6ONLY, IPv4 separately), with the UDP_F_* offloads the
- * kernel has (a socket without them works as before).  NULL with errno. */
+ * kernel has (a socket without them works as before), and with ICMP
+ * errors queued (udp_recv_errors(): the reader must drain them, or the
+ * socket stays readable).  NULL with errno. */
 struct udp *udp_open(const struct conf_iface *ifc, unsigned flags);
 void udp_close(struct udp *u);
 /* Put mark (SO_MARK; 0 clears it) on every socket, so that routing rules
@@ -60,6 +62,21 @@ int udp_set_mark(struct udp *u, uint32_t mark);
 /* Receive up to n datagrams from fd; returns the count, or -errno (-EAGAIN
  * when nothing is waiting). */
 int udp_recv_batch(int fd, struct udp_msg *msgs, unsigned n);
+/* An error the kernel queued on a socket (IP_RECVERR / IPV6_RECVERR): an
+ * ICMP error that came back for a datagram toud sent, or a local one. */
+struct udp_icmp {
+	union sockaddr_union dest;    /* where that datagram went */
+	bool port_unreachable;        /* ICMP port unreachable: nothing listens there */
+	bool icmp;                    /* from the network (else a local error) */
+	uint8_t type, code;           /* the ICMP type and code */
+	int err;                      /* the errno the kernel made of it */
+};
+/* Read up to n errors queued on fd (MSG_ERRQUEUE).  Returns the count, or
+ * -errno (-EAGAIN when none is waiting). */
+int udp_recv_errors(int fd, struct udp_icmp *out, unsigned n);
+/* Whether a send failed with what may be an earlier datagram's ICMP error
+ * (the socket reports it once, on whatever call comes next). */
+bool udp_icmp_errno(int err);
 /* Send n datagrams, each on the socket of its peer's family; msgs[i].err
  * tells what became of each.  Returns the number sent.  With GSO, a run of
  * consecutive datagrams to the same destination (same source address and

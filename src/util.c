@@ -39,6 +39,32 @@ util_addr_parse(const char *s, struct ipaddr *out)
 }
 
 int
+util_addr_parse_scoped(const char *s, struct ipaddr *out, char *scope, size_t len)
+{
+	const char *pct = strchr(s, '%'), *z;
+	char buf[INET6_ADDRSTRLEN];
+
+	if (!pct || (size_t)(pct - s) >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, s, (size_t)(pct - s));
+	buf[pct - s] = '\0';
+	if (util_addr_parse(buf, out) < 0)
+		return -EINVAL;
+	if (out->family != AF_INET6 || out->v6.s6_addr[0] != 0xfe ||
+	    (out->v6.s6_addr[1] & 0xc0) != 0x80)
+		return -EDOM;
+	/* An interface name (IFNAMSIZ - 1 of [A-Za-z0-9._-]) or index. */
+	for (z = pct + 1; *z; z++)
+		if (!(isalnum((unsigned char)*z) || *z == '.' || *z == '_' || *z == '-'))
+			return -ERANGE;
+	if (z == pct + 1 || z - pct - 1 > 15 || strcmp(pct + 1, ".") == 0 ||
+	    strcmp(pct + 1, "..") == 0 || (size_t)(z - pct) > len)
+		return -ERANGE;
+	memcpy(scope, pct + 1, (size_t)(z - pct));
+	return 0;
+}
+
+int
 util_prefix_parse(const char *s, struct ipprefix *out)
 {
 	char buf[INET6_ADDRSTRLEN + 8];

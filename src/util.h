@@ -40,6 +40,11 @@ union sockaddr_union {
 size_t util_addr_len(int family);             /* 4, 16, or 0 */
 bool util_addr_equal(const struct ipaddr *a, const struct ipaddr *b);
 int util_addr_parse(const char *s, struct ipaddr *out);       /* 0 or -EINVAL */
+/* "ADDR%SCOPE": an IPv6 link-local address (fe80::/10) with its zone, an
+ * interface name or index (RFC 4007).  0 with the scope copied to scope;
+ * -EINVAL when s is no ADDR%SCOPE, -EDOM when ADDR is no IPv6 link-local
+ * address, -ERANGE when SCOPE is no interface name or index. */
+int util_addr_parse_scoped(const char *s, struct ipaddr *out, char *scope, size_t len);
 /* "ADDR/LEN"; without "/LEN" the full length is used.  Host bits may be set
  * (an interface address); util_prefix_masked() clears them. */
 int util_prefix_parse(const char *s, struct ipprefix *out);

@@ -1,6 +1,7 @@
 #!/bin/sh
-# toud -t beyond the file: the user exists, the key and certificate load
-# and belong together, a prefix covering a peer's endpoint is warned
+# toud -t beyond the file: the user exists (and, as root, can read the
+# files the unit will open as it), the key and certificate load and
+# belong together, a prefix covering a peer's endpoint is warned
 # about unless it is a full tunnel's default route; toud -T prints the effective configuration (which parses back to
 # itself); -i rejects a bad instance name.  TAP output.
 set -u
@@ -102,14 +103,52 @@ fi
 err=$("$TOUD" -t -i toud-test-none 2>&1)
 case "$err" in */toud/toud-test-none.conf:*) ok "toud -i NAME reads DIR/toud/NAME.conf ($err)";;
 	*) nok "toud -i NAME: '$err'";; esac
-out=$("$TOUD" -T -i x -c "$work/good.conf" 2>&1)
+# An instance's directory holds only instances: each other *.conf there
+# is one, whose port, device and socket -t -i compares.
+mkdir "$work/inst"
+cp "$work/good.conf" "$work/inst/x.conf"
+out=$("$TOUD" -T -i x -c "$work/inst/x.conf" 2>&1)
 case "$out" in *"/run/toud/x.sock"*) ok "toud -i NAME: the instance's control socket /run/toud/NAME.sock";;
 	*) nok "toud -i x: '$out'";; esac
-echo "control = $work/own.sock" >>"$work/own.conf"
-sed "/^user/a control = $work/own.sock" "$work/good.conf" >"$work/own.conf"
-out=$("$TOUD" -T -i x -c "$work/own.conf" 2>&1)
-case "$out" in *"$work/own.sock"*) ok "... unless the file names its own";;
-	*) nok "toud -i x with control set: '$out'";; esac
+sed "/^user/a control = $work/own.sock" "$work/good.conf" >"$work/inst/own.conf"
+out=$("$TOUD" -T -i own -c "$work/inst/own.conf" 2>&1)
+case "$out" in *"$work/inst/own.conf:1: listen port 6080 is also that of $work/inst/x.conf (instance x)"*)
+	ok "a second instance with the first one's port is refused: $out";;
+	*) nok "toud -i own beside x: '$out'";; esac
+sed -i "/^user/a listen = 6081" "$work/inst/own.conf"
+out=$("$TOUD" -T -i own -c "$work/inst/own.conf" 2>&1)
+case "$out" in *"$work/own.sock"*) ok "... and with its own port, it keeps the socket the file names";;
+	*) nok "toud -i own with control set: '$out'";; esac
+sed -i "s|^control = .*|control = /run/toud/x.sock|" "$work/inst/own.conf"
+out=$("$TOUD" -t -i own -c "$work/inst/own.conf" 2>&1)
+case "$out" in *"control socket /run/toud/x.sock is also that of $work/inst/x.conf"*)
+	ok "a control socket another instance uses is refused";;
+	*) nok "toud -i own with x's socket: '$out'";; esac
+out=$("$TOUD" -T -i own -c "$work/inst/own.conf" 2>&1 | sed -n 's/^name *= *//p')
+[ "$out" = "" ] && ok "(-T prints nothing when -t fails)" || nok "-T after a refusal: '$out'"
+
+# As root, with another user: the files are opened as that user, as the
+# unit will (it starts toud as its user).
+if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
+	conf "$work/nobody.conf" "$work/a" "$work/a" nobody
+	err=$("$TOUD" -t -c "$work/nobody.conf" 2>&1)
+	case "$err" in *"$work/nobody.conf: cannot open it as user nobody: Permission denied; it must be readable by user nobody"*)
+		ok "root: a file the user cannot read fails -t: $err";;
+		*) nok "root, unreadable file: '$err'";; esac
+	chmod 755 "$work"
+	chmod 644 "$work/nobody.conf"
+	err=$("$TOUD" -t -c "$work/nobody.conf" 2>&1)
+	case "$err" in *":3: private-key: cannot open '$work/a/key.pem' as user nobody: Permission denied; it must be readable by user nobody: 'chown -R nobody: $work/a'")
+		ok "root: a key only root can read fails -t, with the fix: $err";;
+		*) nok "root, root's key: '$err'";; esac
+	chown -R nobody: "$work/a"
+	err=$("$TOUD" -t -c "$work/nobody.conf" 2>&1)
+	[ $? -eq 0 ] && [ -z "$err" ] && ok "root: the user's own key passes" || nok "root, nobody's key: '$err'"
+	chown -R 0:0 "$work/a"
+	chmod 700 "$work"
+else
+	ok "# SKIP not root: the files as the configured user"
+fi
 
 echo "1..$n"
 [ $fails -eq 0 ]

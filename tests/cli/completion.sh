@@ -80,5 +80,42 @@ is "$(comp _toud toud -i "")" "home office " "toud -i <TAB>: the instances in SY
 is "$(comp _touctl touctl -i o)" "office " "touctl -i o<TAB>: the instance office"
 is "$(comp _touctl touctl -i office sh)" "show " "touctl -i NAME sh<TAB>: the command after the instance"
 
+
+# Peer names for show, ping and wait: from the file when no toud answers
+# (tou.conf, or the instance's), from the running toud's show --json when
+# one does.
+printf '[interface]\n[peer alice]\n  [ peer bob ] # the second\n#[peer old]\n' >"$etc/tou.conf"
+printf '[interface]\n[peer carol]\n' >"$etc/toud/office.conf"
+touctl=$builddir/src/touctl
+is "$(comp _touctl "$touctl" -s "$tmp/none.sock" show "")" "alice bob " \
+    "touctl show <TAB> with no toud: the peers of tou.conf"
+is "$(comp _touctl "$touctl" -i office -s "$tmp/none.sock" wait "")" "alice bob " \
+    "-s after -i: the socket's toud, else tou.conf"
+is "$(comp _touctl "$touctl" -i office ping -c 3 "")" "carol " \
+    "touctl -i office ping -c 3 <TAB>: the instance's peers"
+is "$(comp _touctl "$touctl" -s "$tmp/none.sock" wait b)" "bob " "touctl wait b<TAB>: bob"
+is "$(comp _touctl "$touctl" -s "$tmp/none.sock" ping bob "")" " " \
+    "touctl ping bob <TAB>: one peer only"
+is "$(comp _touctl "$touctl" -s "$tmp/none.sock" show --a)" "--all " "touctl show --a<TAB>: --all"
+# A toud stand-in on a socket: one reply to show --json.
+python3 - "$tmp/toud.sock" >"$tmp/fake.log" 2>&1 <<'PY' &
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(sys.argv[1])
+s.listen(1)
+s.settimeout(30)
+c, _ = s.accept()
+c.recv(4096)
+c.sendall(b'ok\n{"interface": {"name": "tou0"}, "peers": [{"name": "dave", "state": "up"}, '
+          b'{"name": "erin", "state": "idle"}]}\n')
+c.close()
+PY
+fake=$!
+for i in $(seq 100); do [ -S "$tmp/toud.sock" ] && break; sleep 0.1; done
+is "$(comp _touctl "$touctl" -s "$tmp/toud.sock" show "")" "dave erin " \
+    "touctl -s SOCK show <TAB>: the running toud's peers"
+kill "$fake" 2>/dev/null
+wait "$fake" 2>/dev/null
+
 echo "1..$n"
 [ $fails -eq 0 ]

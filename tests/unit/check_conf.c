@@ -797,6 +797,14 @@ START_TEST(test_peer_values)
 	ck_assert_uint_eq(c->peers[1].endpoint_port, 65535);
 	roundtrip(c, "peers");
 	conf_free(c);
+	c = good(HEAD "[peer x]\nfingerprint = sha256:" FP_A2 "\naddress = 10.77.0.2\n"
+	    "endpoint = [FE80::0:2%ul0]:6080\n[peer y]\nfingerprint = sha256:"
+	    "5E5E5E5E5E5E5E5E5E5E5E5E5E5E5E5E5E5E5E5E5E5E5E5E5E5E5E5E5E5E5E5E\naddress = 10.77.0.3\nendpoint = [febf::3%17]:7\n");
+	ck_assert_str_eq(c->peers[0].endpoint_host, "fe80::2%ul0");
+	ck_assert_uint_eq(c->peers[0].endpoint_port, 6080);
+	ck_assert_str_eq(c->peers[1].endpoint_host, "febf::3%17");
+	roundtrip(c, "link-local endpoints");
+	conf_free(c);
 	/* allowed-ips without a length is one host; a list mixes families */
 	c = good(HEAD "[peer x]\nfingerprint = sha256:" FP_A2 "\nallowed-ips = 192.0.2.7 ,"
 	    "2001:db8::/32\nendpoint = 192.0.2.7:6080\n");
@@ -817,6 +825,20 @@ START_TEST(test_peer_values)
 	bad(PEER "endpoint = 10.1:1\n", "t.conf:8: endpoint: '10.1' is not a host name or IP address");
 	bad(PEER "endpoint = [bob.example.net]:1\n",
 	    "t.conf:8: endpoint: 'bob.example.net' is not an IPv6 address");
+	/* A link-local endpoint with its link (RFC 4007 zone). */
+	bad(PEER "endpoint = [fd00::2%eth0]:1\n", "t.conf:8: endpoint: 'fd00::2%eth0': a scope "
+	    "(%INTERFACE) goes only with an IPv6 link-local address (fe80::/10)");
+	bad(PEER "endpoint = [fe80::2%]:1\n", "t.conf:8: endpoint: 'fe80::2%': the scope is not "
+	    "an interface name or index (1..15 of A-Z a-z 0-9 . _ -)");
+	bad(PEER "endpoint = [fe80::2%eth/0]:1\n", "t.conf:8: endpoint: 'fe80::2%eth/0': the "
+	    "scope is not an interface name or index (1..15 of A-Z a-z 0-9 . _ -)");
+	bad(PEER "endpoint = [fe80::2%a234567890123456]:1\n", "t.conf:8: endpoint: "
+	    "'fe80::2%a234567890123456': the scope is not an interface name or index (1..15 of "
+	    "A-Z a-z 0-9 . _ -)");
+	bad(PEER "endpoint = [fe80::zz%eth0]:1\n",
+	    "t.conf:8: endpoint: 'fe80::zz%eth0' is not an IPv6 address");
+	bad(PEER "endpoint = fe80::2%eth0:1\n",
+	    "t.conf:8: endpoint: 'fe80::2%eth0:1' is not HOST:PORT or [ADDR]:PORT");
 	bad(PEER "endpoint = a:b:80\n", "t.conf:8: endpoint: 'a:b:80' is not HOST:PORT or [ADDR]:PORT");
 	bad(PEER "endpoint = 2001:db8:0:0:0:0:0:1:6080\n", "t.conf:8: endpoint: an IPv6 "
 	    "address needs brackets in '2001:db8:0:0:0:0:0:1:6080' ([ADDR]:PORT)");

@@ -1689,6 +1689,7 @@ START_TEST(cipher_mismatch_diagnosed)
 	ck_assert_uint_eq(B.t.events[EVENT_HANDSHAKE_FAILED], 1);
 	ck_assert_str_eq(pb->last_error, "handshake from its endpoint failed: version/cipher "
 	    "mismatch: none of the other side's cipher suites is one of toud's");
+	ck_assert_int_eq(pb->state, PEER_DEAD);       /* not idle: its handshakes fail */
 	ck_assert_uint_eq(pb->hs_log_ms, fake_now);
 	ck_assert_uint_eq(session_half_open(&B.t), 0);
 }
@@ -2020,7 +2021,8 @@ START_TEST(cert_matches_two_peers)
 	ck_assert_ptr_null(pb->cur);
 	ck_assert_ptr_null(pc->cur);
 	ck_assert_ptr_null(pa->cur);
-	ck_assert_str_eq(peer_state_name(pb->state), "idle");
+	/* b, whose endpoint the refused handshake came from, shows it. */
+	ck_assert_str_eq(peer_state_name(pb->state), "dead");
 	ck_assert_str_eq(peer_state_name(pc->state), "idle");
 	ck_assert_int_eq(tun_recv(&A), -1);
 	ck_assert_uint_ge(A.t.events[EVENT_HANDSHAKE_FAILED], 1);
