@@ -311,6 +311,7 @@ START_TEST(no_peers_no_drops)
 	    "    \"sessions\": 0,\n"
 	    "    \"half_open\": 0,\n"
 	    "    \"fingerprint\": null,\n"
+	    "    \"server_id\": null,\n"
 	    "    \"fwmark\": 0,\n"
 	    "    \"table\": 254\n"
 	    "  },\n"
