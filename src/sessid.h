@@ -40,7 +40,8 @@ uint64_t sessid_route(uint64_t id, uint8_t server_id);
  * for 0 (the first handshake: no server known) with the top bits set.
  * Never 0. */
 uint64_t sessid_first(uint64_t random, uint8_t server_id);
-/* The server ID an ID routes to; 0 for an unroutable one. */
+/* The server ID an ID routes to: its second byte when its two top bits
+ * are clear; 0 when either is set. */
 uint8_t sessid_server(uint64_t id);
 
 #endif
