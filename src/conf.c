@@ -104,6 +104,9 @@ conf_validate_iface(const struct conf *c, struct conf_error *err)
 	if (i->encryption == CONF_ENC_DTLS && !i->certificate)
 		return conf_verr(c, err, i->line, "missing key 'certificate' in "
 		    "[interface] (required with encryption dtls)");
+	if (i->encryption == CONF_ENC_NONE && i->server_id)
+		return conf_verr(c, err, i->server_id_line, "server-id: needs encryption dtls "
+		    "(without it there are no session IDs to route by)");
 	return conf_validate_metrics(c, err);
 }
 

@@ -131,6 +131,10 @@ struct conf_iface {
 	enum conf_table table;
 	uint32_t table_number;             /* table = NUMBER */
 	bool fail_open;                    /* full tunnel: no drop route (wg-quick's way) */
+	/* server-id = 1..255: the byte a balancer routes this server's
+	 * sessions by (sessid.h); 0 = none. */
+	uint8_t server_id;
+	int server_id_line;
 };
 
 struct conf {

@@ -12,9 +12,9 @@ static const char *const iface_keys[] = {
 	"name", "address", "listen", "private-key", "certificate", "keylog-file", "mtu",
 	"path-mtu", "user", "encryption", "offload", "threads", "log-level", "control",
 	"rekey-time", "session-max-age", "rekey-bytes", "rekey-records", "fwmark", "table",
-	"fail-open", "metrics", "metrics-allow-remote",
+	"fail-open", "metrics", "metrics-allow-remote", "server-id",
 };
-_Static_assert(1u << (ARRAY_SIZE(iface_keys) - 1) == CONF_IFACE_DIFF_METRICS_ALLOW_REMOTE,
+_Static_assert(1u << (ARRAY_SIZE(iface_keys) - 1) == CONF_IFACE_DIFF_SERVER_ID,
     "one name per enum conf_iface_diff bit");
 static const char *const peer_keys[] = {
 	"[peer NAME]", "fingerprint", "ca", "name", "endpoint", "address", "allowed-ips",
@@ -147,6 +147,8 @@ conf_diff_iface(const struct conf_iface *a, const struct conf_iface *b)
 		d |= CONF_IFACE_DIFF_METRICS;
 	if (a->metrics_allow_remote != b->metrics_allow_remote)
 		d |= CONF_IFACE_DIFF_METRICS_ALLOW_REMOTE;
+	if (a->server_id != b->server_id)
+		d |= CONF_IFACE_DIFF_SERVER_ID;
 	return d;
 }
 

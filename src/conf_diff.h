@@ -46,6 +46,7 @@ enum conf_iface_diff {
 	CONF_IFACE_DIFF_FAIL_OPEN       = 1u << 20,
 	CONF_IFACE_DIFF_METRICS         = 1u << 21,
 	CONF_IFACE_DIFF_METRICS_ALLOW_REMOTE = 1u << 22,
+	CONF_IFACE_DIFF_SERVER_ID       = 1u << 23,
 };
 /* The keys a reload applies; a change to any other one needs a restart. */
 #define CONF_IFACE_DIFF_RELOADABLE (CONF_IFACE_DIFF_LOG_LEVEL | CONF_IFACE_DIFF_REKEY_TIME | \

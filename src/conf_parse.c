@@ -732,6 +732,19 @@ conf_set_fail_open(struct conf_parser *p, const struct conf_key *k, const char *
 	return 0;
 }
 
+static int
+conf_set_server_id(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	uint64_t n;
+	int r;
+
+	if ((r = conf_uint(p, k, v, 1, 255, "1..255", &n)) < 0)
+		return r;
+	p->c->iface.server_id = (uint8_t)n;
+	p->c->iface.server_id_line = p->line;
+	return 0;
+}
+
 /* [peer NAME] keys */
 
 static struct conf_peer *
@@ -934,6 +947,7 @@ static const struct conf_key conf_keys[] = {
 	{ "fwmark", SEC_IFACE, false, conf_set_fwmark },
 	{ "table", SEC_IFACE, false, conf_set_table },
 	{ "fail-open", SEC_IFACE, false, conf_set_fail_open },
+	{ "server-id", SEC_IFACE, false, conf_set_server_id },
 	{ "fingerprint", SEC_PEER, false, conf_set_fingerprint },
 	{ "ca", SEC_PEER, false, conf_set_ca },
 	{ "name", SEC_PEER, false, conf_set_cert_name },

@@ -119,6 +119,8 @@ conf_print_iface(FILE *b, const struct conf_iface *i)
 	else
 		conf_kv(b, "table", i->table == CONF_TABLE_OFF ? "off" : "auto");
 	conf_kv(b, "fail-open", i->fail_open ? "yes" : "no");
+	if (i->server_id)
+		conf_kv_uint(b, "server-id", i->server_id);
 }
 
 static void

@@ -71,6 +71,7 @@ struct dtls_ctx {
 	uint8_t secret[DTLS_SECRET_LEN];        /* cookie secrets */
 	uint8_t prev_secret[DTLS_SECRET_LEN];
 	int keylog_fd;
+	uint8_t server_id;                      /* server-id, 0: none */
 	struct dtls_sess *listener;             /* reused for every DTLSv1_listen */
 	BIO_ADDR *listen_addr;
 	size_t listen_req_len;                  /* size of the request being answered */
@@ -114,6 +115,7 @@ struct dtls_sess {
 	 * (on its Finished): toud's nonces keep their distance from it. */
 	bool wr_nonce_seen;
 	uint64_t wr_nonce;
+	uint8_t server_id;                      /* the responder's, both ends agree; 0: none */
 };
 
 /* One whole record: header plus exactly the fragment its length announces. */
@@ -1011,6 +1013,12 @@ dtls_sess_verify_ca_store(const struct dtls_sess *s, struct x509_store_st *store
 	    name);
 }
 
+uint8_t
+dtls_sess_server_id(const struct dtls_sess *s)
+{
+	return s->server_id;
+}
+
 const char *
 dtls_sess_cipher(const struct dtls_sess *s)
 {
@@ -1176,6 +1184,57 @@ keylog_open(struct dtls_ctx *c, const char *cfg_file, char *err, size_t errlen)
 	return 0;
 }
 
+/* The server ID (server-id, doc/protocol.md): an initiator offers an
+ * empty extension in its ClientHello, a responder with a server ID
+ * answers with that one byte in its ServerHello, and the Finished
+ * messages authenticate both.  Either end without it: no server ID, and
+ * the session IDs are as they were. */
+#define DTLS_EXT_SERVER_ID 0xff54       /* private use (RFC 8446 4.2) */
+
+static int
+server_id_add_cb(SSL *ssl, unsigned int type, unsigned int context,
+    const unsigned char **out, size_t *outlen, X509 *x, size_t chainidx, int *al,
+    void *arg)
+{
+	struct dtls_sess *s = SSL_get_app_data(ssl);
+
+	(void)type;
+	(void)x;
+	(void)chainidx;
+	(void)al;
+	(void)arg;
+	*out = NULL;
+	*outlen = 0;
+	if (context & SSL_EXT_CLIENT_HELLO)
+		return 1;
+	/* Only called when the ClientHello offered it. */
+	if (s == NULL || (s->server_id = s->c->server_id) == 0)
+		return 0;
+	*out = &s->server_id;
+	*outlen = 1;
+	return 1;
+}
+
+static int
+server_id_parse_cb(SSL *ssl, unsigned int type, unsigned int context,
+    const unsigned char *in, size_t inlen, X509 *x, size_t chainidx, int *al, void *arg)
+{
+	struct dtls_sess *s = SSL_get_app_data(ssl);
+
+	(void)type;
+	(void)x;
+	(void)chainidx;
+	(void)arg;
+	if (context & SSL_EXT_CLIENT_HELLO)
+		return inlen == 0 ? 1 : (*al = SSL_AD_DECODE_ERROR, 0);
+	if (s == NULL || inlen != 1 || in[0] == 0) {
+		*al = SSL_AD_DECODE_ERROR;
+		return 0;
+	}
+	s->server_id = in[0];
+	return 1;
+}
+
 static int
 ctx_setup(struct dtls_ctx *c, const struct dtls_ctx_config *cfg, char *err, size_t errlen)
 {
@@ -1221,6 +1280,12 @@ ctx_setup(struct dtls_ctx *c, const struct dtls_ctx_config *cfg, char *err, size
 	SSL_CTX_set_cert_verify_callback(ctx, verify_cb, c);
 	SSL_CTX_set_cookie_generate_cb(ctx, cookie_generate_cb);
 	SSL_CTX_set_cookie_verify_cb(ctx, cookie_verify_cb);
+	if (SSL_CTX_add_custom_ext(ctx, DTLS_EXT_SERVER_ID,
+	    SSL_EXT_CLIENT_HELLO | SSL_EXT_TLS1_2_SERVER_HELLO, server_id_add_cb, NULL, NULL,
+	    server_id_parse_cb, NULL) != 1) {
+		keys_seterr(err, errlen, "dtls setup: %s", keys_ssl_reason());
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -1251,6 +1316,7 @@ dtls_ctx_new(const struct dtls_ctx_config *cfg, char *err, size_t errlen)
 	c->listen_output = cfg->listen_output;
 	c->listen_output_arg = cfg->listen_output_arg;
 	c->link_mtu = cfg->link_mtu;
+	c->server_id = cfg->server_id;
 	if (RAND_bytes(c->secret, sizeof(c->secret)) != 1 ||
 	    RAND_bytes(c->prev_secret, sizeof(c->prev_secret)) != 1) {
 		keys_seterr(err, errlen, "dtls: no random bytes: %s", keys_ssl_reason());

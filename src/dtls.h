@@ -72,6 +72,7 @@ struct dtls_ctx_config {
 	dtls_listen_output_fn *listen_output;  /* where HelloVerifyRequests go */
 	void *listen_output_arg;
 	unsigned link_mtu;             /* largest DTLS record datagram (bytes after the outer GUE header) */
+	uint8_t server_id;             /* server-id: told to initiators that ask; 0: none */
 };
 
 /* NULL with a message in err on failure (unreadable key, key and
@@ -183,6 +184,9 @@ struct x509_store_st;
 bool dtls_sess_verify_ca_store(const struct dtls_sess *s, struct x509_store_st *store,
     const char *name);
 const char *dtls_sess_cipher(const struct dtls_sess *s);
+/* The responder's server ID, once the hellos are through: both ends know
+ * it (an initiator asked, the responder has one); 0: none. */
+uint8_t dtls_sess_server_id(const struct dtls_sess *s);
 /* Retransmission timer of the handshake: true and *tv when one is due. */
 bool dtls_sess_timeout(struct dtls_sess *s, struct timeval *tv);
 /* The timer fired: retransmit.  DTLS_ERR_HANDSHAKE when OpenSSL gives up. */

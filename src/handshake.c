@@ -154,6 +154,7 @@ handshake_init(struct toud *t, dtls_output_fn *session_output,
 		/* Bytes after the outer GUE header on the best case path
 		 * (IPv4); tx.c keeps each packet within its real path. */
 		.link_mtu = ifc->path_mtu - 20 - CONF_OVERHEAD_UDP - CONF_OVERHEAD_GUE_OUTER,
+		.server_id = ifc->server_id,
 	};
 	char err[256];
 	int rc;
@@ -348,10 +349,15 @@ handshake_initiate(struct peer *p, uint64_t now)
 	struct session *s;
 	char buf[UTIL_ADDRSTRLEN];
 	uint64_t id;
+	uint8_t server_id = 0;
 
 	if (p->next || !p->has_endpoint || now < p->hs_retry_ms)
 		return 0;
-	if (!(id = session_new_id(t)) || !(s = hs_session_new(t, id, &p->endpoint, now)))
+	/* A rekey goes to the server the session has, through a balancer
+	 * too: its ID 0 routes there (sessid.h). */
+	if (p->cur && p->cur->established && p->cur->initiator)
+		server_id = p->cur->server_id;
+	if (!(id = session_new_id(t, server_id)) || !(s = hs_session_new(t, id, &p->endpoint, now)))
 		return -ENOMEM;
 	s->initiator = true;
 	s->peer = p;

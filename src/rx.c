@@ -403,6 +403,11 @@ rx_established(struct toud *t, struct session *s, const struct udp_msg *m, uint6
 		if (p->cf->has_psk)
 			tx_control(t, p, GUE_CTYPE_KEEPALIVE, NULL, 0);
 		tx_send_staged(p);
+		/* Under a server ID the responder moves off the unroutable
+		 * ID 0 when a record under ID 1 reaches it: one goes now. */
+		if (s->initiator && s->server_id &&
+		    tx_control(t, p, GUE_CTYPE_KEEPALIVE, NULL, 0) < 0)
+			log_debug_rl("peer \"%s\": keepalive not sent", p->name);
 		return;
 	case HANDSHAKE_KEPT_OLD:
 		return;

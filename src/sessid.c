@@ -17,3 +17,24 @@ sessid_derive(const uint8_t seed[SESSID_SEED_LEN], uint32_t index)
 		return 0;
 	return (uint64_t)bytes_get32(mac) << 32 | bytes_get32(mac + 4);
 }
+
+uint64_t
+sessid_route(uint64_t id, uint8_t server_id)
+{
+	if (!server_id)
+		return id;
+	id &= ~(SESSID_UNROUTED | UINT64_C(0xff) << SESSID_SERVER_SHIFT);
+	return id | (uint64_t)server_id << SESSID_SERVER_SHIFT;
+}
+
+uint64_t
+sessid_first(uint64_t random, uint8_t server_id)
+{
+	return server_id ? sessid_route(random, server_id) : random | SESSID_UNROUTED;
+}
+
+uint8_t
+sessid_server(uint64_t id)
+{
+	return id & SESSID_UNROUTED ? 0 : (uint8_t)(id >> SESSID_SERVER_SHIFT);
+}

@@ -161,6 +161,7 @@ session_ids_wire(const struct session *s, uint32_t index)
 		return s->id;
 	if (!s->ids_derived || !(id = sessid_derive(s->id_seed, index)))
 		return 0;
+	id = sessid_route(id, s->server_id);
 	/* Taken by another session of this node (a chance of 2^-64 an ID):
 	 * skipped here.  The peer does not know; should it send with that ID,
 	 * the record goes to the other session, fails to authenticate and is
@@ -226,7 +227,10 @@ session_ids_start(struct session *s)
 	if (dtls_sess_export(s->dtls, SESSID_LABEL, s->id_seed, sizeof(s->id_seed)) < 0)
 		return;         /* keeps ID 0 for its life: it works, only unrotated */
 	s->ids_derived = true;
+	s->server_id = dtls_sess_server_id(s->dtls);
 	ids_sync(s);
+	if (s->initiator && s->server_id)
+		session_ids_use(s, 1);
 }
 
 void
@@ -309,14 +313,15 @@ session_alloc(struct toud *t, uint64_t id, const union sockaddr_union *addr, uin
 }
 
 uint64_t
-session_new_id(struct toud *t)
+session_new_id(struct toud *t, uint8_t server_id)
 {
 	uint64_t id;
 
 	do {
 		if (RAND_bytes((unsigned char *)&id, sizeof(id)) != 1)
 			return 0;
-	} while (id == 0 || session_find(t, id, NULL) || session_named(t, id));
+		id = sessid_first(id, server_id);
+	} while (session_find(t, id, NULL) || session_named(t, id));
 	return id;
 }
 

@@ -87,6 +87,7 @@ struct session {
 	struct session *lnext, **lprev; /* the table's list of every session */
 	/* The IDs (sessid.h), once the handshake exported their seed. */
 	bool ids_derived;
+	uint8_t server_id;              /* the responder's, in every derived ID; 0: none */
 	uint8_t id_seed[SESSID_SEED_LEN];
 	uint64_t wire_id;               /* what our records to addr carry */
 	uint32_t tx_index;              /* its index */
@@ -138,7 +139,10 @@ struct session *session_next(const struct toud *t, const struct session *s);
  * none); session_named() finds a session by its ID 0 whatever IDs it uses. */
 struct session *session_find(struct toud *t, uint64_t id, uint32_t *index);
 struct session *session_named(struct toud *t, uint64_t id);
-/* The handshake completed: export the ID seed and accept the next IDs. */
+/* The handshake completed: export the ID seed and accept the next IDs;
+ * with a server ID, an initiator sends with ID 1 from now on (the
+ * responder follows it there), so that none but the handshake carries
+ * the unroutable ID 0. */
 void session_ids_start(struct session *s);
 /* A record with ID index authenticated. */
 void session_ids_received(struct session *s, uint32_t index);
@@ -158,8 +162,9 @@ uint64_t session_ids_wire(const struct session *s, uint32_t index);
 /* A new session shell (not yet in the table; no DTLS state). */
 struct session *session_alloc(struct toud *t, uint64_t id, const union sockaddr_union *addr,
     uint64_t now);
-/* A random nonzero ID no session uses; 0 if the RNG fails. */
-uint64_t session_new_id(struct toud *t);
+/* A random nonzero ID no session uses, for a handshake towards the
+ * responder server_id (sessid_first()); 0 if the RNG fails. */
+uint64_t session_new_id(struct toud *t, uint8_t server_id);
 void session_insert(struct session *s);
 /* Free a session, detaching it from its peer (cur/next/prev). */
 void session_free(struct session *s);

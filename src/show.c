@@ -418,6 +418,10 @@ show_json(FILE *b, const struct toud *t, struct peer *const *peers,
 	    session_count(t), session_half_open(t));
 	fputs(",\n    \"fingerprint\": ", b);
 	show_json_str_or_null(b, show_own_fp(t, fp));
+	if (t->conf->iface.server_id)
+		fprintf(b, ",\n    \"server_id\": %u", (unsigned)t->conf->iface.server_id);
+	else
+		fputs(",\n    \"server_id\": null", b);
 	fprintf(b, ",\n    \"fwmark\": %u,\n    \"table\": %u", (unsigned)t->fwmark,
 	    (unsigned)show_table(t));
 	fprintf(b, ",\n    \"losses\": %" PRIu64, drop_losses(t->drops));
@@ -600,6 +604,8 @@ show_text(FILE *b, const struct toud *t, struct peer *const *peers,
 		fprintf(b, "  fingerprint: %s\n", fp);
 	if (t->fwmark)
 		fprintf(b, "  fwmark: 0x%x\n", (unsigned)t->fwmark);
+	if (t->conf->iface.server_id)
+		fprintf(b, "  server id: %u\n", (unsigned)t->conf->iface.server_id);
 	if (t->conf->iface.table == CONF_TABLE_OFF)
 		fputs("  table: off (no routes installed)\n", b);
 	else if (show_table(t) != CONF_TABLE_MAIN)

@@ -237,6 +237,37 @@ rt_nat_rebind() {
 	return 0
 }
 
+# rt_rebind_during_fetch NODE WHO DIAG_FN MAPPING...: while the download
+# of rt_fetch_start (to $E2E_DIR/got) runs, give the client each new NAT
+# mapping in turn and wait for NODE (named WHO in the results) to show it
+# as peer c's endpoint, calling DIAG_FN when it does not; then check that
+# the download still runs and lift the bottleneck on rc0.  RT_REBIND_SEEN:
+# how many mappings NODE followed.
+rt_rebind_during_fetch() {
+	local node=$1 who=$2 diag_fn=$3 m
+	shift 3
+	RT_REBIND_SEEN=0
+	for m in "$@"; do
+		proc_alive "$FETCH_PID" || diag "the download ended before the rebinding to $m"
+		rt_nat_rebind "$m"
+		if rt_wait_endpoint "$node" c "$m" 30; then
+			ok "rebinding to $m: $who follows in ${RT_EP_MS} ms"
+			RT_REBIND_SEEN=$((RT_REBIND_SEEN + 1))
+		else
+			not_ok "rebinding to $m: $who follows within 30 s" "after $RT_EP_MS ms it shows $RT_EP"
+			"$diag_fn"
+		fi
+		# The new mapping carries some of the download before the next.
+		rt_fetch_progress "$E2E_DIR/got" 256 30 || diag "the download did not go on in 30 s"
+	done
+	if proc_alive "$FETCH_PID"; then
+		ok "the download was still running after the last rebinding"
+		rt_rate_off rc0
+	else
+		not_ok "the download was still running after the last rebinding" "$(cat "$E2E_DIR/got.log")"
+	fi
+}
+
 # rt_udp_timeout SECONDS: how long r keeps an idle UDP mapping.
 rt_udp_timeout() {
 	rt_sysctl r net.netfilter.nf_conntrack_udp_timeout="$1" \

@@ -669,6 +669,13 @@ START_TEST(test_iface_values)
 	ck_assert_uint_eq(c->iface.rekey_bytes, 1ULL << 62);
 	roundtrip(c, "maxima");
 	conf_free(c);
+	c = good(HEAD "server-id = 255\n");
+	ck_assert_uint_eq(c->iface.server_id, 255);
+	roundtrip(c, "server-id");
+	conf_free(c);
+	c = good(HEAD "server-id = 1\n");
+	ck_assert_uint_eq(c->iface.server_id, 1);
+	conf_free(c);
 	c = good(HEAD "rekey-bytes = 1048576\n");
 	ck_assert_uint_eq(c->iface.rekey_bytes, 1ULL << 20);
 	conf_free(c);

@@ -143,6 +143,7 @@ START_TEST(test_iface_each_key)
 		{ "fail-open = yes\n", CONF_IFACE_DIFF_FAIL_OPEN },
 		{ "metrics = 127.0.0.1:9586\n", CONF_IFACE_DIFF_METRICS },
 		{ "metrics-allow-remote = yes\n", CONF_IFACE_DIFF_METRICS_ALLOW_REMOTE },
+		{ "server-id = 2\n", CONF_IFACE_DIFF_SERVER_ID },
 	};
 	const char *base = "[interface]\naddress = 10.77.0.1/24\n";
 	uint32_t all = 0, reloadable = CONF_IFACE_DIFF_LOG_LEVEL | CONF_IFACE_DIFF_REKEY_TIME |
@@ -164,7 +165,7 @@ START_TEST(test_iface_each_key)
 		all |= v[x].bit;
 	}
 	/* Every bit has a variant: a new key needs one here. */
-	ck_assert_uint_eq(all, (CONF_IFACE_DIFF_METRICS_ALLOW_REMOTE << 1) - 1);
+	ck_assert_uint_eq(all, (CONF_IFACE_DIFF_SERVER_ID << 1) - 1);
 	ck_assert_uint_eq(CONF_IFACE_DIFF_RELOADABLE, reloadable);
 	/* Several at once, named in key order. */
 	ck_assert_uint_eq(iface_diff(base, "[interface]\naddress = 10.77.0.1/24\n"

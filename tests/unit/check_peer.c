@@ -691,7 +691,7 @@ START_TEST(rekey_delay_underflow)
 	 * and the timer looks again soon. */
 	bring_up();
 	fake_now += 1000ULL * A.t.conf->iface.rekey_seconds + 5;
-	ck_assert_int_eq(session_new_id(&A.t) != 0, 1);
+	ck_assert_int_eq(session_new_id(&A.t, 0) != 0, 1);
 	ck_assert_int_eq(handshake_initiate(peer_of(&A), fake_now), 0);
 	ck_assert(!handshake_needs_rekey(peer_of(&A), fake_now));
 	ck_assert_uint_le(peer_timers_rekey_delay(peer_of(&A)->cur->established_ms,
@@ -2156,6 +2156,96 @@ START_TEST(session_table)
 }
 END_TEST
 
+/* Behind a balancer: B has a server ID.  A's first ID is unroutable (top
+ * bits set); once up, both ends send with IDs that carry B's server ID
+ * (top bits clear), through rotation and into the rekey's handshake, the
+ * other 54 bits as derived.  Without one (A, as responder, has none) the
+ * IDs are as derived, and nobody moves off ID 0 at once. */
+START_TEST(server_id_in_every_id)
+{
+	struct peer *pa, *pb;
+	struct conf *c;
+	uint64_t id0, id;
+	uint32_t i;
+
+	node_stop(&B);
+	memset(&B.t, 0, sizeof(B.t));
+	B.n_out = 0;
+	c = node_conf(&B, "10.77.0.2", "a", A.fp, "192.0.2.1", "10.77.0.1");
+	c->iface.server_id = 9;
+	node_start(&B, c, "192.0.2.2");
+	pa = peer_of(&A);
+	pb = peer_of(&B);
+
+	bring_up();
+	id0 = pa->cur->id;
+	ck_assert_uint_eq(id0 & SESSID_UNROUTED, SESSID_UNROUTED);
+	ck_assert_uint_eq(sessid_server(id0), 0);
+	ck_assert_uint_eq(pa->cur->server_id, 9);
+	ck_assert_uint_eq(pb->cur->server_id, 9);
+	/* A moved to ID 1 when it came up, and B followed its keepalive. */
+	ck_assert_uint_eq(pa->cur->tx_index, 1);
+	ck_assert_uint_eq(pb->cur->tx_index, 1);
+	ck_assert_uint_eq(pa->cur->wire_id, pb->cur->wire_id);
+	for (i = 1; i <= 12; i++) {
+		id = session_ids_wire(pa->cur, i);
+		ck_assert_uint_eq(id, session_ids_wire(pb->cur, i));
+		ck_assert_uint_eq(id & SESSID_UNROUTED, 0);
+		ck_assert_uint_eq(sessid_server(id), 9);
+		ck_assert_uint_eq(id & ~(SESSID_UNROUTED | UINT64_C(0xff) << 48),
+		    sessid_derive(pa->cur->id_seed, i) & ~(SESSID_UNROUTED | UINT64_C(0xff) << 48));
+	}
+	/* Every record after the handshake carries the routable ID. */
+	A.n_out = B.n_out = 0;
+	tun_send(&A, true, 2);
+	tun_send(&B, false, 3);
+	spin(&A);
+	spin(&B);
+	ck_assert_uint_ge(A.n_out, 1);
+	ck_assert_uint_ge(B.n_out, 1);
+	for (i = 0; i < A.n_out; i++)
+		ck_assert_uint_eq(sessid_server(rec_wire_id(&A, i)), 9);
+	for (i = 0; i < B.n_out; i++)
+		ck_assert_uint_eq(sessid_server(rec_wire_id(&B, i)), 9);
+	pump();
+	ck_assert_int_eq(tun_recv(&B), 2);
+	ck_assert_int_eq(tun_recv(&A), 3);
+
+	/* A new path: a new ID, the same server. */
+	session_ids_use(pa->cur, session_ids_fresh(pa->cur));
+	ck_assert_uint_eq(pa->cur->tx_index, 3);
+	ck_assert_uint_eq(sessid_server(pa->cur->wire_id), 9);
+
+	/* The rekey's ID 0 routes to the same server. */
+	fake_now += 1000ULL * A.t.conf->iface.rekey_seconds + 5;
+	ck_assert_int_eq(handshake_initiate(pa, fake_now), 0);
+	ck_assert_ptr_nonnull(pa->next);
+	ck_assert_uint_eq(sessid_server(pa->next->id), 9);
+	ck_assert_uint_ne(pa->next->id, id0);
+	pump();
+	ck_assert_uint_ne(pa->cur->id, id0);
+	ck_assert_uint_eq(pa->cur->server_id, 9);
+	ck_assert_uint_eq(sessid_server(pa->cur->wire_id), 9);
+	ck_assert_uint_eq(pb->cur->wire_id, pa->cur->wire_id);
+}
+END_TEST
+
+/* No server ID: the IDs are those of the derivation, and the first one
+ * stays until a path changes. */
+START_TEST(no_server_id_as_derived)
+{
+	struct peer *pa = peer_of(&A), *pb = peer_of(&B);
+
+	bring_up();
+	ck_assert_uint_eq(pa->cur->id & SESSID_UNROUTED, SESSID_UNROUTED);
+	ck_assert_uint_eq(pa->cur->server_id, 0);
+	ck_assert_uint_eq(pb->cur->server_id, 0);
+	ck_assert_uint_eq(pa->cur->wire_id, pa->cur->id);
+	ck_assert_uint_eq(pb->cur->wire_id, pb->cur->id);
+	ck_assert_uint_eq(session_ids_wire(pa->cur, 5), sessid_derive(pa->cur->id_seed, 5));
+}
+END_TEST
+
 static Suite *
 peer_suite(void)
 {
@@ -2180,6 +2270,8 @@ peer_suite(void)
 	tcase_add_test(tc, ids_follow_the_path);
 	tcase_add_test(tc, ids_skip_a_taken_id);
 	tcase_add_test(tc, ids_stay_in_the_window);
+	tcase_add_test(tc, server_id_in_every_id);
+	tcase_add_test(tc, no_server_id_as_derived);
 	tcase_add_test(tc, reload_changes_key);
 	tcase_add_test(tc, reload_removes_peer_mid_handshake);
 	tcase_add_test(tc, send_error_forgets_local);

@@ -402,6 +402,7 @@ START_TEST(no_peers_no_drops)
 	    "    \"sessions\": 0,\n"
 	    "    \"half_open\": 0,\n"
 	    "    \"fingerprint\": null,\n"
+	    "    \"server_id\": null,\n"
 	    "    \"fwmark\": 0,\n"
 	    "    \"table\": 254,\n"
 	    "    \"losses\": 0\n"
