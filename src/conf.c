@@ -104,6 +104,9 @@ conf_validate_iface(const struct conf *c, struct conf_error *err)
 	if (i->encryption == CONF_ENC_DTLS && !i->certificate)
 		return conf_verr(c, err, i->line, "missing key 'certificate' in "
 		    "[interface] (required with encryption dtls)");
+	if (i->n_dns_search && !i->n_dns)
+		return conf_verr(c, err, i->dns_search_line, "dns-search: needs dns, the name "
+		    "servers that answer for the domains");
 	return conf_validate_metrics(c, err);
 }
 

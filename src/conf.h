@@ -122,6 +122,14 @@ struct conf_iface {
 	enum conf_table table;
 	uint32_t table_number;             /* table = NUMBER */
 	bool fail_open;                    /* full tunnel: no drop route (wg-quick's way) */
+	/* dns = ADDR, ...: name servers for the TUN link (host prefixes,
+	 * dns.c applies them); dns-search = DOMAIN, ...: its search domains,
+	 * "~DOMAIN" for a routing-only one. */
+	struct conf_prefix *dns;
+	size_t n_dns;
+	char **dns_search;
+	size_t n_dns_search;
+	int dns_search_line;
 };
 
 struct conf {

@@ -311,6 +311,8 @@ START_TEST(no_peers_no_drops)
 	    "    \"sessions\": 0,\n"
 	    "    \"half_open\": 0,\n"
 	    "    \"fingerprint\": null,\n"
+	    "    \"dns\": \"none\",\n"
+	    "    \"dns_error\": null,\n"
 	    "    \"fwmark\": 0,\n"
 	    "    \"table\": 254\n"
 	    "  },\n"
