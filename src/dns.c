@@ -106,9 +106,10 @@ dns_add_root(const struct conf *c)
 	return true;
 }
 
-/* The settings c asks for, as one line ("1.2.3.4 ...; example.com ~.;
- * default-route"): what decides whether a reload changes them.  NULL when
- * c sets no name server; NULL and errno ENOMEM on failure. */
+/* The settings c asks for, as one line ("servers 10.0.0.53; domains
+ * example.com ~.; default route"): what decides whether a reload changes
+ * them, and what the log says.  NULL when c sets no name server; NULL
+ * and errno ENOMEM on failure. */
 static char *
 dns_want(const struct conf *c)
 {
@@ -120,13 +121,14 @@ dns_want(const struct conf *c)
 	errno = 0;
 	if (!i->n_dns || !(f = open_memstream(&s, &len)))
 		return NULL;
+	fputs("servers", f);
 	for (x = 0; x < i->n_dns; x++)
-		fprintf(f, "%s%s", x ? " " : "", util_addr_fmt(&i->dns[x].p.addr, a, sizeof(a)));
-	fputs(";", f);
+		fprintf(f, " %s", util_addr_fmt(&i->dns[x].p.addr, a, sizeof(a)));
 	for (x = 0; x < i->n_dns_search; x++)
-		fprintf(f, " %s", i->dns_search[x]);
-	fputs(dns_add_root(c) ? " ~.;" : ";", f);
-	fputs(dns_full_tunnel(c) ? " default-route" : "", f);
+		fprintf(f, "%s %s", x ? "" : "; domains", i->dns_search[x]);
+	if (dns_add_root(c))
+		fputs(i->n_dns_search ? " ~." : "; domains ~.", f);
+	fputs(dns_full_tunnel(c) ? "; default route" : "", f);
 	if (fclose(f) != 0) {
 		free(s);
 		errno = ENOMEM;
@@ -508,12 +510,12 @@ dns_apply(struct toud *t)
 		d->via = DNS_VIA_RESOLVCONF;
 	else if (rc == 0)
 		dns_fail(d, "neither systemd-resolved nor resolvconf is there: %s "
-		    "keeps the host's name servers (dns = %s not applied)", t->tun->name, want);
+		    "keeps the host's name servers", t->tun->name);
 	if (d->via == DNS_VIA_NONE) {
 		free(want);
 		return rc < 0 ? rc : -ENOENT;
 	}
-	log_info("dns: link %s: %s through %s", t->tun->name, want, dns_via_name(d->via));
+	log_info("dns: link %s: %s, through %s", t->tun->name, want, dns_via_name(d->via));
 	d->applied = want;
 	return 0;
 }
