@@ -916,7 +916,8 @@ conf_set_dns_search(struct conf_parser *p, const struct conf_key *k, const char 
 	n = strlen(name);
 	if (n > routing + 1 && name[n - 1] == '.')
 		name[n - 1] = '\0';
-	if (!(routing && strcmp(name, "~.") == 0) && !conf_valid_host(name + routing))
+	if (!(routing && strcmp(name, "~.") == 0) &&
+	    (!conf_valid_host(name + routing) || name[strlen(name) - 1] == '.'))
 		return conf_perr(p, "%s: '%s' is not a domain name (DOMAIN, or ~DOMAIN for "
 		    "a routing-only domain)", k->name, conf_quote(v, q, sizeof(q)));
 	if (i->n_dns_search >= CONF_MAX_VALUES)

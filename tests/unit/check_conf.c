@@ -1519,6 +1519,8 @@ START_TEST(test_dns)
 	    "domain name (DOMAIN, or ~DOMAIN for a routing-only domain)");
 	bad(HEAD "dns = 10.77.0.53\ndns-search = ~\n", "t.conf:6: dns-search: '~' is not a "
 	    "domain name (DOMAIN, or ~DOMAIN for a routing-only domain)");
+	bad(HEAD "dns = 10.77.0.53\ndns-search = a..\n", "t.conf:6: dns-search: 'a..' is not "
+	    "a domain name (DOMAIN, or ~DOMAIN for a routing-only domain)");
 	bad(HEAD "dns = 10.77.0.53\ndns-search = a..b\n", "t.conf:6: dns-search: 'a..b' is not "
 	    "a domain name (DOMAIN, or ~DOMAIN for a routing-only domain)");
 	bad(HEAD "[peer p]\ndns = 10.77.0.53\n", "t.conf:6: unknown key 'dns' in [peer p]");
