@@ -187,30 +187,36 @@ resolved_present(sd_bus *bus)
 	return rc < 0 ? rc : owned;
 }
 
-/* One Manager method on the link; m is the call with its arguments. */
+/* Send m, a Manager method on the link built with status rc (a failure to
+ * build it is reported as such), and free it. */
 static int
-resolved_call(struct dns *d, sd_bus *bus, sd_bus_message *m, const char *what)
+resolved_call(struct dns *d, sd_bus *bus, sd_bus_message *m, int rc, const char *what)
 {
 	sd_bus_error e = SD_BUS_ERROR_NULL;
-	int rc;
 
-	rc = sd_bus_call(bus, m, DNS_TIMEOUT_MS * 1000ULL, &e, NULL);
-	if (rc < 0)
+	if (rc >= 0 && (rc = sd_bus_call(bus, m, DNS_TIMEOUT_MS * 1000ULL, &e, NULL)) < 0)
 		dns_fail(d, "systemd-resolved refused %s for link %d: %s%s", what, d->ifindex,
 		    e.message ? e.message : strerror(-rc), resolved_hint(&e));
+	else if (rc < 0)
+		dns_fail(d, "%s: %s", what, strerror(-rc));
 	sd_bus_error_free(&e);
+	sd_bus_message_unref(m);
 	return rc < 0 ? rc : 0;
 }
 
+/* A Manager method on the link, with an array of element type array
+ * opened if that is not NULL. */
 static int
-resolved_new(sd_bus *bus, const char *method, int ifindex, sd_bus_message **m)
+resolved_new(sd_bus *bus, const char *method, int ifindex, const char *array,
+    sd_bus_message **m)
 {
 	int rc;
 
 	if ((rc = sd_bus_message_new_method_call(bus, m, RESOLVED_NAME, RESOLVED_PATH,
-	    RESOLVED_MANAGER, method)) < 0)
+	    RESOLVED_MANAGER, method)) < 0 ||
+	    (rc = sd_bus_message_append(*m, "i", ifindex)) < 0 || !array)
 		return rc;
-	return sd_bus_message_append(*m, "i", ifindex);
+	return sd_bus_message_open_container(*m, 'a', array);
 }
 
 /* SetLinkDNS: a(iay), each server as its family and address bytes. */
@@ -221,9 +227,7 @@ resolved_set_servers(struct dns *d, sd_bus *bus, const struct conf_iface *i)
 	size_t x;
 	int rc;
 
-	rc = resolved_new(bus, "SetLinkDNS", d->ifindex, &m);
-	if (rc >= 0)
-		rc = sd_bus_message_open_container(m, 'a', "(iay)");
+	rc = resolved_new(bus, "SetLinkDNS", d->ifindex, "(iay)", &m);
 	for (x = 0; rc >= 0 && x < i->n_dns; x++) {
 		const struct ipaddr *a = &i->dns[x].p.addr;
 
@@ -232,12 +236,9 @@ resolved_set_servers(struct dns *d, sd_bus *bus, const struct conf_iface *i)
 		    (rc = sd_bus_message_append_array(m, 'y', a->b, util_addr_len(a->family))) >= 0)
 			rc = sd_bus_message_close_container(m);
 	}
-	if (rc >= 0 && (rc = sd_bus_message_close_container(m)) >= 0)
-		rc = resolved_call(d, bus, m, "SetLinkDNS");
-	else
-		dns_fail(d, "SetLinkDNS: %s", strerror(-rc));
-	sd_bus_message_unref(m);
-	return rc;
+	if (rc >= 0)
+		rc = sd_bus_message_close_container(m);
+	return resolved_call(d, bus, m, rc, "SetLinkDNS");
 }
 
 /* SetLinkDomains: a(sb), each domain with whether it is routing only. */
@@ -249,9 +250,7 @@ resolved_set_domains(struct dns *d, sd_bus *bus, const struct conf *c)
 	size_t x;
 	int rc;
 
-	rc = resolved_new(bus, "SetLinkDomains", d->ifindex, &m);
-	if (rc >= 0)
-		rc = sd_bus_message_open_container(m, 'a', "(sb)");
+	rc = resolved_new(bus, "SetLinkDomains", d->ifindex, "(sb)", &m);
 	for (x = 0; rc >= 0 && x < i->n_dns_search; x++) {
 		const char *s = i->dns_search[x];
 
@@ -259,12 +258,9 @@ resolved_set_domains(struct dns *d, sd_bus *bus, const struct conf *c)
 	}
 	if (rc >= 0 && dns_add_root(c))
 		rc = sd_bus_message_append(m, "(sb)", ".", 1);
-	if (rc >= 0 && (rc = sd_bus_message_close_container(m)) >= 0)
-		rc = resolved_call(d, bus, m, "SetLinkDomains");
-	else
-		dns_fail(d, "SetLinkDomains: %s", strerror(-rc));
-	sd_bus_message_unref(m);
-	return rc;
+	if (rc >= 0)
+		rc = sd_bus_message_close_container(m);
+	return resolved_call(d, bus, m, rc, "SetLinkDomains");
 }
 
 /* A method whose arguments are the link and maybe one boolean. */
@@ -274,15 +270,10 @@ resolved_link_call(struct dns *d, sd_bus *bus, const char *method, int flag)
 	sd_bus_message *m = NULL;
 	int rc;
 
-	rc = resolved_new(bus, method, d->ifindex, &m);
+	rc = resolved_new(bus, method, d->ifindex, NULL, &m);
 	if (rc >= 0 && flag >= 0)
 		rc = sd_bus_message_append(m, "b", flag);
-	if (rc >= 0)
-		rc = resolved_call(d, bus, m, method);
-	else
-		dns_fail(d, "%s: %s", method, strerror(-rc));
-	sd_bus_message_unref(m);
-	return rc;
+	return resolved_call(d, bus, m, rc, method);
 }
 
 /* The system bus, or NULL when there is none to talk to (debug log). */
