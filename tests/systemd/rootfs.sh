@@ -16,9 +16,11 @@ dir=$1
 suite=bookworm
 mirror=${TOUD_ROOTFS_MIRROR:-http://deb.debian.org/debian}
 # systemd as init, dbus for systemctl, iproute2, what toud and touctl link
-# against (libsystemd0 comes with systemd), and make for the README's
-# `make install` in the container (nspawn.sh).
-packages="systemd systemd-sysv dbus iproute2 make libevent-2.1-7 libssl3 libcap-ng0 ${TOUD_ROOTFS_PACKAGES:-}"
+# against (libsystemd0 comes with systemd), make for the README's
+# `make install` in the container (nspawn.sh), and for [interface] dns
+# systemd-resolved (its own package in bookworm) and polkitd, through
+# which resolved lets toud's user set a link's name servers.
+packages="systemd systemd-sysv dbus iproute2 make libevent-2.1-7 libssl3 libcap-ng0 systemd-resolved polkitd ${TOUD_ROOTFS_PACKAGES:-}"
 packages=$(printf '%s\n' $packages | sort -u | tr '\n' ' ')
 cache=${TOUD_CI_CACHE:-/var/cache/toud-ci}
 # Bump the recipe number when what happens to the tree below changes.
