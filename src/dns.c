@@ -73,16 +73,20 @@ dns_error(const struct toud *t)
 
 static void dns_fail(struct dns *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Keep the reason for `touctl show` and say it at warning. */
+/* Say it at warning, and keep the step's first reason for `touctl show`
+ * (what follows from it, such as a refused clean-up, is only logged). */
 static void
 dns_fail(struct dns *d, const char *fmt, ...)
 {
+	char msg[sizeof(d->error)];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(d->error, sizeof(d->error), fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	log_warnx("dns: %s", d->error);
+	log_warnx("dns: %s", msg);
+	if (!d->error[0])
+		util_strlcpy(d->error, msg, sizeof(d->error));
 }
 
 static bool
@@ -307,7 +311,8 @@ resolved_apply(struct dns *d, const struct conf *c)
 	if ((rc = resolved_set_servers(d, bus, &c->iface)) >= 0 &&
 	    (rc = resolved_set_domains(d, bus, c)) >= 0 && dns_full_tunnel(c))
 		rc = resolved_link_call(d, bus, "SetLinkDefaultRoute", 1);
-	/* Half a configuration is worse than none. */
+	/* Half a configuration is worse than none (after a refused first
+	 * call this is refused too: only the log says so). */
 	if (rc < 0)
 		resolved_link_call(d, bus, "RevertLink", -1);
 	sd_bus_flush_close_unref(bus);
