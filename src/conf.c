@@ -107,6 +107,9 @@ conf_validate_iface(const struct conf *c, struct conf_error *err)
 	if (i->encryption == CONF_ENC_NONE && i->server_id)
 		return conf_verr(c, err, i->server_id_line, "server-id: needs encryption dtls "
 		    "(without it there are no session IDs to route by)");
+	if (i->n_dns_search && !i->n_dns)
+		return conf_verr(c, err, i->dns_search_line, "dns-search: needs dns, the name "
+		    "servers that answer for the domains");
 	return conf_validate_metrics(c, err);
 }
 

@@ -135,6 +135,14 @@ struct conf_iface {
 	 * sessions by (sessid.h); 0 = none. */
 	uint8_t server_id;
 	int server_id_line;
+	/* dns = ADDR, ...: name servers for the TUN link (host prefixes,
+	 * dns.c applies them); dns-search = DOMAIN, ...: its search domains,
+	 * "~DOMAIN" for a routing-only one. */
+	struct conf_prefix *dns;
+	size_t n_dns;
+	char **dns_search;
+	size_t n_dns_search;
+	int dns_search_line;
 };
 
 struct conf {

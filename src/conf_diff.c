@@ -12,9 +12,9 @@ static const char *const iface_keys[] = {
 	"name", "address", "listen", "private-key", "certificate", "keylog-file", "mtu",
 	"path-mtu", "user", "encryption", "offload", "threads", "log-level", "control",
 	"rekey-time", "session-max-age", "rekey-bytes", "rekey-records", "fwmark", "table",
-	"fail-open", "metrics", "metrics-allow-remote", "server-id",
+	"fail-open", "metrics", "metrics-allow-remote", "server-id", "dns", "dns-search",
 };
-_Static_assert(1u << (ARRAY_SIZE(iface_keys) - 1) == CONF_IFACE_DIFF_SERVER_ID,
+_Static_assert(1u << (ARRAY_SIZE(iface_keys) - 1) == CONF_IFACE_DIFF_DNS_SEARCH,
     "one name per enum conf_iface_diff bit");
 static const char *const peer_keys[] = {
 	"[peer NAME]", "fingerprint", "ca", "name", "endpoint", "address", "allowed-ips",
@@ -29,6 +29,33 @@ str_equal(const char *a, const char *b)
 	if (!a || !b)
 		return a == b;
 	return strcmp(a, b) == 0;
+}
+
+/* Name servers and search domains are tried in the order written: lists. */
+static bool
+str_list_equal(char *const *a, size_t na, char *const *b, size_t nb)
+{
+	size_t x;
+
+	if (na != nb)
+		return false;
+	for (x = 0; x < na; x++)
+		if (strcmp(a[x], b[x]) != 0)
+			return false;
+	return true;
+}
+
+static bool
+dns_list_equal(const struct conf_prefix *a, size_t na, const struct conf_prefix *b, size_t nb)
+{
+	size_t x;
+
+	if (na != nb)
+		return false;
+	for (x = 0; x < na; x++)
+		if (!util_addr_equal(&a[x].p.addr, &b[x].p.addr))
+			return false;
+	return true;
 }
 
 static bool
@@ -149,6 +176,10 @@ conf_diff_iface(const struct conf_iface *a, const struct conf_iface *b)
 		d |= CONF_IFACE_DIFF_METRICS_ALLOW_REMOTE;
 	if (a->server_id != b->server_id)
 		d |= CONF_IFACE_DIFF_SERVER_ID;
+	if (!dns_list_equal(a->dns, a->n_dns, b->dns, b->n_dns))
+		d |= CONF_IFACE_DIFF_DNS;
+	if (!str_list_equal(a->dns_search, a->n_dns_search, b->dns_search, b->n_dns_search))
+		d |= CONF_IFACE_DIFF_DNS_SEARCH;
 	return d;
 }
 

@@ -11,7 +11,8 @@
  * address of each family in an address list is the one the node uses (the
  * local address of that family for [interface], the peer's tunnel address
  * that compact TOU rebuilds for [peer]), so a list whose first address of a
- * family is another one differs, even if it holds the same addresses. */
+ * family is another one differs, even if it holds the same addresses.
+ * dns and dns-search are tried in the order written: a new order differs. */
 #ifndef TOUD_CONF_DIFF_H
 #define TOUD_CONF_DIFF_H
 
@@ -47,12 +48,14 @@ enum conf_iface_diff {
 	CONF_IFACE_DIFF_METRICS         = 1u << 21,
 	CONF_IFACE_DIFF_METRICS_ALLOW_REMOTE = 1u << 22,
 	CONF_IFACE_DIFF_SERVER_ID       = 1u << 23,
+	CONF_IFACE_DIFF_DNS             = 1u << 24,
+	CONF_IFACE_DIFF_DNS_SEARCH      = 1u << 25,
 };
 /* The keys a reload applies; a change to any other one needs a restart. */
 #define CONF_IFACE_DIFF_RELOADABLE (CONF_IFACE_DIFF_LOG_LEVEL | CONF_IFACE_DIFF_REKEY_TIME | \
 	CONF_IFACE_DIFF_SESSION_MAX_AGE | CONF_IFACE_DIFF_REKEY_BYTES | \
 	CONF_IFACE_DIFF_REKEY_RECORDS | CONF_IFACE_DIFF_FAIL_OPEN | CONF_IFACE_DIFF_METRICS | \
-	CONF_IFACE_DIFF_METRICS_ALLOW_REMOTE)
+	CONF_IFACE_DIFF_METRICS_ALLOW_REMOTE | CONF_IFACE_DIFF_DNS | CONF_IFACE_DIFF_DNS_SEARCH)
 
 /* [peer NAME]: the section's name, then its keys in the order of tou.conf(5). */
 enum conf_peer_diff {

@@ -922,6 +922,59 @@ conf_set_keepalive(struct conf_parser *p, const struct conf_key *k, const char *
 	return 0;
 }
 
+/* dns = ADDR: a name server, an address without prefix length or port. */
+static int
+conf_set_dns(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	char q[CONF_QUOTE_MAX + 1];
+	struct ipprefix pfx;
+	bool has_len;
+	int r;
+
+	if ((r = conf_prefix_value(p, k, v, &pfx, &has_len)) < 0)
+		return r;
+	if (has_len)
+		return conf_perr(p, "%s: '%s' is not an IP address (no prefix length)",
+		    k->name, conf_quote(v, q, sizeof(q)));
+	return conf_prefix_add(p, k, &p->c->iface.dns, &p->c->iface.n_dns, &pfx);
+}
+
+/* dns-search = DOMAIN, or ~DOMAIN for a routing-only domain (~. for all
+ * names): a DNS name, lower-cased, kept without its final dot. */
+static int
+conf_set_dns_search(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	struct conf_iface *i = &p->c->iface;
+	char q[CONF_QUOTE_MAX + 1], name[CONF_HOST_MAX + 2];
+	size_t n, routing = v[0] == '~';
+	char **l;
+
+	if (strlen(v) >= sizeof(name))
+		return conf_perr(p, "%s: '%s' is too long for a domain name", k->name,
+		    conf_quote(v, q, sizeof(q)));
+	util_strlcpy(name, v, sizeof(name));
+	n = strlen(name);
+	if (n > routing + 1 && name[n - 1] == '.')
+		name[n - 1] = '\0';
+	if (!(routing && strcmp(name, "~.") == 0) &&
+	    (!conf_valid_host(name + routing) || name[strlen(name) - 1] == '.'))
+		return conf_perr(p, "%s: '%s' is not a domain name (DOMAIN, or ~DOMAIN for "
+		    "a routing-only domain)", k->name, conf_quote(v, q, sizeof(q)));
+	if (i->n_dns_search >= CONF_MAX_VALUES)
+		return conf_perr(p, "%s: too many values in %s (more than %d)",
+		    k->name, p->where, CONF_MAX_VALUES);
+	if (!(l = realloc(i->dns_search, (i->n_dns_search + 1) * sizeof(*l))))
+		return conf_perr(p, "out of memory");
+	i->dns_search = l;
+	l[i->n_dns_search] = NULL;
+	if (conf_strdup(p, &l[i->n_dns_search], name) < 0)
+		return -ENOMEM;
+	i->n_dns_search++;
+	if (!i->dns_search_line)
+		i->dns_search_line = p->line;
+	return 0;
+}
+
 /* The "seen" mask of struct conf_parser has one bit per entry. */
 static const struct conf_key conf_keys[] = {
 	{ "name", SEC_IFACE, false, conf_set_iface_name },
@@ -948,6 +1001,8 @@ static const struct conf_key conf_keys[] = {
 	{ "table", SEC_IFACE, false, conf_set_table },
 	{ "fail-open", SEC_IFACE, false, conf_set_fail_open },
 	{ "server-id", SEC_IFACE, false, conf_set_server_id },
+	{ "dns", SEC_IFACE, true, conf_set_dns },
+	{ "dns-search", SEC_IFACE, true, conf_set_dns_search },
 	{ "fingerprint", SEC_PEER, false, conf_set_fingerprint },
 	{ "ca", SEC_PEER, false, conf_set_ca },
 	{ "name", SEC_PEER, false, conf_set_cert_name },
@@ -1130,6 +1185,10 @@ conf_free(struct conf *c)
 	free(c->iface.keylog_file);
 	free(c->iface.user);
 	free(c->iface.control);
+	free(c->iface.dns);
+	for (i = 0; i < c->iface.n_dns_search; i++)
+		free(c->iface.dns_search[i]);
+	free(c->iface.dns_search);
 	free(c->file);
 	free(c);
 }

@@ -78,6 +78,8 @@ conf_kv_addrport(FILE *b, const char *key, const struct ipaddr *addr, uint16_t p
 static void
 conf_print_iface(FILE *b, const struct conf_iface *i)
 {
+	size_t x;
+
 	fprintf(b, "[interface]\n");
 	conf_kv(b, "name", i->name);
 	conf_kv_prefixes(b, "address", i->address, i->n_address, false);
@@ -121,6 +123,9 @@ conf_print_iface(FILE *b, const struct conf_iface *i)
 	conf_kv(b, "fail-open", i->fail_open ? "yes" : "no");
 	if (i->server_id)
 		conf_kv_uint(b, "server-id", i->server_id);
+	conf_kv_prefixes(b, "dns", i->dns, i->n_dns, true);
+	for (x = 0; x < i->n_dns_search; x++)
+		conf_kv(b, "dns-search", i->dns_search[x]);
 }
 
 static void

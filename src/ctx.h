@@ -32,6 +32,7 @@ struct handshake;
 struct evdns_base;
 struct udp_msg;
 struct keys_ca_cache;
+struct dns;
 
 #define TOUD_NETCHANGE_GONE 8          /* removed addresses remembered per burst */
 struct tx;
@@ -110,6 +111,7 @@ struct toud {
 	struct event *ev_sigterm, *ev_sigint, *ev_sighup;
 	struct event *ev_watchdog;      /* notify.c */
 	struct evdns_base *dns;         /* resolve.c */
+	struct dns *dns_link;           /* dns.c: the TUN link's name servers; NULL: none set */
 	int netmon_fd;                  /* rtnetlink events of the host */
 	struct event *ev_netmon, *ev_netchange;
 	/* Host changes gathered until the debounce fires (peer.c). */

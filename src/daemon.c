@@ -5,7 +5,7 @@
  * addresses and a full tunnel's table; the peers and their routes; the
  * UDP sockets, the socket mark and a full tunnel's rules; the control
  * socket; the two directions, the TUN's one writer and the handshake; the
- * monitor of the host's addresses and routes.  toud.c then drops
+ * monitor of the host's addresses and routes; the link's name servers.  toud.c then drops
  * privileges, and daemon_ready() starts the data threads and says READY.
  * Down (daemon_stop): what is being opened is delivered and each
  * established session closed while the peers exist, the output queue
@@ -33,6 +33,7 @@
 #include "control.h"
 #include "ctx.h"
 #include "daemon.h"
+#include "dns.h"
 #include "dtls.h"
 #include "fulltunnel.h"
 #include "handshake.h"
@@ -336,6 +337,9 @@ daemon_start(struct toud *t)
 	    (rc = open_sockets(t)) < 0 || (rc = daemon_start_paths(t)) < 0 ||
 	    (rc = setup_netmon(t)) < 0)
 		return rc;
+	/* Last, and still privileged: a resolver that refuses costs the
+	 * tunnel nothing (a warning, and touctl show says so). */
+	dns_apply(t);
 	return 0;
 }
 
@@ -382,6 +386,8 @@ daemon_stop(struct toud *t)
 		close(t->netmon_fd);
 	control_close(t->control);
 	metrics_http_close(t->metrics_http);
+	/* Names stop going to the tunnel's servers before the tunnel goes. */
+	dns_revert(t);
 	/* Records still being opened are delivered while their peers exist. */
 	rx_flush_records(t);
 	/* Tell the peers, so they need not wait for a timeout. */

@@ -12,6 +12,7 @@
 #include "conf.h"
 #include "conf_diff.h"
 #include "ctx.h"
+#include "dns.h"
 #include "dtls.h"
 #include "fulltunnel.h"
 #include "handshake.h"
@@ -27,6 +28,7 @@
 /* What a reload did to the peers, for its summary line. */
 struct reload_count {
 	size_t added, removed, changed, failed;
+	bool dns_failed;
 };
 
 /* The peer named name out of old; where the file kept its order that is
@@ -230,6 +232,9 @@ reload(struct toud *t, char *err, size_t errlen)
 	/* The rules and the mark follow the default routes in or out. */
 	if (fulltunnel_apply(t) < 0)
 		n.failed++;
+	/* dns, dns-search, and "~." following a full tunnel in or out. */
+	if (dns_apply(t) < 0)
+		n.dns_failed = true;
 	if (!t->debug)
 		log_set_level((enum log_level)nc->iface.log_level);
 	/* Also what no key comparison shows: a CA file replaced under the
@@ -237,9 +242,10 @@ reload(struct toud *t, char *err, size_t errlen)
 	if (t->dtls)
 		handshake_reauthorize(t);
 	peer_report_status(t);
-	snprintf(err, errlen, "%zu peer%s added, %zu removed, %zu changed%s", n.added,
+	snprintf(err, errlen, "%zu peer%s added, %zu removed, %zu changed%s%s", n.added,
 	    n.added == 1 ? "" : "s", n.removed, n.changed,
-	    n.failed ? "; some routes or rules could not be installed (see the log)" : "");
+	    n.failed ? "; some routes or rules could not be installed (see the log)" : "",
+	    n.dns_failed ? "; dns not applied (see the log)" : "");
 	log_info("reload: %s", err);
 	return n.failed ? -EIO : 0;
 }

@@ -13,6 +13,7 @@
 #include "conf.h"
 #include "control.h"
 #include "ctx.h"
+#include "dns.h"
 #include "drop.h"
 #include "dtls.h"
 #include "keys.h"
@@ -422,6 +423,10 @@ show_json(FILE *b, const struct toud *t, struct peer *const *peers,
 		fprintf(b, ",\n    \"server_id\": %u", (unsigned)t->conf->iface.server_id);
 	else
 		fputs(",\n    \"server_id\": null", b);
+	fputs(",\n    \"dns\": ", b);
+	show_json_str(b, dns_via_name(dns_via(t)));
+	fputs(",\n    \"dns_error\": ", b);
+	show_json_str_or_null(b, dns_error(t));
 	fprintf(b, ",\n    \"fwmark\": %u,\n    \"table\": %u", (unsigned)t->fwmark,
 	    (unsigned)show_table(t));
 	fprintf(b, ",\n    \"losses\": %" PRIu64, drop_losses(t->drops));
@@ -579,6 +584,27 @@ show_text_peer(FILE *b, const struct peer *p, uint64_t now_ms)
 	show_text_drops(b, p->drops);
 }
 
+/* "dns: 10.0.0.53, example.com via resolved", or why it is not applied. */
+static void
+show_text_dns(FILE *b, const struct toud *t)
+{
+	const struct conf_iface *i = &t->conf->iface;
+	char a[UTIL_ADDRSTRLEN];
+	size_t x;
+
+	if (!i->n_dns)
+		return;
+	fputs("  dns: ", b);
+	for (x = 0; x < i->n_dns; x++)
+		fprintf(b, "%s%s", x ? ", " : "", util_addr_fmt(&i->dns[x].p.addr, a, sizeof(a)));
+	for (x = 0; x < i->n_dns_search; x++)
+		fprintf(b, ", %s", i->dns_search[x]);
+	if (dns_via(t) != DNS_VIA_NONE)
+		fprintf(b, " via %s\n", dns_via_name(dns_via(t)));
+	else
+		fprintf(b, " (not applied: %s)\n", dns_error(t) ? dns_error(t) : "unknown");
+}
+
 static void
 show_text(FILE *b, const struct toud *t, struct peer *const *peers,
     size_t n, uint64_t now_ms)
@@ -612,6 +638,7 @@ show_text(FILE *b, const struct toud *t, struct peer *const *peers,
 		fprintf(b, "  table: %u%s\n", (unsigned)show_table(t),
 		    t->conf->iface.table == CONF_TABLE_AUTO ?
 		    " (default routes; the others in main)" : "");
+	show_text_dns(b, t);
 	show_text_drops(b, t->drops);
 	for (i = 0; i < n; i++)
 		show_text_peer(b, peers[i], now_ms);

@@ -29,6 +29,8 @@
 #     first one's socket alone,
 #   - a killed toud is restarted (Restart=on-failure),
 #   - journalctl -u toud has the daemon's "up" line,
+#   - `dns =` and `dns-search =` reach systemd-resolved for tou0 (resolvectl
+#     status) by reload and at start, and leave it by reload and by stop,
 #   - `systemctl stop toud` leaves no address or route behind.
 # The containers share the test's network namespaces, so host tools reach
 # the daemons' TUN devices with `ip netns exec`.
@@ -356,6 +358,69 @@ is "$(peer_state a b)" up "after the refused reload peer b is still up"
 write_conf a 192.168.77.0/24
 check "the good file reloads again" cx a systemctl reload toud.service
 
+# --- dns: the tunnel's name servers in systemd-resolved ---------------------------
+
+# dns_of NODE: what systemd-resolved holds for tou0, "SERVERS | DOMAINS"
+# from `resolvectl status tou0` ("no link" when resolved knows no tou0).
+dns_of() {
+	local out
+	out=$(cx "$1" resolvectl status tou0 2>&1) || { echo "no link"; return; }
+	printf '%s | %s' "$(sed -n -E 's/^ *DNS Servers: //p' <<<"$out")" \
+	    "$(sed -n -E 's/^ *DNS Domain: //p' <<<"$out")"
+}
+# dns_json NODE: the interface's "dns" and "dns_error" in touctl show --json.
+dns_json() {
+	cx "$1" touctl show --json 2>/dev/null | python3 -c '
+import json, sys
+i = json.load(sys.stdin)["interface"]
+print(i["dns"], i["dns_error"])' 2>&1
+}
+# wait_dns NODE WANT: until dns_of NODE is WANT (10 s); then its value.
+wait_dns() {
+	local i got
+	for ((i = 0; i < 100; i++)); do
+		got=$(dns_of "$1")
+		[ "$got" = "$2" ] && break
+		sleep 0.1
+	done
+	echo "$got"
+}
+
+stamp "dns"
+check "a: systemd-resolved runs in the container" cx a systemctl is-active systemd-resolved.service
+check "a: make install put the polkit rule for toud's user in place" \
+    cx a test -f /usr/share/polkit-1/rules.d/toud-resolved.rules
+is "$(dns_of a)" " | " "a: without dns = resolved has no server or domain for tou0"
+is "$(dns_json a)" "none None" "a: touctl show says dns none without dns ="
+DNS_LINES=$'dns = 10.77.0.2\ndns-search = tun.example, ~lab.example'
+write_conf a 192.168.77.0/24 "$DNS_LINES"
+check "a: systemctl reload with dns = and dns-search =" cx a systemctl reload toud.service
+got=$(wait_dns a "10.77.0.2 | tun.example ~lab.example")
+is "$got" "10.77.0.2 | tun.example ~lab.example" \
+    "a: after the reload, resolvectl status tou0 shows the server and the domains" ||
+    diag "$(journal a --since=-30s | tail -n 5)"
+is "$(dns_json a)" "resolved None" "a: touctl show says dns resolved, no error"
+# A full tunnel: every name to the tunnel's server (~.), the link resolved's
+# default route.
+write_conf a "192.168.77.0/24, 0.0.0.0/0" "$DNS_LINES"
+check "a: systemctl reload into a full tunnel" cx a systemctl reload toud.service
+is "$(wait_dns a "10.77.0.2 | tun.example ~lab.example ~.")" "10.77.0.2 | tun.example ~lab.example ~." \
+    "a: a full tunnel adds the routing-only domain ~. (resolvectl status tou0)"
+st=$(cx a resolvectl status tou0 2>&1)
+grep -q -- '+DefaultRoute' <<<"$st" && ok "a: and makes tou0 resolved's default route (+DefaultRoute)" ||
+    not_ok "a: and makes tou0 resolved's default route (+DefaultRoute)" "$st"
+write_conf a 192.168.77.0/24 "$DNS_LINES"
+check "a: systemctl reload out of the full tunnel" cx a systemctl reload toud.service
+is "$(wait_dns a "10.77.0.2 | tun.example ~lab.example")" "10.77.0.2 | tun.example ~lab.example" \
+    "a: out of the full tunnel, ~. is gone again"
+write_conf a 192.168.77.0/24
+check "a: systemctl reload without dns =" cx a systemctl reload toud.service
+is "$(wait_dns a " | ")" " | " "a: a reload without dns = removes server and domains from tou0"
+is "$(peer_state a b)" up "a: peer b stays up through the dns reloads"
+# From here on a's file has dns: the restart below applies it at start.
+write_conf a 192.168.77.0/24 "$DNS_LINES"
+check "a: systemctl reload with dns = again" cx a systemctl reload toud.service
+
 # --- a second tunnel: toud@second ---------------------------------------------------------
 
 stamp "toud@second"
@@ -416,6 +481,8 @@ if wait_ping a "${TUN4[b]}" 10; then
 else
 	not_ok "the tunnel works again after the restart" "$(journal a -n 10)"
 fi
+is "$(wait_dns a "10.77.0.2 | tun.example ~lab.example")" "10.77.0.2 | tun.example ~lab.example" \
+    "a: the restarted toud sets dns at start (resolvectl status tou0)"
 
 # --- stop ----------------------------------------------------------------------------------
 
@@ -429,6 +496,18 @@ for n in "${NODES[@]}"; do
 	    ip -n "$PREFIX$n" -6 route show table all 2>/dev/null | grep -E '^fd77:')
 	is "$left" "" "$n: no tou0, no tunnel address and no route left after the stop"
 done
+# The link is gone (resolvectl may still answer for its name, empty).
+got=$(dns_of a)
+case $got in
+"no link" | " | ") ok "a: after systemctl stop, resolved has no server or domain for tou0 ($got)" ;;
+*) not_ok "a: after systemctl stop, resolved has no server or domain for tou0" "got '$got'" ;;
+esac
+left=$(cx a resolvectl dns 2>&1; cx a resolvectl domain 2>&1)
+if grep -qE '10\.77\.0\.2|tun\.example' <<<"$left"; then
+	not_ok "a: after systemctl stop, no link in resolved has the tunnel's server or domain" "$left"
+else
+	ok "a: after systemctl stop, no link in resolved has the tunnel's server or domain"
+fi
 
 # --- power off ------------------------------------------------------------------------------
 

@@ -20,9 +20,14 @@ mirror=${TOUD_ROOTFS_MIRROR:-http://deb.debian.org/debian}
 # `make install` in the container (nspawn.sh).
 packages="systemd systemd-sysv dbus iproute2 make libevent-2.1-7 libssl3 libcap-ng0 ${TOUD_ROOTFS_PACKAGES:-}"
 packages=$(printf '%s\n' $packages | sort -u | tr '\n' ' ')
+# Installed with apt once the base system is configured (polkitd does not
+# configure inside debootstrap): for [interface] dns, systemd-resolved (its
+# own package in bookworm) and polkitd, through which resolved lets
+# toud's user set a link's name servers.
+later="systemd-resolved polkitd"
 cache=${TOUD_CI_CACHE:-/var/cache/toud-ci}
 # Bump the recipe number when what happens to the tree below changes.
-key=$(printf 'recipe 3\n%s\n%s\n%s\n' "$suite" "$mirror" "$packages" | sha256sum | cut -c1-16)
+key=$(printf 'recipe 4\n%s\n%s\n%s\n%s\n' "$suite" "$mirror" "$packages" "$later" | sha256sum | cut -c1-16)
 tarball=$cache/rootfs-$suite-$key.tar.zst
 
 log() { echo "rootfs: $*" >&2; }
@@ -50,6 +55,19 @@ if ! debootstrap --variant=minbase --include="$(echo $packages | tr ' ' ,)" \
 	exit 1
 fi
 rm -f "$dir.debootstrap.log"
+# No service starts in the chroot (policy-rc.d); /proc stays unmounted.
+log "apt-get install $later"
+printf '#!/bin/sh\nexit 101\n' >"$dir/usr/sbin/policy-rc.d"
+chmod 755 "$dir/usr/sbin/policy-rc.d"
+if ! chroot "$dir" env DEBIAN_FRONTEND=noninteractive sh -c "apt-get -q update &&
+    apt-get -q -y --no-install-recommends install $later" >"$dir.apt.log" 2>&1; then
+	log "apt-get install $later failed; last lines:"
+	tail -n 20 "$dir.apt.log" >&2
+	rm -f "$dir.apt.log"
+	exit 1
+fi
+rm -f "$dir.apt.log" "$dir/usr/sbin/policy-rc.d"
+chroot "$dir" apt-get -q clean
 rm -f "$dir"/var/cache/apt/archives/*.deb
 # debootstrap copies the host's name; containers get theirs from nspawn.
 echo toud-ci >"$dir/etc/hostname"

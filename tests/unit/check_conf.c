@@ -983,7 +983,7 @@ START_TEST(test_equal)
 		"path-mtu = 1501\n", "user = toud\n", "log-level = debug\n",
 		"control = /run/x.sock\n", "rekey-time = 61\n", "rekey-bytes = 65G\n",
 		"rekey-records = 1M\n", "fwmark = 1\n", "table = off\n", "table = 254\n",
-		"fail-open = yes\n",
+		"fail-open = yes\n", "dns = 10.77.0.53\n",
 	};
 	static const char *const peer_variants[] = {
 		"keepalive = 1\n", "endpoint = a.example:1\n", "address = 10.77.0.3\n",
@@ -1582,6 +1582,76 @@ START_TEST(test_metrics)
 }
 END_TEST
 
+/* dns and dns-search: values, order, the canonical form, what reload sees. */
+START_TEST(test_dns)
+{
+	char a[UTIL_ADDRSTRLEN], *t;
+	struct conf *c, *c2;
+
+	c = good(HEAD);
+	ck_assert_uint_eq(c->iface.n_dns, 0);
+	ck_assert_uint_eq(c->iface.n_dns_search, 0);
+	t = conf_print(c);
+	ck_assert_msg(strstr(t, "dns") == NULL, "%s", t);
+	free(t);
+	conf_free(c);
+
+	c = good(HEAD "dns = 10.77.0.53, fd77::53\ndns-search = Corp.Example., ~lab.example\n"
+	    "dns = 192.0.2.53\ndns-search = ~.\n");
+	ck_assert_uint_eq(c->iface.n_dns, 3);
+	ck_assert_str_eq(util_addr_fmt(&c->iface.dns[1].p.addr, a, sizeof(a)), "fd77::53");
+	ck_assert_int_eq(c->iface.dns[2].line, 7);
+	ck_assert_uint_eq(c->iface.n_dns_search, 3);
+	ck_assert_str_eq(c->iface.dns_search[0], "corp.example");
+	ck_assert_str_eq(c->iface.dns_search[1], "~lab.example");
+	ck_assert_str_eq(c->iface.dns_search[2], "~.");
+	ck_assert_int_eq(c->iface.dns_search_line, 6);
+	roundtrip(c, "dns");
+	t = conf_print(c);
+	ck_assert_msg(strstr(t, "\ndns         = 10.77.0.53\ndns         = fd77::53\n"
+	    "dns         = 192.0.2.53\ndns-search  = corp.example\ndns-search  = ~lab.example\n"
+	    "dns-search  = ~.\n") != NULL, "%s", t);
+	free(t);
+
+	/* the same, written otherwise: equal; another order: a change */
+	c2 = good(HEAD "dns-search = corp.example, ~LAB.example., ~.\n"
+	    "dns = 10.77.0.53\ndns = fd77::53, 192.0.2.53\n");
+	ck_assert_uint_eq(conf_diff_iface(&c->iface, &c2->iface), 0);
+	conf_free(c2);
+	c2 = good(HEAD "dns = fd77::53, 10.77.0.53, 192.0.2.53\n"
+	    "dns-search = corp.example, ~lab.example, ~.\n");
+	ck_assert_uint_eq(conf_diff_iface(&c->iface, &c2->iface), CONF_IFACE_DIFF_DNS);
+	conf_free(c2);
+	c2 = good(HEAD "dns = 10.77.0.53, fd77::53, 192.0.2.53\n"
+	    "dns-search = ~lab.example, corp.example, ~.\n");
+	ck_assert_uint_eq(conf_diff_iface(&c->iface, &c2->iface), CONF_IFACE_DIFF_DNS_SEARCH);
+	/* a reload applies both */
+	ck_assert_uint_eq(CONF_IFACE_DIFF_DNS_SEARCH & ~CONF_IFACE_DIFF_RELOADABLE, 0);
+	ck_assert_uint_eq(CONF_IFACE_DIFF_DNS & ~CONF_IFACE_DIFF_RELOADABLE, 0);
+	conf_free(c2);
+	conf_free(c);
+
+	bad(HEAD "dns = 10.77.0.53/32\n", "t.conf:5: dns: '10.77.0.53/32' is not an IP address "
+	    "(no prefix length)");
+	bad(HEAD "dns = ns.example\n", "t.conf:5: dns: 'ns.example' is not an IP address");
+	bad(HEAD "dns = 10.77.0.53:53\n", "t.conf:5: dns: '10.77.0.53:53' is not an IP address");
+	bad(HEAD "dns = 10.77.0.53,\n", "t.conf:5: dns: empty element in list");
+	bad(HEAD "dns-search = example.com\n", "t.conf:5: dns-search: needs dns, the name "
+	    "servers that answer for the domains");
+	bad(HEAD "dns = 10.77.0.53\ndns-search = exa mple.com\n", "t.conf:6: dns-search: "
+	    "'exa mple.com' is not a domain name (DOMAIN, or ~DOMAIN for a routing-only domain)");
+	bad(HEAD "dns = 10.77.0.53\ndns-search = .\n", "t.conf:6: dns-search: '.' is not a "
+	    "domain name (DOMAIN, or ~DOMAIN for a routing-only domain)");
+	bad(HEAD "dns = 10.77.0.53\ndns-search = ~\n", "t.conf:6: dns-search: '~' is not a "
+	    "domain name (DOMAIN, or ~DOMAIN for a routing-only domain)");
+	bad(HEAD "dns = 10.77.0.53\ndns-search = a..\n", "t.conf:6: dns-search: 'a..' is not "
+	    "a domain name (DOMAIN, or ~DOMAIN for a routing-only domain)");
+	bad(HEAD "dns = 10.77.0.53\ndns-search = a..b\n", "t.conf:6: dns-search: 'a..b' is not "
+	    "a domain name (DOMAIN, or ~DOMAIN for a routing-only domain)");
+	bad(HEAD "[peer p]\ndns = 10.77.0.53\n", "t.conf:6: unknown key 'dns' in [peer p]");
+}
+END_TEST
+
 START_TEST(test_error_fmt)
 {
 	struct conf_error e;
@@ -1647,6 +1717,7 @@ conf_suite(void)
 	tcase_add_test(tc, test_routing);
 	tcase_add_test(tc, test_routing_bad);
 	tcase_add_test(tc, test_metrics);
+	tcase_add_test(tc, test_dns);
 	tcase_add_test(tc, test_error_fmt);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);

@@ -403,6 +403,8 @@ START_TEST(no_peers_no_drops)
 	    "    \"half_open\": 0,\n"
 	    "    \"fingerprint\": null,\n"
 	    "    \"server_id\": null,\n"
+	    "    \"dns\": \"none\",\n"
+	    "    \"dns_error\": null,\n"
 	    "    \"fwmark\": 0,\n"
 	    "    \"table\": 254,\n"
 	    "    \"losses\": 0\n"
