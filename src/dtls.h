@@ -140,7 +140,9 @@ int dtls_sess_seal_in_place(struct dtls_sess *s, uint8_t *in, size_t len,
  * handshake completed); each may be used by one thread. */
 struct record_tx *dtls_sess_record_tx(struct dtls_sess *s);
 /* RFC 5705 keying material of the completed handshake (no context).
- * 0 or -1. */
+ * 0 or -1.  Only until the first record from the peer under the new keys:
+ * then OpenSSL's state of the session is freed and its alerts and
+ * close_notify are toud's record layer's too (about 8 KiB a session stay). */
 int dtls_sess_export(struct dtls_sess *s, const char *label, uint8_t *out, size_t len);
 struct record_rx *dtls_sess_record_rx(struct dtls_sess *s);
 /* Records protected so far under the busier of the session's two keys
