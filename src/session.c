@@ -20,16 +20,24 @@
 #include "record.h"
 #include "session.h"
 
-static inline unsigned
-bucket(uint64_t id)
+static inline size_t
+bucket(const struct session_table *st, uint64_t id)
 {
-	return (unsigned)((id ^ id >> 29 ^ id >> 47) & (SESSION_BUCKETS - 1));
+	uint64_t h = (id ^ st->hash_key) * UINT64_C(0x9e3779b97f4a7c15);
+
+	return (size_t)(h ^ h >> 32) & (st->n_buckets - 1);
 }
 
 struct session_table *
 session_table_new(void)
 {
-	return calloc(1, sizeof(struct session_table));
+	struct session_table *st = calloc(1, sizeof(struct session_table));
+
+	if (st && RAND_bytes((unsigned char *)&st->hash_key, sizeof(st->hash_key)) != 1) {
+		free(st);
+		return NULL;
+	}
+	return st;
 }
 
 void
@@ -39,7 +47,35 @@ session_table_free(struct session_table *st)
 		return;
 	while (st->list)
 		session_free(st->list);
+	free(st->buckets);
 	free(st);
+}
+
+/* Double the buckets (the first time: SESSION_BUCKETS of them).  Without
+ * memory the chains only get longer. */
+static void
+table_grow(struct session_table *st)
+{
+	size_t n = st->n_buckets ? st->n_buckets * 2 : SESSION_BUCKETS, i;
+	struct session_alias **nb = calloc(n, sizeof(*nb)), *a, *next;
+	struct session_table tmp = *st;
+
+	if (!nb)
+		return;
+	tmp.buckets = nb;
+	tmp.n_buckets = n;
+	for (i = 0; i < st->n_buckets; i++) {
+		for (a = st->buckets[i]; a; a = next) {
+			size_t b = bucket(&tmp, a->id);
+
+			next = a->hnext;
+			a->hnext = nb[b];
+			nb[b] = a;
+		}
+	}
+	free(st->buckets);
+	st->buckets = nb;
+	st->n_buckets = n;
 }
 
 size_t
@@ -84,7 +120,9 @@ session_find(struct toud *t, uint64_t id, uint32_t *index)
 {
 	struct session_alias *a;
 
-	for (a = t->sessions->buckets[bucket(id)]; a; a = a->hnext) {
+	if (!t->sessions->n_buckets)
+		return NULL;
+	for (a = t->sessions->buckets[bucket(t->sessions, id)]; a; a = a->hnext) {
 		if (a->id == id) {
 			if (index)
 				*index = a->index;
@@ -109,8 +147,14 @@ static void
 alias_add(struct session_alias *a)
 {
 	struct session_table *st = a->s->t->sessions;
-	unsigned b = bucket(a->id);
+	size_t b;
 
+	if (st->n_ids >= 2 * st->n_buckets)
+		table_grow(st);
+	if (!st->n_buckets)
+		return;         /* no memory for the first buckets: unreachable by ID */
+	b = bucket(st, a->id);
+	st->n_ids++;
 	a->hnext = st->buckets[b];
 	st->buckets[b] = a;
 	a->in_table = true;
@@ -119,13 +163,15 @@ alias_add(struct session_alias *a)
 static void
 alias_remove(struct session_alias *a)
 {
+	struct session_table *st = a->s->t->sessions;
 	struct session_alias **pp;
 
 	if (!a->in_table)
 		return;
-	for (pp = &a->s->t->sessions->buckets[bucket(a->id)]; *pp; pp = &(*pp)->hnext) {
+	for (pp = &st->buckets[bucket(st, a->id)]; *pp; pp = &(*pp)->hnext) {
 		if (*pp == a) {
 			*pp = a->hnext;
+			st->n_ids--;
 			break;
 		}
 	}

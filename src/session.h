@@ -45,7 +45,7 @@ struct event;
 
 struct session;
 
-#define SESSION_BUCKETS 256             /* ID hash table (power of two) */
+#define SESSION_BUCKETS 256             /* ID hash table's first size (power of two) */
 
 /* One ID of a session in the table. */
 struct session_alias {
@@ -100,7 +100,13 @@ struct session {
 /* Every session of the daemon (t->sessions): by each ID on the wire, and
  * in one list; and how many server handshakes are half open. */
 struct session_table {
-	struct session_alias *buckets[SESSION_BUCKETS];
+	/* Grown (doubled) to keep the chains short: at most two IDs a
+	 * bucket on average, so a lookup stays O(1) at any number of
+	 * sessions.  NULL until the first ID. */
+	struct session_alias **buckets;
+	size_t n_buckets;               /* a power of two, or 0 */
+	size_t n_ids;                   /* IDs in the table */
+	uint64_t hash_key;              /* random: no chosen IDs pile up */
 	struct session *list;
 	size_t n;
 	unsigned n_half_open;           /* server handshakes not yet authenticated */
