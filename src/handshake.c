@@ -27,6 +27,7 @@
 #include "ctx.h"
 #include "dtls.h"
 #include "gue.h"
+#include "fpindex.h"
 #include "handshake.h"
 #include "keys.h"
 #include "log.h"
@@ -59,6 +60,15 @@ struct handshake {
 	bool ambiguous;
 	uint8_t ambiguous_fp[DTLS_FP_LEN];
 	char ambiguous_why[200];
+	/* The peers by pinned fingerprint, and those with a CA, as of the
+	 * peer list (pointer and length) they were made from; rebuilt on the
+	 * next handshake after a change (handshake_peers_changed()). */
+	struct fpindex *by_fp;
+	struct peer **by_ca;
+	size_t n_ca;
+	struct peer *const *of_peers;
+	size_t of_n;
+	bool stale;
 };
 
 static const char *
@@ -183,6 +193,8 @@ handshake_free(struct toud *t)
 		if (t->hs->ev_cookie)
 			event_free(t->hs->ev_cookie);
 		ratelimit_free(t->hs->limit);
+		fpindex_free(t->hs->by_fp);
+		free(t->hs->by_ca);
 		free(t->hs);
 		t->hs = NULL;
 	}
@@ -227,27 +239,83 @@ ambiguous(struct toud *t, const uint8_t *fp, struct peer *p1, struct peer *p2)
 	snprintf(p2->last_error, sizeof(p2->last_error), HS_REFUSED "%s", hs->ambiguous_why);
 }
 
+void
+handshake_peers_changed(struct toud *t)
+{
+	if (t->hs)
+		t->hs->stale = true;
+}
+
+/* (Re)build the index of the peers by key: O(n log n) once per change of
+ * the peer list, so that a handshake costs O(log n) at any number of
+ * peers.  Without memory, false: the caller scans. */
+static bool
+index_peers(struct toud *t)
+{
+	struct handshake *hs = t->hs;
+	size_t i;
+
+	if (!hs->stale && hs->by_fp && hs->of_peers == t->peers && hs->of_n == t->n_peers)
+		return true;
+	fpindex_free(hs->by_fp);
+	free(hs->by_ca);
+	hs->by_ca = NULL;
+	hs->n_ca = 0;
+	if (!(hs->by_fp = fpindex_new(t->n_peers)) ||
+	    !(hs->by_ca = calloc(t->n_peers ? t->n_peers : 1, sizeof(*hs->by_ca)))) {
+		fpindex_free(hs->by_fp);
+		hs->by_fp = NULL;
+		return false;
+	}
+	for (i = 0; i < t->n_peers; i++) {
+		struct peer *p = t->peers[i];
+
+		if (p && p->cf->has_fingerprint)
+			(void)fpindex_add(hs->by_fp, p->cf->fingerprint, p);
+		if (p && p->cf->ca)
+			hs->by_ca[hs->n_ca++] = p;
+	}
+	fpindex_sort(hs->by_fp);
+	hs->of_peers = t->peers;
+	hs->of_n = t->n_peers;
+	hs->stale = false;
+	return true;
+}
+
+/* The one peer that accepts key fp: by the index, or by a scan of every
+ * peer when it cannot be built. */
 static struct peer *
 authorize_fp(struct toud *t, const uint8_t *fp, struct x509_store_ctx_st *xs,
     const struct dtls_sess *ds)
 {
+	struct peer *const *cand = t->peers;
 	struct peer *found = NULL;
-	size_t i;
+	void *other = NULL;
+	size_t i, n = t->n_peers;
 
-	for (i = 0; i < t->n_peers; i++) {
-		const struct conf_peer *cf;
-
-		if (!t->peers[i])
-			continue;
-		cf = t->peers[i]->cf;
-		if (!(cf->has_fingerprint && memcmp(cf->fingerprint, fp, DTLS_FP_LEN) == 0) &&
-		    !(cf->ca && ca_ok(t->peers[i], xs, ds)))
-			continue;
-		if (found) {
-			ambiguous(t, fp, found, t->peers[i]);
+	if (t->hs && index_peers(t)) {
+		found = fpindex_find(t->hs->by_fp, fp, &other);
+		if (other) {
+			ambiguous(t, fp, found, other);
 			return NULL;
 		}
-		found = t->peers[i];
+		cand = t->hs->by_ca;
+		n = t->hs->n_ca;
+	}
+	for (i = 0; i < n; i++) {
+		const struct conf_peer *cf;
+
+		if (!cand[i] || cand[i] == found)
+			continue;
+		cf = cand[i]->cf;
+		if (!(cf->has_fingerprint && memcmp(cf->fingerprint, fp, DTLS_FP_LEN) == 0) &&
+		    !(cf->ca && ca_ok(cand[i], xs, ds)))
+			continue;
+		if (found) {
+			ambiguous(t, fp, found, cand[i]);
+			return NULL;
+		}
+		found = cand[i];
 	}
 	return found;
 }
@@ -749,6 +817,7 @@ handshake_reauthorize(struct toud *t)
 	size_t i, ended = 0;
 
 	t->hs->ambiguous = false;       /* what matched two peers may not now */
+	t->hs->stale = true;            /* nor does the index of the keys */
 	for (i = 0; i < t->n_peers; i++) {
 		struct peer *p = t->peers[i];
 		struct session *ss[3];

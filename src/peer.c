@@ -12,6 +12,7 @@
 #include "conf_diff.h"
 #include "ctx.h"
 #include "dtls.h"
+#include "handshake.h"
 #include "keys.h"
 #include "log.h"
 #include "notify.h"
@@ -41,6 +42,7 @@ peer_take_conf(struct peer *p, const struct conf_peer *cf)
 
 	p->cf = cf;
 	p->name = cf->name;
+	handshake_peers_changed(p->toud);
 	/* The CA is read here, once per configuration (and file, when the
 	 * configuration is being set up), never during a handshake: that
 	 * would cost a file read and parse per attempt and CA peer. */
@@ -133,6 +135,7 @@ peer_free(struct peer *p)
 	/* Its datagrams and TUN packets still on their way now resolve to
 	 * nobody (worker.h). */
 	peer_slot_release(p);
+	handshake_peers_changed(p->toud);
 	peer_timers_free(p);
 	keys_ca_free(p->ca_store);
 	free(p->pending_mem);
