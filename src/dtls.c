@@ -310,12 +310,23 @@ dgram_method_get(void)
 static unsigned int
 sess_timer_cb(SSL *ssl, unsigned int timer_us)
 {
+	unsigned int next = DTLS_TIMER_INIT_US, r = 0;
+
 	(void)ssl;
-	if (timer_us == 0)
-		return DTLS_TIMER_INIT_US;
-	if (timer_us >= DTLS_TIMER_MAX_US / 2)
-		return DTLS_TIMER_MAX_US;
-	return timer_us * 2;
+	/* The step the last timeout (perhaps shortened, below) stood for,
+	 * then the next one: doubling up to the maximum. */
+	if (timer_us > 0) {
+		while (next < timer_us && next < DTLS_TIMER_MAX_US)
+			next *= 2;
+		next = next >= DTLS_TIMER_MAX_US / 2 ? DTLS_TIMER_MAX_US : next * 2;
+	}
+	/* Up to a sixth less at random: clients that started together (a
+	 * server restart, many behind one NAT) do not retransmit in
+	 * lockstep, and a server that turned some away takes the rest one
+	 * after another rather than all in the same instant again. */
+	if (RAND_bytes((unsigned char *)&r, sizeof(r)) != 1)
+		r = 0;
+	return next - r % (next / 6);
 }
 
 /* A fatal alert from the peer: kept to say why its handshake failed. */

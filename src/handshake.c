@@ -110,6 +110,13 @@ cookie_init(struct toud *t)
 #define HS_RATE_SOURCES 4096
 /* Half-open (server, not yet authenticated) handshakes of one source. */
 #define HS_HALF_OPEN_PER_SOURCE 4
+/* A half-open handshake younger than this is still in its first round
+ * trips: a newcomer beyond its source's quota waits for it (the client
+ * sends its ClientHello again) rather than break it.  Older ones are
+ * stalled, or an attacker's, and make room for the newcomer.  So many
+ * clients behind one NAT address come up a few at a time instead of
+ * evicting each other's handshakes. */
+#define HS_HALF_OPEN_YOUNG_MS 1000
 /* Until its handshake completes, a source receives at most this many times
  * the bytes it sent (RFC 9000 8.1), retransmissions included. */
 #define HS_AMPLIFICATION 3
@@ -465,10 +472,12 @@ struct admit_ctx {
 };
 
 /* dtls_admit_fn: a ClientHello with a valid cookie.  Only now is the
- * source charged (a forged or cookie-less record costs nobody's tokens),
- * and the half-open table is bounded per source and in all: a source at
- * its quota loses its oldest half-open handshake, a full table its oldest
- * unverified one, so a flood never locks a configured peer out. */
+ * source charged (a forged or cookie-less record costs nobody's tokens;
+ * a handshake that authenticates gets its token back), and the half-open
+ * table is bounded per source and in all: a source at its quota loses its
+ * oldest half-open handshake once that is no longer young (until then the
+ * newcomer waits), a full table its oldest unverified one, so a flood
+ * never locks a configured peer out. */
 static void *
 listen_admit(void *arg, const union sockaddr_union *from, size_t credit)
 {
@@ -479,11 +488,7 @@ listen_admit(void *arg, const union sockaddr_union *from, size_t credit)
 	unsigned n_src = 0;
 
 	util_sa_to_addr(from, &src, NULL);
-	if (!ratelimit_allow(t->hs->limit, &src, a->now)) {
-		t->drops[DROP_HS_RATE]++;
-		return NULL;
-	}
-	for (s = session_next(t, NULL); s; s = session_next(t, s)) {
+	for (s = session_next_half_open(t, NULL); s; s = session_next_half_open(t, s)) {
 		if (!halfopen_unverified(s))
 			continue;
 		if (!oldest || s->created_ms < oldest->created_ms)
@@ -494,6 +499,15 @@ listen_admit(void *arg, const union sockaddr_union *from, size_t credit)
 		n_src++;
 		if (!oldest_src || s->created_ms < oldest_src->created_ms)
 			oldest_src = s;
+	}
+	if (n_src >= HS_HALF_OPEN_PER_SOURCE && a->now - oldest_src->created_ms <
+	    HS_HALF_OPEN_YOUNG_MS) {
+		t->drops[DROP_HS_RATE]++;
+		return NULL;
+	}
+	if (!ratelimit_allow(t->hs->limit, &src, a->now)) {
+		t->drops[DROP_HS_RATE]++;
+		return NULL;
 	}
 	if (n_src >= HS_HALF_OPEN_PER_SOURCE)
 		oldest = oldest_src;
@@ -655,6 +669,12 @@ handshake_established(struct session *s, uint64_t now)
 		return HANDSHAKE_REFUSED;
 	s->peer = p;
 	session_ids_start(s);
+	if (s->half_open && !s->initiator) {
+		struct ipaddr src;
+
+		util_sa_to_addr(&s->addr, &src, NULL);
+		ratelimit_refund(t->hs->limit, &src);
+	}
 	session_half_open_done(s);
 	s->established = true;
 	s->established_ms = now;

@@ -93,17 +93,39 @@ session_half_open(const struct toud *t)
 void
 session_half_open_add(struct session *s)
 {
+	struct session_table *st = s->t->sessions;
+
 	if (s->half_open)
 		return;
 	s->half_open = true;
-	s->t->sessions->n_half_open++;
+	st->n_half_open++;
+	s->hnext_open = st->half_open;
+	if (s->hnext_open)
+		s->hnext_open->hprev_open = &s->hnext_open;
+	s->hprev_open = &st->half_open;
+	st->half_open = s;
+}
+
+struct session *
+session_next_half_open(const struct toud *t, const struct session *s)
+{
+	if (s)
+		return s->hnext_open;
+	return t->sessions ? t->sessions->half_open : NULL;
 }
 
 void
 session_half_open_done(struct session *s)
 {
-	if (s->half_open && s->t->sessions->n_half_open)
+	if (!s->half_open)
+		return;
+	if (s->t->sessions->n_half_open)
 		s->t->sessions->n_half_open--;
+	*s->hprev_open = s->hnext_open;
+	if (s->hnext_open)
+		s->hnext_open->hprev_open = s->hprev_open;
+	s->hnext_open = NULL;
+	s->hprev_open = NULL;
 	s->half_open = false;
 }
 

@@ -64,6 +64,7 @@ struct session {
 	bool initiator;
 	bool established;
 	bool half_open;                 /* counted in the handshake's half-open table */
+	struct session *hnext_open, **hprev_open;      /* its list, while half open */
 	union sockaddr_union addr;      /* where its datagrams go */
 	/* The local address the peer reached us at (IP_PKTINFO), used as the
 	 * source of this session's records; family 0 = the kernel chooses.
@@ -110,6 +111,7 @@ struct session_table {
 	struct session *list;
 	size_t n;
 	unsigned n_half_open;           /* server handshakes not yet authenticated */
+	struct session *half_open;      /* ... and their list */
 };
 
 /* What a received record did. */
@@ -135,6 +137,9 @@ unsigned session_half_open(const struct toud *t);
 /* Mark s as a half-open server handshake, counted until it authenticates
  * (session_half_open_done) or is freed. */
 void session_half_open_add(struct session *s);
+/* The half-open sessions one by one (NULL: the first), without walking
+ * every session. */
+struct session *session_next_half_open(const struct toud *t, const struct session *s);
 void session_half_open_done(struct session *s);
 /* Every session in turn: the first for NULL, then the one after s; NULL
  * after the last.  s may not be freed in between. */
