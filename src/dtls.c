@@ -748,6 +748,13 @@ sess_release(struct dtls_sess *s)
 	ERR_clear_error();
 }
 
+void
+dtls_sess_confirmed(struct dtls_sess *s)
+{
+	if (s->established && !s->released && s->failed == DTLS_AGAIN)
+		sess_release(s);
+}
+
 /* A record other than application data of the data epoch, once OpenSSL is
  * gone: an alert is opened here; handshake retransmissions (the peer is
  * past its handshake) and records of other epochs are dropped, as OpenSSL

@@ -151,6 +151,10 @@ uint64_t dtls_sess_records(const struct dtls_sess *s);
 /* How many application-data records dtls_sess_input() dropped because they
  * arrived before the handshake completed, since the last call. */
 unsigned dtls_sess_take_early(struct dtls_sess *s);
+/* A record from the peer under the session's keys authenticated (opened
+ * by record.c in a batch, not by dtls_sess_input(), which does this
+ * itself): OpenSSL's state of the session is freed (dtls_sess_export()). */
+void dtls_sess_confirmed(struct dtls_sess *s);
 /* Send close_notify. */
 void dtls_sess_close(struct dtls_sess *s);
 bool dtls_sess_established(const struct dtls_sess *s);

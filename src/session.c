@@ -475,6 +475,9 @@ session_open(struct session *s, const uint8_t *rec, size_t len, uint8_t *out, si
 void
 session_opened(struct session *s, size_t len, uint64_t now)
 {
+	/* The peer is past its handshake: what OpenSSL kept for it goes. */
+	if (s->dtls)
+		dtls_sess_confirmed(s->dtls);
 	s->last_rx_ms = now;
 	s->unanswered_ms = 0;
 	s->bytes += len;
