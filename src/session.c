@@ -48,7 +48,70 @@ session_table_free(struct session_table *st)
 	while (st->list)
 		session_free(st->list);
 	free(st->buckets);
+	free(st->named);
 	free(st);
+}
+
+static inline size_t
+named_bucket(const struct session_table *st, uint64_t id)
+{
+	uint64_t h = (id ^ ~st->hash_key) * UINT64_C(0x9e3779b97f4a7c15);
+
+	return (size_t)(h ^ h >> 32) & (st->n_named_buckets - 1);
+}
+
+/* As table_grow(), for the chains by name. */
+static void
+named_grow(struct session_table *st)
+{
+	size_t n = st->n_named_buckets ? st->n_named_buckets * 2 : SESSION_BUCKETS, i;
+	struct session **nb = calloc(n, sizeof(*nb)), *s, *next;
+	struct session_table tmp = *st;
+
+	if (!nb)
+		return;
+	tmp.n_named_buckets = n;
+	for (i = 0; i < st->n_named_buckets; i++) {
+		for (s = st->named[i]; s; s = next) {
+			size_t b = named_bucket(&tmp, s->id);
+
+			next = s->nnext;
+			s->nnext = nb[b];
+			nb[b] = s;
+		}
+	}
+	free(st->named);
+	st->named = nb;
+	st->n_named_buckets = n;
+}
+
+static void
+named_add(struct session_table *st, struct session *s)
+{
+	size_t b;
+
+	if (st->n >= 2 * st->n_named_buckets)
+		named_grow(st);
+	if (!st->n_named_buckets)
+		return;
+	b = named_bucket(st, s->id);
+	s->nnext = st->named[b];
+	st->named[b] = s;
+}
+
+static void
+named_remove(struct session_table *st, struct session *s)
+{
+	struct session **pp;
+
+	if (!st->n_named_buckets)
+		return;
+	for (pp = &st->named[named_bucket(st, s->id)]; *pp; pp = &(*pp)->nnext) {
+		if (*pp == s) {
+			*pp = s->nnext;
+			return;
+		}
+	}
 }
 
 /* Double the buckets (the first time: SESSION_BUCKETS of them).  Without
@@ -157,9 +220,12 @@ session_find(struct toud *t, uint64_t id, uint32_t *index)
 struct session *
 session_named(struct toud *t, uint64_t id)
 {
+	struct session_table *st = t->sessions;
 	struct session *s;
 
-	for (s = t->sessions->list; s; s = s->lnext)
+	if (!st->n_named_buckets)
+		return NULL;
+	for (s = st->named[named_bucket(st, id)]; s; s = s->nnext)
 		if (s->id == id)
 			return s;
 	return NULL;
@@ -216,6 +282,7 @@ session_insert(struct session *s)
 		s->lnext->lprev = &s->lnext;
 	s->lprev = &st->list;
 	st->list = s;
+	named_add(st, s);
 	st->n++;
 }
 
@@ -409,6 +476,7 @@ session_free(struct session *s)
 		*s->lprev = s->lnext;
 		if (s->lnext)
 			s->lnext->lprev = s->lprev;
+		named_remove(s->t->sessions, s);
 		s->t->sessions->n--;
 	}
 	if (s->ev_retire)

@@ -85,6 +85,7 @@ struct session {
 	struct event *ev_drain;         /* drain deadline once replaced */
 	struct event *ev_retire;        /* retire IDs no longer used */
 	struct session *lnext, **lprev; /* the table's list of every session */
+	struct session *nnext;          /* the table's chain by s->id (session_named) */
 	/* The IDs (sessid.h), once the handshake exported their seed. */
 	bool ids_derived;
 	uint8_t id_seed[SESSID_SEED_LEN];
@@ -108,6 +109,9 @@ struct session_table {
 	size_t n_buckets;               /* a power of two, or 0 */
 	size_t n_ids;                   /* IDs in the table */
 	uint64_t hash_key;              /* random: no chosen IDs pile up */
+	/* Every session by the ID it was created with, the same way. */
+	struct session **named;
+	size_t n_named_buckets;
 	struct session *list;
 	size_t n;
 	unsigned n_half_open;           /* server handshakes not yet authenticated */

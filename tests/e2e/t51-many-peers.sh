@@ -61,11 +61,11 @@ is "$(tq a peers | python3 -c 'import json, sys; print(len(json.load(sys.stdin))
 
 # All clients at once, from one address; they hold their sessions while
 # the server is asked.
-bg_start c "$E2E_DIR/hsload.out" "$HSLOAD" run -b 10.200.0.2 -t 60 -H 60 \
+bg_start c "$E2E_DIR/hsload.out" "$HSLOAD" run -b 10.200.0.2 -t 90 -H 600 \
     "$E2E_DIR/clients" "$LIVE" 10.200.0.1 6080
 HS_PID=$BG_PID
 all_up() { [ "$(up_count a)" = "$LIVE" ]; }
-wait_for 60 all_up
+wait_for 90 all_up
 n=$(up_count a)
 is "$n" "$LIVE" "$LIVE clients handshaking at once from one address all come up"
 diag "hsload: $(head -n 1 "$E2E_DIR/hsload.out")"
