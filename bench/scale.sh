@@ -44,7 +44,7 @@ veth a ul0 c ul0 "10.200.0.1/24" "10.200.0.2/24"
 "$HSLOAD" genkeys "$E2E_DIR/clients" "$LIVE" >"$E2E_DIR/clients.fp" || bail_out "genkeys"
 
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/${TOUD_PID[a]}/status"; }
-heap() { tq a interface.heap_bytes; }
+heap() { tq a interface.heap_used; }
 ticks() {
 	local f
 	f=$(sed 's/^.*) //' "/proc/${TOUD_PID[a]}/stat")

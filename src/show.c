@@ -389,7 +389,7 @@ show_json(FILE *b, const struct toud *t, struct peer *const *peers,
 	show_json_events(b, t->events);
 	fprintf(b, ",\n    \"sessions\": %zu,\n    \"half_open\": %u",
 	    session_count(t), session_half_open(t));
-	fprintf(b, ",\n    \"peer_count\": %zu,\n    \"heap_bytes\": %zu", t->n_peers,
+	fprintf(b, ",\n    \"peer_count\": %zu,\n    \"heap_used\": %zu", t->n_peers,
 	    show_heap_bytes());
 	fputs(",\n    \"fingerprint\": ", b);
 	show_json_str_or_null(b, show_own_fp(t, fp));

@@ -169,7 +169,7 @@ fixture_free(struct fixture *f)
 static void
 mask_heap(char *s)
 {
-	static const char *const marks[] = { "\"heap_bytes\": ", "heap: " };
+	static const char *const marks[] = { "\"heap_used\": ", "heap: " };
 	size_t k;
 
 	for (k = 0; k < sizeof(marks) / sizeof(marks[0]); k++) {
@@ -335,7 +335,7 @@ START_TEST(no_peers_no_drops)
 	    "    \"sessions\": 0,\n"
 	    "    \"half_open\": 0,\n"
 	    "    \"peer_count\": 0,\n"
-	    "    \"heap_bytes\": 0,\n"
+	    "    \"heap_used\": 0,\n"
 	    "    \"fingerprint\": null,\n"
 	    "    \"fwmark\": 0,\n"
 	    "    \"table\": 254\n"
