@@ -57,6 +57,7 @@ struct toud {
 
 	struct peer **peers;            /* in configuration order */
 	size_t n_peers;
+	size_t n_peers_up;              /* of them in state up (peer.c keeps it) */
 	/* Every live peer by the slot its peer_ref names (peer.h); a slot's
 	 * generation is the one its peer was created with.  Grown as peers
 	 * are made, freed with the last; gen outlives it. */

@@ -116,6 +116,14 @@ struct dtls_sess {
 	bool wr_nonce_seen;
 	uint64_t wr_nonce;
 	uint8_t server_id;                      /* the responder's, both ends agree; 0: none */
+	/* Once the peer's first record under the new keys arrived, OpenSSL's
+	 * state is gone (sess_release()); what is asked of it later is kept
+	 * here. */
+	bool released;
+	struct record_keys rx_keys;             /* opens the peer's alerts */
+	const char *cipher_name;
+	X509 *peer_leaf;                        /* for CA checks on reload */
+	STACK_OF(X509) *peer_chain;
 };
 
 /* One whole record: header plus exactly the fragment its length announces. */
@@ -304,12 +312,23 @@ dgram_method_get(void)
 static unsigned int
 sess_timer_cb(SSL *ssl, unsigned int timer_us)
 {
+	unsigned int next = DTLS_TIMER_INIT_US, r = 0;
+
 	(void)ssl;
-	if (timer_us == 0)
-		return DTLS_TIMER_INIT_US;
-	if (timer_us >= DTLS_TIMER_MAX_US / 2)
-		return DTLS_TIMER_MAX_US;
-	return timer_us * 2;
+	/* The step the last timeout (perhaps shortened, below) stood for,
+	 * then the next one: doubling up to the maximum. */
+	if (timer_us > 0) {
+		while (next < timer_us && next < DTLS_TIMER_MAX_US)
+			next *= 2;
+		next = next >= DTLS_TIMER_MAX_US / 2 ? DTLS_TIMER_MAX_US : next * 2;
+	}
+	/* Up to a sixth less at random: clients that started together (a
+	 * server restart, many behind one NAT) do not retransmit in
+	 * lockstep, and a server that turned some away takes the rest one
+	 * after another rather than all in the same instant again. */
+	if (RAND_bytes((unsigned char *)&r, sizeof(r)) != 1)
+		r = 0;
+	return next - r % (next / 6);
 }
 
 /* A fatal alert from the peer: kept to say why its handshake failed. */
@@ -571,6 +590,7 @@ sess_takeover(struct dtls_sess *s)
 	    record_rx_init(&s->rx, s->client ? &sk : &ck, DTLS_DATA_EPOCH) < 0 ||
 	    (s->txbuf = malloc(s->c->link_mtu)) == NULL)
 		goto out;
+	s->rx_keys = s->client ? sk : ck;
 	s->rec_on = true;
 	ret = 0;
 out:
@@ -640,6 +660,9 @@ dtls_sess_free(struct dtls_sess *s)
 	record_tx_free(&s->tx);
 	record_rx_free(&s->rx);
 	free(s->txbuf);
+	X509_free(s->peer_leaf);
+	sk_X509_pop_free(s->peer_chain, X509_free);
+	OPENSSL_cleanse(&s->rx_keys, sizeof(s->rx_keys));
 	free(s);
 }
 
@@ -704,6 +727,60 @@ sess_open(struct dtls_sess *s, const uint8_t *rec, size_t len, uint8_t *out, siz
 	}
 }
 
+/* The peer sent a record under the new keys, so its side of the handshake
+ * is over and it will never ask for a retransmission of this side's last
+ * flight: OpenSSL's per-connection state (the handshake buffer, the record
+ * buffers, the retransmission queue; most of a session's memory) goes, and
+ * toud's record layer speaks alone from now on, alerts included.  What is
+ * asked of OpenSSL's state later is kept. */
+static void
+sess_release(struct dtls_sess *s)
+{
+	X509 *leaf = SSL_get0_peer_certificate(s->ssl);
+	STACK_OF(X509) *chain = SSL_get_peer_cert_chain(s->ssl);
+
+	s->cipher_name = SSL_get_cipher_name(s->ssl);      /* a static string */
+	if (leaf != NULL && X509_up_ref(leaf))
+		s->peer_leaf = leaf;
+	if (chain != NULL)
+		s->peer_chain = X509_chain_up_ref(chain);
+	SSL_free(s->ssl);
+	s->ssl = NULL;
+	s->released = true;
+	ERR_clear_error();
+}
+
+void
+dtls_sess_confirmed(struct dtls_sess *s)
+{
+	if (s->established && !s->released && s->failed == DTLS_AGAIN)
+		sess_release(s);
+}
+
+/* A record other than application data of the data epoch, once OpenSSL is
+ * gone: an alert is opened here; handshake retransmissions (the peer is
+ * past its handshake) and records of other epochs are dropped, as OpenSSL
+ * would. */
+static enum dtls_result
+sess_released_input(struct dtls_sess *s, const uint8_t *rec, size_t len)
+{
+	uint8_t alert[2];
+
+	if (rec[0] == CT_APPDATA)
+		return DTLS_ERR_RECORD;
+	if (rec[0] != RECORD_TYPE_ALERT ||
+	    record_open_alert(&s->rx_keys, s->rx.epoch, rec, len, alert) != RECORD_OK)
+		return DTLS_AGAIN;
+	/* A warning other than close_notify changes nothing (RFC 5246 7.2). */
+	if (alert[0] != SSL3_AL_FATAL && alert[1] != SSL_AD_CLOSE_NOTIFY)
+		return DTLS_AGAIN;
+	if (alert[0] == SSL3_AL_FATAL)
+		s->alert_rcvd = alert[1];
+	s->established = false;
+	s->failed = DTLS_ERR_CLOSED;
+	return DTLS_ERR_CLOSED;
+}
+
 enum dtls_result
 dtls_sess_input(struct dtls_sess *s, const uint8_t *rec, size_t len,
     uint8_t *out, size_t cap, size_t *outlen, uint64_t *seq)
@@ -722,8 +799,14 @@ dtls_sess_input(struct dtls_sess *s, const uint8_t *rec, size_t len,
 	rseq = bytes_get64(rec + 3);	/* epoch(16) << 48 | sequence(48) */
 	/* Data of the current epoch is toud's record layer's: OpenSSL sees
 	 * none of it, and record.c leaves no error queued. */
-	if (s->established && cap && rec[0] == CT_APPDATA && rseq >> 48 == s->rx.epoch)
-		return sess_open(s, rec, len, out, cap, outlen, seq);
+	if (s->established && cap && rec[0] == CT_APPDATA && rseq >> 48 == s->rx.epoch) {
+		res = sess_open(s, rec, len, out, cap, outlen, seq);
+		if (res == DTLS_DATA && !s->released)
+			sess_release(s);
+		return res;
+	}
+	if (s->released)
+		return cap ? sess_released_input(s, rec, len) : DTLS_ERR_RECORD;
 	s->rd = rec;
 	s->rdlen = len;
 	if (!s->established) {
@@ -835,7 +918,7 @@ dtls_sess_seal_in_place(struct dtls_sess *s, uint8_t *in, size_t len, struct dtl
 int
 dtls_sess_export(struct dtls_sess *s, const char *label, uint8_t *out, size_t len)
 {
-	if (!s->established ||
+	if (!s->established || s->released ||
 	    SSL_export_keying_material(s->ssl, out, len, label, strlen(label), NULL, 0, 0) != 1) {
 		ERR_clear_error();
 		return -1;
@@ -935,10 +1018,27 @@ dtls_sess_records(const struct dtls_sess *s)
 	return s->tx.sealed > s->rx.opened ? s->tx.sealed : s->rx.opened;
 }
 
+/* close_notify from toud's record layer, once OpenSSL is gone: framed in
+ * the sending direction's numbering and sealed on the way out, as data is. */
+static void
+sess_close_notify(struct dtls_sess *s)
+{
+	static const uint8_t close_notify[2] = { 1, SSL_AD_CLOSE_NOTIFY };     /* warning */
+	struct record_msg m = {
+		.in = close_notify, .in_len = sizeof(close_notify),
+		.out = s->txbuf, .out_cap = s->c->link_mtu,
+	};
+
+	if (record_frame_type(&s->tx, &m, RECORD_TYPE_ALERT) == RECORD_OK)
+		s->out(s->out_arg, m.out, m.out_len, &s->peer, s->tx.sealer);
+}
+
 void
 dtls_sess_close(struct dtls_sess *s)
 {
-	if (s->established && s->failed == DTLS_AGAIN)
+	if (s->established && s->failed == DTLS_AGAIN && s->released)
+		sess_close_notify(s);
+	else if (s->established && s->failed == DTLS_AGAIN)
 		(void)SSL_shutdown(s->ssl);
 	ERR_clear_error();
 	s->established = false;
@@ -1007,10 +1107,10 @@ dtls_sess_peer_fp(const struct dtls_sess *s)
 bool
 dtls_sess_verify_ca_store(const struct dtls_sess *s, struct x509_store_st *store, const char *name)
 {
-	X509 *leaf = SSL_get0_peer_certificate(s->ssl);
+	X509 *leaf = s->released ? s->peer_leaf : SSL_get0_peer_certificate(s->ssl);
 
-	return leaf != NULL && keys_verify_ca_store(leaf, SSL_get_peer_cert_chain(s->ssl), store,
-	    name);
+	return leaf != NULL && keys_verify_ca_store(leaf,
+	    s->released ? s->peer_chain : SSL_get_peer_cert_chain(s->ssl), store, name);
 }
 
 uint8_t
@@ -1022,13 +1122,13 @@ dtls_sess_server_id(const struct dtls_sess *s)
 const char *
 dtls_sess_cipher(const struct dtls_sess *s)
 {
-	return SSL_get_cipher_name(s->ssl);
+	return s->released ? s->cipher_name : SSL_get_cipher_name(s->ssl);
 }
 
 bool
 dtls_sess_timeout(struct dtls_sess *s, struct timeval *tv)
 {
-	if (s->failed != DTLS_AGAIN)
+	if (s->failed != DTLS_AGAIN || s->released)
 		return false;
 	return DTLSv1_get_timeout(s->ssl, tv) == 1;
 }
@@ -1040,6 +1140,8 @@ dtls_sess_handle_timeout(struct dtls_sess *s)
 
 	if (s->failed != DTLS_AGAIN)
 		return s->failed;
+	if (s->released)
+		return DTLS_AGAIN;
 	r = DTLSv1_handle_timeout(s->ssl);
 	ERR_clear_error();
 	if (r < 0) {

@@ -141,7 +141,9 @@ int dtls_sess_seal_in_place(struct dtls_sess *s, uint8_t *in, size_t len,
  * handshake completed); each may be used by one thread. */
 struct record_tx *dtls_sess_record_tx(struct dtls_sess *s);
 /* RFC 5705 keying material of the completed handshake (no context).
- * 0 or -1. */
+ * 0 or -1.  Only until the first record from the peer under the new keys:
+ * then OpenSSL's state of the session is freed and its alerts and
+ * close_notify are toud's record layer's too (about 8 KiB a session stay). */
 int dtls_sess_export(struct dtls_sess *s, const char *label, uint8_t *out, size_t len);
 struct record_rx *dtls_sess_record_rx(struct dtls_sess *s);
 /* The session's peer has a preshared key (psk, RECORD_PSK_LEN bytes; NULL:
@@ -160,6 +162,10 @@ uint64_t dtls_sess_records(const struct dtls_sess *s);
 /* How many application-data records dtls_sess_input() dropped because they
  * arrived before the handshake completed, since the last call. */
 unsigned dtls_sess_take_early(struct dtls_sess *s);
+/* A record from the peer under the session's keys authenticated (opened
+ * by record.c in a batch, not by dtls_sess_input(), which does this
+ * itself): OpenSSL's state of the session is freed (dtls_sess_export()). */
+void dtls_sess_confirmed(struct dtls_sess *s);
 /* Send close_notify. */
 void dtls_sess_close(struct dtls_sess *s);
 bool dtls_sess_established(const struct dtls_sess *s);

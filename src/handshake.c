@@ -27,6 +27,7 @@
 #include "ctx.h"
 #include "dtls.h"
 #include "gue.h"
+#include "fpindex.h"
 #include "handshake.h"
 #include "keys.h"
 #include "log.h"
@@ -59,6 +60,15 @@ struct handshake {
 	bool ambiguous;
 	uint8_t ambiguous_fp[DTLS_FP_LEN];
 	char ambiguous_why[200];
+	/* The peers by pinned fingerprint, and those with a CA, as of the
+	 * peer list (pointer and length) they were made from; rebuilt on the
+	 * next handshake after a change (handshake_peers_changed()). */
+	struct fpindex *by_fp;
+	struct peer **by_ca;
+	size_t n_ca;
+	struct peer *const *of_peers;
+	size_t of_n;
+	bool stale;
 };
 
 static const char *
@@ -100,6 +110,13 @@ cookie_init(struct toud *t)
 #define HS_RATE_SOURCES 4096
 /* Half-open (server, not yet authenticated) handshakes of one source. */
 #define HS_HALF_OPEN_PER_SOURCE 4
+/* A half-open handshake younger than this is still in its first round
+ * trips: a newcomer beyond its source's quota waits for it (the client
+ * sends its ClientHello again) rather than break it.  Older ones are
+ * stalled, or an attacker's, and make room for the newcomer.  So many
+ * clients behind one NAT address come up a few at a time instead of
+ * evicting each other's handshakes. */
+#define HS_HALF_OPEN_YOUNG_MS 1000
 /* Until its handshake completes, a source receives at most this many times
  * the bytes it sent (RFC 9000 8.1), retransmissions included. */
 #define HS_AMPLIFICATION 3
@@ -184,6 +201,8 @@ handshake_free(struct toud *t)
 		if (t->hs->ev_cookie)
 			event_free(t->hs->ev_cookie);
 		ratelimit_free(t->hs->limit);
+		fpindex_free(t->hs->by_fp);
+		free(t->hs->by_ca);
 		free(t->hs);
 		t->hs = NULL;
 	}
@@ -228,27 +247,83 @@ ambiguous(struct toud *t, const uint8_t *fp, struct peer *p1, struct peer *p2)
 	snprintf(p2->last_error, sizeof(p2->last_error), HS_REFUSED "%s", hs->ambiguous_why);
 }
 
+void
+handshake_peers_changed(struct toud *t)
+{
+	if (t->hs)
+		t->hs->stale = true;
+}
+
+/* (Re)build the index of the peers by key: O(n log n) once per change of
+ * the peer list, so that a handshake costs O(log n) at any number of
+ * peers.  Without memory, false: the caller scans. */
+static bool
+index_peers(struct toud *t)
+{
+	struct handshake *hs = t->hs;
+	size_t i;
+
+	if (!hs->stale && hs->by_fp && hs->of_peers == t->peers && hs->of_n == t->n_peers)
+		return true;
+	fpindex_free(hs->by_fp);
+	free(hs->by_ca);
+	hs->by_ca = NULL;
+	hs->n_ca = 0;
+	if (!(hs->by_fp = fpindex_new(t->n_peers)) ||
+	    !(hs->by_ca = calloc(t->n_peers ? t->n_peers : 1, sizeof(*hs->by_ca)))) {
+		fpindex_free(hs->by_fp);
+		hs->by_fp = NULL;
+		return false;
+	}
+	for (i = 0; i < t->n_peers; i++) {
+		struct peer *p = t->peers[i];
+
+		if (p && p->cf->has_fingerprint)
+			(void)fpindex_add(hs->by_fp, p->cf->fingerprint, p);
+		if (p && p->cf->ca)
+			hs->by_ca[hs->n_ca++] = p;
+	}
+	fpindex_sort(hs->by_fp);
+	hs->of_peers = t->peers;
+	hs->of_n = t->n_peers;
+	hs->stale = false;
+	return true;
+}
+
+/* The one peer that accepts key fp: by the index, or by a scan of every
+ * peer when it cannot be built. */
 static struct peer *
 authorize_fp(struct toud *t, const uint8_t *fp, struct x509_store_ctx_st *xs,
     const struct dtls_sess *ds)
 {
+	struct peer *const *cand = t->peers;
 	struct peer *found = NULL;
-	size_t i;
+	void *other = NULL;
+	size_t i, n = t->n_peers;
 
-	for (i = 0; i < t->n_peers; i++) {
-		const struct conf_peer *cf;
-
-		if (!t->peers[i])
-			continue;
-		cf = t->peers[i]->cf;
-		if (!(cf->has_fingerprint && memcmp(cf->fingerprint, fp, DTLS_FP_LEN) == 0) &&
-		    !(cf->ca && ca_ok(t->peers[i], xs, ds)))
-			continue;
-		if (found) {
-			ambiguous(t, fp, found, t->peers[i]);
+	if (t->hs && index_peers(t)) {
+		found = fpindex_find(t->hs->by_fp, fp, &other);
+		if (other) {
+			ambiguous(t, fp, found, other);
 			return NULL;
 		}
-		found = t->peers[i];
+		cand = t->hs->by_ca;
+		n = t->hs->n_ca;
+	}
+	for (i = 0; i < n; i++) {
+		const struct conf_peer *cf;
+
+		if (!cand[i] || cand[i] == found)
+			continue;
+		cf = cand[i]->cf;
+		if (!(cf->has_fingerprint && memcmp(cf->fingerprint, fp, DTLS_FP_LEN) == 0) &&
+		    !(cf->ca && ca_ok(cand[i], xs, ds)))
+			continue;
+		if (found) {
+			ambiguous(t, fp, found, cand[i]);
+			return NULL;
+		}
+		found = cand[i];
 	}
 	return found;
 }
@@ -403,10 +478,12 @@ struct admit_ctx {
 };
 
 /* dtls_admit_fn: a ClientHello with a valid cookie.  Only now is the
- * source charged (a forged or cookie-less record costs nobody's tokens),
- * and the half-open table is bounded per source and in all: a source at
- * its quota loses its oldest half-open handshake, a full table its oldest
- * unverified one, so a flood never locks a configured peer out. */
+ * source charged (a forged or cookie-less record costs nobody's tokens;
+ * a handshake that authenticates gets its token back), and the half-open
+ * table is bounded per source and in all: a source at its quota loses its
+ * oldest half-open handshake once that is no longer young (until then the
+ * newcomer waits), a full table its oldest unverified one, so a flood
+ * never locks a configured peer out. */
 static void *
 listen_admit(void *arg, const union sockaddr_union *from, size_t credit)
 {
@@ -417,11 +494,7 @@ listen_admit(void *arg, const union sockaddr_union *from, size_t credit)
 	unsigned n_src = 0;
 
 	util_sa_to_addr(from, &src, NULL);
-	if (!ratelimit_allow(t->hs->limit, &src, a->now)) {
-		t->drops[DROP_HS_RATE]++;
-		return NULL;
-	}
-	for (s = session_next(t, NULL); s; s = session_next(t, s)) {
+	for (s = session_next_half_open(t, NULL); s; s = session_next_half_open(t, s)) {
 		if (!halfopen_unverified(s))
 			continue;
 		if (!oldest || s->created_ms < oldest->created_ms)
@@ -432,6 +505,15 @@ listen_admit(void *arg, const union sockaddr_union *from, size_t credit)
 		n_src++;
 		if (!oldest_src || s->created_ms < oldest_src->created_ms)
 			oldest_src = s;
+	}
+	if (n_src >= HS_HALF_OPEN_PER_SOURCE && a->now - oldest_src->created_ms <
+	    HS_HALF_OPEN_YOUNG_MS) {
+		t->drops[DROP_HS_RATE]++;
+		return NULL;
+	}
+	if (!ratelimit_allow(t->hs->limit, &src, a->now)) {
+		t->drops[DROP_HS_RATE]++;
+		return NULL;
 	}
 	if (n_src >= HS_HALF_OPEN_PER_SOURCE)
 		oldest = oldest_src;
@@ -600,6 +682,12 @@ handshake_established(struct session *s, uint64_t now)
 	}
 	s->peer = p;
 	session_ids_start(s);
+	if (s->half_open && !s->initiator) {
+		struct ipaddr src;
+
+		util_sa_to_addr(&s->addr, &src, NULL);
+		ratelimit_refund(t->hs->limit, &src);
+	}
 	session_half_open_done(s);
 	s->established = true;
 	s->established_ms = now;
@@ -786,6 +874,7 @@ handshake_reauthorize(struct toud *t)
 	size_t i, ended = 0;
 
 	t->hs->ambiguous = false;       /* what matched two peers may not now */
+	t->hs->stale = true;            /* nor does the index of the keys */
 	for (i = 0; i < t->n_peers; i++) {
 		struct peer *p = t->peers[i];
 		struct session *ss[3];

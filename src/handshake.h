@@ -76,6 +76,9 @@ void handshake_psk_mismatch(struct session *s);
  * that session s authenticated with satisfy; NULL for none, or for a key
  * that two peers accept. */
 struct peer *handshake_authorize(struct toud *t, const struct session *s);
+/* The peer list or a peer's key or CA changed: the index of peers by key
+ * is made again before the next handshake needs it. */
+void handshake_peers_changed(struct toud *t);
 /* Which of two established sessions of one peer survives (tie-break). */
 bool handshake_newer_wins(const struct session *new, const struct session *old,
     const uint8_t *my_fp, const uint8_t *their_fp);

@@ -12,6 +12,7 @@
 #include "conf_diff.h"
 #include "ctx.h"
 #include "dtls.h"
+#include "handshake.h"
 #include "keys.h"
 #include "log.h"
 #include "notify.h"
@@ -41,6 +42,7 @@ peer_take_conf(struct peer *p, const struct conf_peer *cf)
 
 	p->cf = cf;
 	p->name = cf->name;
+	handshake_peers_changed(p->toud);
 	/* The CA is read here, once per configuration (and file, when the
 	 * configuration is being set up), never during a handshake: that
 	 * would cost a file read and parse per attempt and CA peer. */
@@ -137,6 +139,9 @@ peer_free(struct peer *p)
 	/* Its datagrams and TUN packets still on their way now resolve to
 	 * nobody (worker.h). */
 	peer_slot_release(p);
+	handshake_peers_changed(p->toud);
+	if (p->state == PEER_UP && p->toud->n_peers_up)
+		p->toud->n_peers_up--;
 	peer_timers_free(p);
 	keys_ca_free(p->ca_store);
 	free(p->pending_mem);
@@ -334,6 +339,10 @@ peer_event(struct peer *p, enum peer_event e)
 	log_info("peer \"%s\" (%s): %s -> %s (%s)", p->name,
 	    p->has_endpoint ? util_sa_fmt(&p->endpoint, buf, sizeof(buf)) : "no endpoint",
 	    peer_state_name(p->state), peer_state_name(s), peer_event_name(e));
+	if (p->state == PEER_UP)
+		p->toud->n_peers_up--;
+	if (s == PEER_UP)
+		p->toud->n_peers_up++;
 	p->state = s;
 	peer_report_status(p->toud);
 }
@@ -342,11 +351,10 @@ peer_event(struct peer *p, enum peer_event e)
 void
 peer_report_status(struct toud *t)
 {
-	size_t i, up = 0;
-
-	for (i = 0; i < t->n_peers; i++)
-		up += t->peers[i] && t->peers[i]->state == PEER_UP;
-	notify_status("%zu of %zu peer%s up", up, t->n_peers, t->n_peers == 1 ? "" : "s");
+	/* Counted as states change: a walk of every peer on each change
+	 * made a handshake O(peers). */
+	notify_status("%zu of %zu peer%s up", t->n_peers_up, t->n_peers,
+	    t->n_peers == 1 ? "" : "s");
 }
 
 void

@@ -164,6 +164,23 @@ ratelimit_allow(struct ratelimit *rl, const struct ipaddr *src, uint64_t now_ms)
 	return true;
 }
 
+void
+ratelimit_refund(struct ratelimit *rl, const struct ipaddr *src)
+{
+	uint8_t key[9];
+	size_t klen = make_key(src, key);
+	unsigned b = (unsigned)ratelimit_siphash(rl->secret, key, klen) & rl->mask;
+	struct rl_entry *e;
+
+	for (e = rl->buckets[b]; e; e = e->next) {
+		if (memcmp(e->key, key, sizeof(e->key)) == 0) {
+			e->tokens = e->tokens + MILLI > rl->max_tokens ? rl->max_tokens :
+			    e->tokens + MILLI;
+			return;
+		}
+	}
+}
+
 size_t
 ratelimit_entries(const struct ratelimit *rl)
 {

@@ -32,6 +32,11 @@ void ratelimit_free(struct ratelimit *rl);
  * when src has no entry and the table is full. */
 bool ratelimit_allow(struct ratelimit *rl, const struct ipaddr *src, uint64_t now_ms);
 
+/* Give back the token src's last allowed request took (its work turned out
+ * legitimate); nothing if src has no entry.  The bucket stays within its
+ * burst. */
+void ratelimit_refund(struct ratelimit *rl, const struct ipaddr *src);
+
 /* Evict the entries that are full again.  ratelimit_allow() calls it at
  * most every RATELIMIT_GC_MS; exposed for tests. */
 void ratelimit_gc(struct ratelimit *rl, uint64_t now_ms);

@@ -445,10 +445,10 @@ record_rx_free(struct record_rx *rx)
 }
 
 static void
-aad_make(uint8_t aad[AAD_LEN], uint64_t seq, size_t plain_len)
+aad_make(uint8_t aad[AAD_LEN], uint8_t type, uint64_t seq, size_t plain_len)
 {
 	bytes_put64(aad, seq);
-	aad[8] = RECORD_TYPE_APPDATA;
+	aad[8] = type;
 	bytes_put16(aad + 9, RECORD_VERSION);
 	bytes_put16(aad + 11, (uint16_t)plain_len);
 }
@@ -469,6 +469,12 @@ tls_aad(EVP_CIPHER_CTX *ctx, uint8_t aad[AAD_LEN])
 enum record_status
 record_frame(struct record_tx *tx, struct record_msg *m)
 {
+	return record_frame_type(tx, m, RECORD_TYPE_APPDATA);
+}
+
+enum record_status
+record_frame_type(struct record_tx *tx, struct record_msg *m, uint8_t type)
+{
 	size_t pre = record_prefix(tx->cipher), len = m->in_len;
 	uint8_t *p = m->out;
 	uint64_t w, seq = tx->seq;
@@ -488,7 +494,7 @@ record_frame(struct record_tx *tx, struct record_msg *m)
 	/* The plaintext to its place first: it may overlap the header's. */
 	if (m->in != p + pre)
 		memmove(p + pre, m->in, len);
-	p[0] = RECORD_TYPE_APPDATA;
+	p[0] = type;
 	bytes_put16(p + 1, RECORD_VERSION);
 	bytes_put64(p + 3, w);
 	bytes_put16(p + 11, (uint16_t)(len + pre - RECORD_HDR + RECORD_TAG));
@@ -529,7 +535,7 @@ record_finish(struct record_sealer *s, uint8_t *rec, size_t len)
 	 * nonce_explicit and takes it off the AAD length; ChaCha20 XORs the
 	 * AAD's epoch | sequence into the IV (RFC 7905).  One call per
 	 * record. */
-	aad_make(aad, bytes_get64(rec + 3), len - RECORD_HDR - RECORD_TAG);
+	aad_make(aad, rec[0], bytes_get64(rec + 3), len - RECORD_HDR - RECORD_TAG);
 	if (!tls_aad(s->ctx, aad) ||
 	    EVP_Cipher(s->ctx, rec + RECORD_HDR, rec + RECORD_HDR,
 	    (unsigned int)(len - RECORD_HDR)) < 0) {
@@ -590,7 +596,7 @@ record_check(const struct record_rx *rx, const uint8_t *r, size_t len, uint64_t 
 /* Decrypt fragment frag (flen bytes) of the record numbered wire
  * (epoch | sequence, as on the wire) in place and verify its tag. */
 static enum record_status
-unseal(struct record_opener *o, uint64_t wire, uint8_t *frag, size_t flen)
+unseal(struct record_opener *o, uint8_t type, uint64_t wire, uint8_t *frag, size_t flen)
 {
 	uint8_t aad[AAD_LEN];
 
@@ -598,7 +604,7 @@ unseal(struct record_opener *o, uint64_t wire, uint8_t *frag, size_t flen)
 		return RECORD_ERR_MALFORMED;
 	/* TLS record mode, in place over nonce_explicit, ciphertext and tag.
 	 * The AAD length counts what the cipher takes off. */
-	aad_make(aad, wire, flen);
+	aad_make(aad, type, wire, flen);
 	if (!tls_aad(o->ctx, aad)) {
 		ERR_clear_error();
 		return RECORD_ERR_CRYPTO;
@@ -615,7 +621,8 @@ record_unseal(struct record_opener *o, uint8_t *rec, size_t len)
 {
 	if (len < RECORD_HDR)
 		return RECORD_ERR_MALFORMED;
-	return unseal(o, bytes_get64(rec + 3), rec + RECORD_HDR, len - RECORD_HDR);
+	return unseal(o, RECORD_TYPE_APPDATA, bytes_get64(rec + 3), rec + RECORD_HDR,
+	    len - RECORD_HDR);
 }
 
 enum record_status
@@ -665,7 +672,8 @@ open_one(struct record_rx *rx, struct record_msg *m)
 		work = m->out;
 		memcpy(work, r + RECORD_HDR, flen);
 	}
-	st = record_accept(rx, m->seq, unseal(rx->opener, bytes_get64(r + 3), work, flen));
+	st = record_accept(rx, m->seq, unseal(rx->opener, RECORD_TYPE_APPDATA,
+	    bytes_get64(r + 3), work, flen));
 	if (st != RECORD_OK)
 		return st;
 	if (work == m->out && pre > RECORD_HDR)
@@ -686,4 +694,30 @@ record_open(struct record_rx *rx, struct record_msg *m, size_t n)
 		ok += m[i].status == RECORD_OK;
 	}
 	return ok;
+}
+
+enum record_status
+record_open_alert(const struct record_keys *k, uint16_t epoch, const uint8_t *rec, size_t len,
+    uint8_t alert[2])
+{
+	struct record_opener o = { .cipher = k->cipher };
+	size_t pre = record_prefix(k->cipher);
+	uint8_t frag[RECORD_GCM_EXPLICIT + 2 + RECORD_TAG];
+	enum record_status st;
+
+	if (len != pre + 2 + RECORD_TAG || rec[0] != RECORD_TYPE_ALERT ||
+	    bytes_get16(rec + 1) != RECORD_VERSION ||
+	    RECORD_HDR + (size_t)bytes_get16(rec + 11) != len)
+		return RECORD_ERR_MALFORMED;
+	if (bytes_get16(rec + 3) != epoch)
+		return RECORD_ERR_EPOCH;
+	if ((o.ctx = ctx_new(k, 0)) == NULL)
+		return RECORD_ERR_CRYPTO;
+	memcpy(frag, rec + RECORD_HDR, len - RECORD_HDR);
+	st = unseal(&o, RECORD_TYPE_ALERT, bytes_get64(rec + 3), frag, len - RECORD_HDR);
+	EVP_CIPHER_CTX_free(o.ctx);
+	if (st == RECORD_OK)
+		memcpy(alert, frag + (pre - RECORD_HDR), 2);
+	OPENSSL_cleanse(frag, sizeof(frag));
+	return st;
 }

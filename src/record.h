@@ -38,6 +38,7 @@ struct evp_cipher_ctx_st;
 #define RECORD_TAG 16
 #define RECORD_GCM_EXPLICIT 8
 #define RECORD_TYPE_APPDATA 23
+#define RECORD_TYPE_ALERT 21
 #define RECORD_VERSION 0xfefd           /* DTLS 1.2 */
 #define RECORD_SEQ_MAX ((UINT64_C(1) << 48) - 1)
 #define RECORD_MAX_PLAIN 16384          /* 2^14 (RFC 6347 4.1) */
@@ -210,6 +211,9 @@ size_t record_seal(struct record_tx *tx, struct record_msg *m, size_t n);
  * m->out_len is the whole record, m->seq its (epoch << 48 | sequence).
  * The record's numbers are used even if it is never sealed. */
 enum record_status record_frame(struct record_tx *tx, struct record_msg *m);
+/* The same for a record of another content type (an alert): the type is
+ * in the header and the AAD, and record_finish() seals it as any other. */
+enum record_status record_frame_type(struct record_tx *tx, struct record_msg *m, uint8_t type);
 /* Encrypt a framed record of len bytes in place and write its tag.
  * Records may be finished in another order than framed, and some never. */
 enum record_status record_finish(struct record_sealer *s, uint8_t *rec, size_t len);
@@ -232,5 +236,12 @@ enum record_status record_accept(struct record_rx *rx, uint64_t seq, enum record
 struct record_opener *record_opener_get(struct record_opener *o);
 void record_opener_put(struct record_opener *o);
 size_t record_open(struct record_rx *rx, struct record_msg *m, size_t n);
+/* Open one alert record (level and description in alert) of epoch under
+ * the receiving keys k, with a cipher context of its own (the opener may be
+ * busy on another thread).  No replay window: alerts are rare and every
+ * one that authenticates ends the session, so a replayed one could only
+ * repeat an end that already happened. */
+enum record_status record_open_alert(const struct record_keys *k, uint16_t epoch,
+    const uint8_t *rec, size_t len, uint8_t alert[2]);
 
 #endif

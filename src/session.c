@@ -20,16 +20,24 @@
 #include "record.h"
 #include "session.h"
 
-static inline unsigned
-bucket(uint64_t id)
+static inline size_t
+bucket(const struct session_table *st, uint64_t id)
 {
-	return (unsigned)((id ^ id >> 29 ^ id >> 47) & (SESSION_BUCKETS - 1));
+	uint64_t h = (id ^ st->hash_key) * UINT64_C(0x9e3779b97f4a7c15);
+
+	return (size_t)(h ^ h >> 32) & (st->n_buckets - 1);
 }
 
 struct session_table *
 session_table_new(void)
 {
-	return calloc(1, sizeof(struct session_table));
+	struct session_table *st = calloc(1, sizeof(struct session_table));
+
+	if (st && RAND_bytes((unsigned char *)&st->hash_key, sizeof(st->hash_key)) != 1) {
+		free(st);
+		return NULL;
+	}
+	return st;
 }
 
 void
@@ -39,7 +47,98 @@ session_table_free(struct session_table *st)
 		return;
 	while (st->list)
 		session_free(st->list);
+	free(st->buckets);
+	free(st->named);
 	free(st);
+}
+
+static inline size_t
+named_bucket(const struct session_table *st, uint64_t id)
+{
+	uint64_t h = (id ^ ~st->hash_key) * UINT64_C(0x9e3779b97f4a7c15);
+
+	return (size_t)(h ^ h >> 32) & (st->n_named_buckets - 1);
+}
+
+/* As table_grow(), for the chains by name. */
+static void
+named_grow(struct session_table *st)
+{
+	size_t n = st->n_named_buckets ? st->n_named_buckets * 2 : SESSION_BUCKETS, i;
+	struct session **nb = calloc(n, sizeof(*nb)), *s, *next;
+	struct session_table tmp = *st;
+
+	if (!nb)
+		return;
+	tmp.n_named_buckets = n;
+	for (i = 0; i < st->n_named_buckets; i++) {
+		for (s = st->named[i]; s; s = next) {
+			size_t b = named_bucket(&tmp, s->id);
+
+			next = s->nnext;
+			s->nnext = nb[b];
+			nb[b] = s;
+		}
+	}
+	free(st->named);
+	st->named = nb;
+	st->n_named_buckets = n;
+}
+
+static void
+named_add(struct session_table *st, struct session *s)
+{
+	size_t b;
+
+	if (st->n >= 2 * st->n_named_buckets)
+		named_grow(st);
+	if (!st->n_named_buckets)
+		return;
+	b = named_bucket(st, s->id);
+	s->nnext = st->named[b];
+	st->named[b] = s;
+}
+
+static void
+named_remove(struct session_table *st, struct session *s)
+{
+	struct session **pp;
+
+	if (!st->n_named_buckets)
+		return;
+	for (pp = &st->named[named_bucket(st, s->id)]; *pp; pp = &(*pp)->nnext) {
+		if (*pp == s) {
+			*pp = s->nnext;
+			return;
+		}
+	}
+}
+
+/* Double the buckets (the first time: SESSION_BUCKETS of them).  Without
+ * memory the chains only get longer. */
+static void
+table_grow(struct session_table *st)
+{
+	size_t n = st->n_buckets ? st->n_buckets * 2 : SESSION_BUCKETS, i;
+	struct session_alias **nb = calloc(n, sizeof(*nb)), *a, *next;
+	struct session_table tmp = *st;
+
+	if (!nb)
+		return;
+	tmp.buckets = nb;
+	tmp.n_buckets = n;
+	for (i = 0; i < st->n_buckets; i++) {
+		for (a = st->buckets[i]; a; a = next) {
+			size_t b = bucket(&tmp, a->id);
+
+			next = a->hnext;
+			a->hnext = nb[b];
+			nb[b] = a;
+		}
+	}
+	free(st->buckets);
+	st->buckets = nb;
+	st->n_buckets = n;
 }
 
 size_t
@@ -57,17 +156,39 @@ session_half_open(const struct toud *t)
 void
 session_half_open_add(struct session *s)
 {
+	struct session_table *st = s->t->sessions;
+
 	if (s->half_open)
 		return;
 	s->half_open = true;
-	s->t->sessions->n_half_open++;
+	st->n_half_open++;
+	s->hnext_open = st->half_open;
+	if (s->hnext_open)
+		s->hnext_open->hprev_open = &s->hnext_open;
+	s->hprev_open = &st->half_open;
+	st->half_open = s;
+}
+
+struct session *
+session_next_half_open(const struct toud *t, const struct session *s)
+{
+	if (s)
+		return s->hnext_open;
+	return t->sessions ? t->sessions->half_open : NULL;
 }
 
 void
 session_half_open_done(struct session *s)
 {
-	if (s->half_open && s->t->sessions->n_half_open)
+	if (!s->half_open)
+		return;
+	if (s->t->sessions->n_half_open)
 		s->t->sessions->n_half_open--;
+	*s->hprev_open = s->hnext_open;
+	if (s->hnext_open)
+		s->hnext_open->hprev_open = s->hprev_open;
+	s->hnext_open = NULL;
+	s->hprev_open = NULL;
 	s->half_open = false;
 }
 
@@ -84,7 +205,9 @@ session_find(struct toud *t, uint64_t id, uint32_t *index)
 {
 	struct session_alias *a;
 
-	for (a = t->sessions->buckets[bucket(id)]; a; a = a->hnext) {
+	if (!t->sessions->n_buckets)
+		return NULL;
+	for (a = t->sessions->buckets[bucket(t->sessions, id)]; a; a = a->hnext) {
 		if (a->id == id) {
 			if (index)
 				*index = a->index;
@@ -97,9 +220,12 @@ session_find(struct toud *t, uint64_t id, uint32_t *index)
 struct session *
 session_named(struct toud *t, uint64_t id)
 {
+	struct session_table *st = t->sessions;
 	struct session *s;
 
-	for (s = t->sessions->list; s; s = s->lnext)
+	if (!st->n_named_buckets)
+		return NULL;
+	for (s = st->named[named_bucket(st, id)]; s; s = s->nnext)
 		if (s->id == id)
 			return s;
 	return NULL;
@@ -109,8 +235,14 @@ static void
 alias_add(struct session_alias *a)
 {
 	struct session_table *st = a->s->t->sessions;
-	unsigned b = bucket(a->id);
+	size_t b;
 
+	if (st->n_ids >= 2 * st->n_buckets)
+		table_grow(st);
+	if (!st->n_buckets)
+		return;         /* no memory for the first buckets: unreachable by ID */
+	b = bucket(st, a->id);
+	st->n_ids++;
 	a->hnext = st->buckets[b];
 	st->buckets[b] = a;
 	a->in_table = true;
@@ -119,13 +251,15 @@ alias_add(struct session_alias *a)
 static void
 alias_remove(struct session_alias *a)
 {
+	struct session_table *st = a->s->t->sessions;
 	struct session_alias **pp;
 
 	if (!a->in_table)
 		return;
-	for (pp = &a->s->t->sessions->buckets[bucket(a->id)]; *pp; pp = &(*pp)->hnext) {
+	for (pp = &st->buckets[bucket(st, a->id)]; *pp; pp = &(*pp)->hnext) {
 		if (*pp == a) {
 			*pp = a->hnext;
+			st->n_ids--;
 			break;
 		}
 	}
@@ -148,6 +282,7 @@ session_insert(struct session *s)
 		s->lnext->lprev = &s->lnext;
 	s->lprev = &st->list;
 	st->list = s;
+	named_add(st, s);
 	st->n++;
 }
 
@@ -346,6 +481,7 @@ session_free(struct session *s)
 		*s->lprev = s->lnext;
 		if (s->lnext)
 			s->lnext->lprev = s->lprev;
+		named_remove(s->t->sessions, s);
 		s->t->sessions->n--;
 	}
 	if (s->ev_retire)
@@ -412,6 +548,9 @@ session_open(struct session *s, const uint8_t *rec, size_t len, uint8_t *out, si
 void
 session_opened(struct session *s, size_t len, uint64_t now)
 {
+	/* The peer is past its handshake: what OpenSSL kept for it goes. */
+	if (s->dtls)
+		dtls_sess_confirmed(s->dtls);
 	s->last_rx_ms = now;
 	s->unanswered_ms = 0;
 	s->bytes += len;

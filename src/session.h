@@ -45,7 +45,7 @@ struct event;
 
 struct session;
 
-#define SESSION_BUCKETS 256             /* ID hash table (power of two) */
+#define SESSION_BUCKETS 256             /* ID hash table's first size (power of two) */
 
 /* One ID of a session in the table. */
 struct session_alias {
@@ -64,6 +64,7 @@ struct session {
 	bool initiator;
 	bool established;
 	bool half_open;                 /* counted in the handshake's half-open table */
+	struct session *hnext_open, **hprev_open;      /* its list, while half open */
 	union sockaddr_union addr;      /* where its datagrams go */
 	/* The local address the peer reached us at (IP_PKTINFO), used as the
 	 * source of this session's records; family 0 = the kernel chooses.
@@ -85,6 +86,7 @@ struct session {
 	struct event *ev_drain;         /* drain deadline once replaced */
 	struct event *ev_retire;        /* retire IDs no longer used */
 	struct session *lnext, **lprev; /* the table's list of every session */
+	struct session *nnext;          /* the table's chain by s->id (session_named) */
 	/* The IDs (sessid.h), once the handshake exported their seed. */
 	bool ids_derived;
 	uint8_t server_id;              /* the responder's, in every derived ID; 0: none */
@@ -102,10 +104,20 @@ struct session {
 /* Every session of the daemon (t->sessions): by each ID on the wire, and
  * in one list; and how many server handshakes are half open. */
 struct session_table {
-	struct session_alias *buckets[SESSION_BUCKETS];
+	/* Grown (doubled) to keep the chains short: at most two IDs a
+	 * bucket on average, so a lookup stays O(1) at any number of
+	 * sessions.  NULL until the first ID. */
+	struct session_alias **buckets;
+	size_t n_buckets;               /* a power of two, or 0 */
+	size_t n_ids;                   /* IDs in the table */
+	uint64_t hash_key;              /* random: no chosen IDs pile up */
+	/* Every session by the ID it was created with, the same way. */
+	struct session **named;
+	size_t n_named_buckets;
 	struct session *list;
 	size_t n;
 	unsigned n_half_open;           /* server handshakes not yet authenticated */
+	struct session *half_open;      /* ... and their list */
 };
 
 /* What a received record did. */
@@ -131,6 +143,9 @@ unsigned session_half_open(const struct toud *t);
 /* Mark s as a half-open server handshake, counted until it authenticates
  * (session_half_open_done) or is freed. */
 void session_half_open_add(struct session *s);
+/* The half-open sessions one by one (NULL: the first), without walking
+ * every session. */
+struct session *session_next_half_open(const struct toud *t, const struct session *s);
 void session_half_open_done(struct session *s);
 /* Every session in turn: the first for NULL, then the one after s; NULL
  * after the last.  s may not be freed in between. */

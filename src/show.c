@@ -5,6 +5,7 @@
  * written to an open_memstream(3) buffer. */
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -391,6 +392,16 @@ show_table(const struct toud *t)
 	return CONF_TABLE_MAIN;
 }
 
+/* What the daemon has allocated and not freed (glibc's count): memory per
+ * peer and per session, as bench/scale.sh measures it. */
+static size_t
+show_heap_bytes(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	return mi.uordblks + mi.hblkhd;
+}
+
 static void
 show_json(FILE *b, const struct toud *t, struct peer *const *peers,
     size_t n, uint64_t now_ms)
@@ -417,6 +428,8 @@ show_json(FILE *b, const struct toud *t, struct peer *const *peers,
 	show_json_events(b, t->events);
 	fprintf(b, ",\n    \"sessions\": %zu,\n    \"half_open\": %u",
 	    session_count(t), session_half_open(t));
+	fprintf(b, ",\n    \"peer_count\": %zu,\n    \"heap_used\": %zu", t->n_peers,
+	    show_heap_bytes());
 	fputs(",\n    \"fingerprint\": ", b);
 	show_json_str_or_null(b, show_own_fp(t, fp));
 	if (t->conf->iface.server_id)
@@ -626,6 +639,8 @@ show_text(FILE *b, const struct toud *t, struct peer *const *peers,
 	fprintf(b, "  threads: udp-send %s, tun-write %s, record-open %s\n",
 	    tx_threaded(t->tx) ? "on" : "off", tunout_threaded(t->tunout) ? "on" : "off",
 	    rx_opening_threaded(t->rx) ? "on" : "off");
+	fprintf(b, "  peers: %zu, sessions: %zu, heap: %zu KiB\n", t->n_peers, session_count(t),
+	    show_heap_bytes() / 1024);
 	if (show_own_fp(t, fp))
 		fprintf(b, "  fingerprint: %s\n", fp);
 	if (t->fwmark)

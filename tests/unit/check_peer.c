@@ -2246,6 +2246,45 @@ START_TEST(no_server_id_as_derived)
 }
 END_TEST
 
+/* Many sessions: the tables by ID and by name grow, every session is
+ * found both ways, and none is left once they are freed. */
+START_TEST(session_table_many)
+{
+	enum { N = 20000 };
+	union sockaddr_union any = B.addr;
+	struct session **ss = calloc(N, sizeof(*ss));
+	size_t n0 = session_count(&B.t), i;
+	uint32_t idx;
+
+	ck_assert_ptr_nonnull(ss);
+	for (i = 0; i < N; i++) {
+		ck_assert_ptr_nonnull(ss[i] = session_alloc(&B.t, 0x5e55000000000000ULL + i * 7919,
+		    &any, fake_now));
+		session_insert(ss[i]);
+	}
+	ck_assert_uint_eq(session_count(&B.t), n0 + N);
+	ck_assert_uint_ge(B.t.sessions->n_buckets, N / 2);
+	for (i = 0; i < N; i++) {
+		ck_assert_ptr_eq(session_find(&B.t, 0x5e55000000000000ULL + i * 7919, &idx), ss[i]);
+		ck_assert_ptr_eq(session_named(&B.t, 0x5e55000000000000ULL + i * 7919), ss[i]);
+	}
+	ck_assert_ptr_null(session_find(&B.t, 0x5e55000000000001ULL, NULL));
+	ck_assert_ptr_null(session_named(&B.t, 0x5e55000000000001ULL));
+	for (i = 0; i < N; i += 2)
+		session_free(ss[i]);
+	for (i = 0; i < N; i++) {
+		struct session *want = i % 2 ? ss[i] : NULL;
+
+		ck_assert_ptr_eq(session_find(&B.t, 0x5e55000000000000ULL + i * 7919, NULL), want);
+		ck_assert_ptr_eq(session_named(&B.t, 0x5e55000000000000ULL + i * 7919), want);
+	}
+	for (i = 1; i < N; i += 2)
+		session_free(ss[i]);
+	ck_assert_uint_eq(session_count(&B.t), n0);
+	free(ss);
+}
+END_TEST
+
 static Suite *
 peer_suite(void)
 {
@@ -2289,6 +2328,7 @@ peer_suite(void)
 	tcase_add_test(tc, max_age_both_roles);
 	tcase_add_test(tc, max_age_end);
 	tcase_add_test(tc, session_table);
+	tcase_add_test(tc, session_table_many);
 	tcase_add_test(tc, tun_refuses_merged);
 	tcase_add_test(tc, send_thread_seals);
 	tcase_add_test(tc, send_thread_peer_freed);

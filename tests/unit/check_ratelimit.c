@@ -1,5 +1,5 @@
 /* check_ratelimit.c - the per-source token buckets on a fake clock: burst,
- * refill, eviction by age, the global cap, sources that share a hash chain,
+ * refill, refunds, eviction by age, the global cap, sources that share a hash chain,
  * IPv6 keyed by /64, and SipHash-2-4 against the reference vector. */
 #include <arpa/inet.h>
 #include <check.h>
@@ -67,6 +67,29 @@ START_TEST(burst_then_refill)
 	ck_assert_uint_eq(take(rl, &a, 10, now + 600), 5);
 	/* Refill never exceeds the burst. */
 	ck_assert_uint_eq(take(rl, &a, 30, now + 600 + 500000), 20);
+	ratelimit_free(rl);
+}
+END_TEST
+
+/* A refunded token can be taken again at once; refunds stay within the
+ * burst, and a source without an entry gets nothing. */
+START_TEST(refund)
+{
+	struct ratelimit *rl = ratelimit_new(16, 10, 5, secret);
+	struct ipaddr a = A("192.0.2.1"), b = A("192.0.2.2");
+	uint64_t now = 1000000;
+	int i;
+
+	ck_assert_uint_eq(take(rl, &a, 5, now), 5);
+	ck_assert_uint_eq(take(rl, &a, 1, now), 0);
+	ratelimit_refund(rl, &a);
+	ratelimit_refund(rl, &a);
+	ck_assert_uint_eq(take(rl, &a, 5, now), 2);
+	for (i = 0; i < 50; i++)
+		ratelimit_refund(rl, &a);
+	ck_assert_uint_eq(take(rl, &a, 50, now), 5);
+	ratelimit_refund(rl, &b);
+	ck_assert_uint_eq(ratelimit_entries(rl), 1);
 	ratelimit_free(rl);
 }
 END_TEST
@@ -208,6 +231,7 @@ main(void)
 
 	tcase_add_test(tc, siphash_vector);
 	tcase_add_test(tc, burst_then_refill);
+	tcase_add_test(tc, refund);
 	tcase_add_test(tc, sources_are_independent);
 	tcase_add_test(tc, collision_does_not_reset);
 	tcase_add_test(tc, ipv6_by_prefix);

@@ -168,13 +168,36 @@ fixture_free(struct fixture *f)
 	conf_free(f->t.conf);
 }
 
+/* The heap figure is the process's own: zero it where it is printed. */
+static void
+mask_heap(char *s)
+{
+	static const char *const marks[] = { "\"heap_used\": ", "heap: " };
+	size_t k;
+
+	for (k = 0; k < sizeof(marks) / sizeof(marks[0]); k++) {
+		char *p = strstr(s, marks[k]), *d;
+
+		if (!p)
+			continue;
+		p += strlen(marks[k]);
+		for (d = p; *d >= '0' && *d <= '9'; d++)
+			;
+		if (d > p) {
+			*p = '0';
+			memmove(p + 1, d, strlen(d) + 1);
+		}
+	}
+}
+
 /* CHECK_SHOW_WRITE=1 rewrites the golden files from what is rendered
  * (review the diff before committing it). */
 static void
-check_golden(const char *got, const char *file)
+check_golden(char *got, const char *file)
 {
 	char *want;
 
+	mask_heap(got);
 	if (getenv("CHECK_SHOW_WRITE")) {
 		char path[4096];
 		FILE *f;
@@ -387,6 +410,7 @@ START_TEST(no_peers_no_drops)
 	s = show_render(&f.t, NULL, true);
 	ck_assert_ptr_nonnull(s);
 	ck_assert(json_valid(s));
+	mask_heap(s);
 	ck_assert_str_eq(s,
 	    "{\n"
 	    "  \"interface\": {\n"
@@ -401,6 +425,8 @@ START_TEST(no_peers_no_drops)
 	    "    \"events\": {},\n"
 	    "    \"sessions\": 0,\n"
 	    "    \"half_open\": 0,\n"
+	    "    \"peer_count\": 0,\n"
+	    "    \"heap_used\": 0,\n"
 	    "    \"fingerprint\": null,\n"
 	    "    \"server_id\": null,\n"
 	    "    \"dns\": \"none\",\n"
@@ -414,13 +440,15 @@ START_TEST(no_peers_no_drops)
 	free(s);
 	s = show_render(&f.t, NULL, false);
 	ck_assert_ptr_nonnull(s);
+	mask_heap(s);
 	ck_assert_str_eq(s,
 	    "interface: tou0\n"
 	    "  listen port: 7000\n"
 	    "  mtu: 1380\n"
 	    "  encryption: dtls\n"
 	    "  offload: tun-tso on, udp-gso off, udp-gro on, tun-coalesce off\n"
-	    "  threads: udp-send off, tun-write off, record-open off\n");
+	    "  threads: udp-send off, tun-write off, record-open off\n"
+	    "  peers: 0, sessions: 0, heap: 0 KiB\n");
 	free(s);
 	ck_assert_ptr_null(show_render(&f.t, "bob", false));
 	ck_assert_int_eq(errno, ENOENT);
