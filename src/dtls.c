@@ -121,6 +121,10 @@ struct dtls_sess {
 	 * here. */
 	bool released;
 	struct record_keys rx_keys;             /* opens the peer's alerts */
+	/* With a preshared key, toud's own close_notify is sealed with the
+	 * data keys, OpenSSL's with the handshake's: both open. */
+	struct record_keys rx_keys_psk;
+	bool has_rx_keys_psk;
 	const char *cipher_name;
 	X509 *peer_leaf;                        /* for CA checks on reload */
 	STACK_OF(X509) *peer_chain;
@@ -663,6 +667,7 @@ dtls_sess_free(struct dtls_sess *s)
 	X509_free(s->peer_leaf);
 	sk_X509_pop_free(s->peer_chain, X509_free);
 	OPENSSL_cleanse(&s->rx_keys, sizeof(s->rx_keys));
+	OPENSSL_cleanse(&s->rx_keys_psk, sizeof(s->rx_keys_psk));
 	free(s);
 }
 
@@ -769,7 +774,9 @@ sess_released_input(struct dtls_sess *s, const uint8_t *rec, size_t len)
 	if (rec[0] == CT_APPDATA)
 		return DTLS_ERR_RECORD;
 	if (rec[0] != RECORD_TYPE_ALERT ||
-	    record_open_alert(&s->rx_keys, s->rx.epoch, rec, len, alert) != RECORD_OK)
+	    (record_open_alert(&s->rx_keys, s->rx.epoch, rec, len, alert) != RECORD_OK &&
+	    (!s->has_rx_keys_psk ||
+	    record_open_alert(&s->rx_keys_psk, s->rx.epoch, rec, len, alert) != RECORD_OK)))
 		return DTLS_AGAIN;
 	/* A warning other than close_notify changes nothing (RFC 5246 7.2). */
 	if (alert[0] != SSL3_AL_FATAL && alert[1] != SSL_AD_CLOSE_NOTIFY)
@@ -984,6 +991,8 @@ dtls_sess_set_psk(struct dtls_sess *s, const uint8_t *psk)
 		s->failed = DTLS_ERR_CLOSED;
 		goto out;
 	}
+	s->rx_keys_psk = s->client ? sk : ck;
+	s->has_rx_keys_psk = true;
 	keylog_psk_keys(s, &ck, &sk);
 	ret = 0;
 out:

@@ -1167,6 +1167,22 @@ START_TEST(psk_sessions)
 		ck_assert_uint_eq(dtls_sess_record_rx(l3.ss)->opened, 0);
 		link_free(&l3);
 	}
+	/* close_notify once OpenSSL's state is gone on both sides: toud seals
+	 * it with the preshared key's data keys, and the peer takes it. */
+	dtls_sess_confirmed(l1.cs);
+	dtls_sess_confirmed(l1.ss);
+	dtls_sess_close(l1.cs);
+	r = q_pop(l1.c2s);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(r->b[0], 21);          /* alert */
+	ck_assert_int_eq(input(l1.ss, r, &n, &(uint64_t){ 0 }), DTLS_ERR_CLOSED);
+	ck_assert(!dtls_sess_established(l1.ss));
+	/* and from OpenSSL (the client kept its state) to a released server */
+	dtls_sess_confirmed(l2.ss);
+	dtls_sess_close(l2.cs);
+	r = q_pop(l2.c2s);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(input(l2.ss, r, &n, &(uint64_t){ 0 }), DTLS_ERR_CLOSED);
 	link_free(&l1);
 	link_free(&l2);
 }
