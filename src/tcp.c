@@ -95,6 +95,7 @@ struct tcp_conn {
 	char name[UTIL_ADDRSTRLEN + 8];
 	struct event *ev_deadline;
 	struct stream_rx srx;
+	uint8_t *part;                  /* the frame being gathered, between reads */
 	unsigned busy;                  /* inside its read callback: free later */
 	bool dead;
 };
@@ -140,6 +141,7 @@ conn_free(struct tcp_conn *c)
 		SSL_free(c->ssl);
 	if (c->raw)
 		bufferevent_free(c->raw);
+	free(c->part);
 	free(c);
 }
 
@@ -376,12 +378,22 @@ conn_read(struct bufferevent *bev, void *arg)
 		evbuffer_drain(in, evbuffer_get_length(in));
 		return;
 	}
+	/* The slots are every connection's: a frame begun in an earlier read
+	 * waits in the connection's own buffer. */
+	if (stream_rx_partial(&c->srx))
+		memcpy(c->tcp->slots + RX_HEADROOM, c->part, stream_rx_partial(&c->srx));
 	c->busy++;
 	while (ok && !c->dead && (got = evbuffer_remove(in, chunk, sizeof(chunk))) > 0)
 		ok = conn_feed(c, chunk, (size_t)got, &n);
 	if (ok && !c->dead)
 		conn_deliver(c, n);
 	c->busy--;
+	if (ok && !c->dead && stream_rx_partial(&c->srx)) {
+		if (!c->part && !(c->part = malloc(TCP_FRAME_MAX)))
+			ok = false;
+		else
+			memcpy(c->part, c->tcp->slots + RX_HEADROOM, stream_rx_partial(&c->srx));
+	}
 	if (!ok && !c->dead) {
 		conn_fail(c, "bad frame");
 		return;
