@@ -110,6 +110,9 @@ conf_validate_iface(const struct conf *c, struct conf_error *err)
 	if (i->n_dns_search && !i->n_dns)
 		return conf_verr(c, err, i->dns_search_line, "dns-search: needs dns, the name "
 		    "servers that answer for the domains");
+	if (i->encryption == CONF_ENC_NONE && i->has_listen_tcp)
+		return conf_verr(c, err, i->listen_tcp_line, "listen-tcp: needs encryption "
+		    "dtls (the TCP transport is TLS)");
 	return conf_validate_metrics(c, err);
 }
 
@@ -208,6 +211,13 @@ conf_validate_auth(const struct conf *c, const struct conf_peer *peer,
 	if (c->iface.encryption == CONF_ENC_NONE && !peer->endpoint_host)
 		return conf_verr(c, err, peer->line, "missing key 'endpoint' in "
 		    "[peer %s] (required with encryption none)", peer->name);
+	/* The TCP transport is TLS, authenticated as DTLS is. */
+	if (c->iface.encryption == CONF_ENC_NONE && peer->endpoint_tcp_host)
+		return conf_verr(c, err, peer->endpoint_tcp_line, "endpoint-tcp: needs "
+		    "encryption dtls (the TCP transport is TLS) in [peer %s]", peer->name);
+	if (peer->proxy_host && !peer->endpoint_tcp_host)
+		return conf_verr(c, err, peer->proxy_line, "proxy: without 'endpoint-tcp' "
+		    "in [peer %s] (the proxy reaches the TCP transport)", peer->name);
 	/* One certificate must name one peer: the same CA file and name
 	 * twice would let the handshake pick either. */
 	if ((x = first[CONF_SAME_CA][peer - c->peers]) != CONF_NONE)

@@ -13,14 +13,15 @@ static const char *const iface_keys[] = {
 	"path-mtu", "user", "encryption", "offload", "threads", "log-level", "control",
 	"rekey-time", "session-max-age", "rekey-bytes", "rekey-records", "fwmark", "table",
 	"fail-open", "metrics", "metrics-allow-remote", "server-id", "dns", "dns-search",
+	"listen-tcp",
 };
-_Static_assert(1u << (ARRAY_SIZE(iface_keys) - 1) == CONF_IFACE_DIFF_DNS_SEARCH,
+_Static_assert(1u << (ARRAY_SIZE(iface_keys) - 1) == CONF_IFACE_DIFF_LISTEN_TCP,
     "one name per enum conf_iface_diff bit");
 static const char *const peer_keys[] = {
 	"[peer NAME]", "fingerprint", "ca", "name", "endpoint", "address", "allowed-ips",
-	"keepalive", "preshared-key",
+	"keepalive", "preshared-key", "endpoint-tcp", "proxy",
 };
-_Static_assert(1u << (ARRAY_SIZE(peer_keys) - 1) == CONF_PEER_DIFF_PRESHARED_KEY,
+_Static_assert(1u << (ARRAY_SIZE(peer_keys) - 1) == CONF_PEER_DIFF_PROXY,
     "one name per enum conf_peer_diff bit");
 
 static bool
@@ -180,6 +181,11 @@ conf_diff_iface(const struct conf_iface *a, const struct conf_iface *b)
 		d |= CONF_IFACE_DIFF_DNS;
 	if (!str_list_equal(a->dns_search, a->n_dns_search, b->dns_search, b->n_dns_search))
 		d |= CONF_IFACE_DIFF_DNS_SEARCH;
+	if (a->has_listen_tcp != b->has_listen_tcp || (a->has_listen_tcp &&
+	    (a->has_listen_tcp_addr != b->has_listen_tcp_addr ||
+	    !util_addr_equal(&a->listen_tcp_addr, &b->listen_tcp_addr) ||
+	    a->listen_tcp_port != b->listen_tcp_port)))
+		d |= CONF_IFACE_DIFF_LISTEN_TCP;
 	return d;
 }
 
@@ -211,6 +217,12 @@ conf_diff_peer(const struct conf_peer *a, const struct conf_peer *b)
 	if (!str_equal(a->psk_file, b->psk_file) || a->has_psk != b->has_psk ||
 	    (a->has_psk && memcmp(a->psk, b->psk, sizeof(a->psk)) != 0))
 		d |= CONF_PEER_DIFF_PRESHARED_KEY;
+	if (!str_equal(a->endpoint_tcp_host, b->endpoint_tcp_host) ||
+	    (a->endpoint_tcp_host && a->endpoint_tcp_port != b->endpoint_tcp_port))
+		d |= CONF_PEER_DIFF_ENDPOINT_TCP;
+	if (!str_equal(a->proxy_host, b->proxy_host) ||
+	    (a->proxy_host && a->proxy_port != b->proxy_port))
+		d |= CONF_PEER_DIFF_PROXY;
 	return d;
 }
 

@@ -50,6 +50,7 @@ enum conf_iface_diff {
 	CONF_IFACE_DIFF_SERVER_ID       = 1u << 23,
 	CONF_IFACE_DIFF_DNS             = 1u << 24,
 	CONF_IFACE_DIFF_DNS_SEARCH      = 1u << 25,
+	CONF_IFACE_DIFF_LISTEN_TCP      = 1u << 26,
 };
 /* The keys a reload applies; a change to any other one needs a restart. */
 #define CONF_IFACE_DIFF_RELOADABLE (CONF_IFACE_DIFF_LOG_LEVEL | CONF_IFACE_DIFF_REKEY_TIME | \
@@ -68,6 +69,8 @@ enum conf_peer_diff {
 	CONF_PEER_DIFF_ALLOWED_IPS = 1u << 6,
 	CONF_PEER_DIFF_KEEPALIVE   = 1u << 7,
 	CONF_PEER_DIFF_PRESHARED_KEY = 1u << 8, /* the file, or the key in it */
+	CONF_PEER_DIFF_ENDPOINT_TCP = 1u << 9,
+	CONF_PEER_DIFF_PROXY       = 1u << 10,
 };
 /* The keys that decide which keys the peer's sessions may authenticate with
  * (the preshared key decides their data keys). */

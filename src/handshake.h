@@ -79,6 +79,12 @@ struct peer *handshake_authorize(struct toud *t, const struct session *s);
 /* The peer list or a peer's key or CA changed: the index of peers by key
  * is made again before the next handshake needs it. */
 void handshake_peers_changed(struct toud *t);
+/* The same rule for a key presented elsewhere (the TCP transport's TLS):
+ * the peer whose pinned fingerprint is fp, or whose CA and name the chain
+ * in xs passes; NULL for none, or for two (refused, logged). */
+struct x509_store_ctx_st;
+struct peer *handshake_authorize_key(struct toud *t, const uint8_t *fp,
+    struct x509_store_ctx_st *xs);
 /* Which of two established sessions of one peer survives (tie-break). */
 bool handshake_newer_wins(const struct session *new, const struct session *old,
     const uint8_t *my_fp, const uint8_t *their_fp);

@@ -146,6 +146,7 @@ START_TEST(test_iface_each_key)
 		{ "server-id = 2\n", CONF_IFACE_DIFF_SERVER_ID },
 		{ "dns = 10.77.0.53\n", CONF_IFACE_DIFF_DNS },
 		{ "dns-search = example.com\n", CONF_IFACE_DIFF_DNS_SEARCH },
+		{ "listen-tcp = 443\n", CONF_IFACE_DIFF_LISTEN_TCP },
 	};
 	const char *base = "[interface]\naddress = 10.77.0.1/24\n";
 	uint32_t all = 0, reloadable = CONF_IFACE_DIFF_LOG_LEVEL | CONF_IFACE_DIFF_REKEY_TIME |
@@ -168,7 +169,7 @@ START_TEST(test_iface_each_key)
 		all |= v[x].bit;
 	}
 	/* Every bit has a variant: a new key needs one here. */
-	ck_assert_uint_eq(all, (CONF_IFACE_DIFF_DNS_SEARCH << 1) - 1);
+	ck_assert_uint_eq(all, (CONF_IFACE_DIFF_LISTEN_TCP << 1) - 1);
 	ck_assert_uint_eq(CONF_IFACE_DIFF_RELOADABLE, reloadable);
 	/* Several at once, named in key order. */
 	ck_assert_uint_eq(iface_diff(base, "[interface]\naddress = 10.77.0.1/24\n"
@@ -232,6 +233,8 @@ START_TEST(test_peer_each_key)
 		    "keepalive = 26\n", "keepalive", CONF_PEER_DIFF_KEEPALIVE },
 		{ PEER "preshared-key = /etc/tou/b.psk\n", "preshared-key",
 		    CONF_PEER_DIFF_PRESHARED_KEY },
+		{ PEER "endpoint-tcp = b.example:443\n", "endpoint-tcp",
+		    CONF_PEER_DIFF_ENDPOINT_TCP },
 	};
 	uint32_t all = 0, auth = CONF_PEER_DIFF_FINGERPRINT | CONF_PEER_DIFF_CA |
 	    CONF_PEER_DIFF_NAME | CONF_PEER_DIFF_PRESHARED_KEY;
@@ -252,7 +255,12 @@ START_TEST(test_peer_each_key)
 		}
 		all |= v[x].bit;
 	}
-	ck_assert_uint_eq(all, (CONF_PEER_DIFF_PRESHARED_KEY << 1) - 1);
+	/* A proxy needs an endpoint-tcp on both sides of the comparison. */
+	ck_assert_uint_eq(peer_diff(PEER "endpoint-tcp = b.example:443\n",
+	    PEER "endpoint-tcp = b.example:443\nproxy = http://192.0.2.8:3128\n"),
+	    CONF_PEER_DIFF_PROXY);
+	all |= CONF_PEER_DIFF_PROXY;
+	ck_assert_uint_eq(all, (CONF_PEER_DIFF_PROXY << 1) - 1);
 	ck_assert_uint_eq(CONF_PEER_DIFF_AUTH, auth);
 	/* A pinned key swapped for a CA and a name: three keys, all of them auth. */
 	ck_assert_uint_eq(peer_diff(PEER, "[peer p]\nca = /ca\nname = p\n" PEER_KEYS),

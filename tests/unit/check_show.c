@@ -427,6 +427,8 @@ START_TEST(no_peers_no_drops)
 	    "    \"half_open\": 0,\n"
 	    "    \"peer_count\": 0,\n"
 	    "    \"heap_used\": 0,\n"
+	    "    \"tcp_listen\": null,\n"
+	    "    \"tcp_connections\": 0,\n"
 	    "    \"fingerprint\": null,\n"
 	    "    \"server_id\": null,\n"
 	    "    \"dns\": \"none\",\n"
