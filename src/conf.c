@@ -104,6 +104,9 @@ conf_validate_iface(const struct conf *c, struct conf_error *err)
 	if (i->encryption == CONF_ENC_DTLS && !i->certificate)
 		return conf_verr(c, err, i->line, "missing key 'certificate' in "
 		    "[interface] (required with encryption dtls)");
+	if (i->encryption == CONF_ENC_NONE && i->has_listen_tcp)
+		return conf_verr(c, err, i->listen_tcp_line, "listen-tcp: needs encryption "
+		    "dtls (the TCP transport is TLS)");
 	return conf_validate_metrics(c, err);
 }
 
@@ -202,6 +205,13 @@ conf_validate_auth(const struct conf *c, const struct conf_peer *peer,
 	if (c->iface.encryption == CONF_ENC_NONE && !peer->endpoint_host)
 		return conf_verr(c, err, peer->line, "missing key 'endpoint' in "
 		    "[peer %s] (required with encryption none)", peer->name);
+	/* The TCP transport is TLS, authenticated as DTLS is. */
+	if (c->iface.encryption == CONF_ENC_NONE && peer->endpoint_tcp_host)
+		return conf_verr(c, err, peer->endpoint_tcp_line, "endpoint-tcp: needs "
+		    "encryption dtls (the TCP transport is TLS) in [peer %s]", peer->name);
+	if (peer->proxy_host && !peer->endpoint_tcp_host)
+		return conf_verr(c, err, peer->proxy_line, "proxy: without 'endpoint-tcp' "
+		    "in [peer %s] (the proxy reaches the TCP transport)", peer->name);
 	/* One certificate must name one peer: the same CA file and name
 	 * twice would let the handshake pick either. */
 	if ((x = first[CONF_SAME_CA][peer - c->peers]) != CONF_NONE)

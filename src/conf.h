@@ -76,6 +76,15 @@ struct conf_peer {
 	char *endpoint_host;               /* NULL: wait to be contacted */
 	uint16_t endpoint_port;
 	int endpoint_line;
+	/* endpoint-tcp = HOST:PORT: where the peer accepts the TCP transport
+	 * (tcp.c); NULL: UDP only.  proxy = http://HOST:PORT: reach it through
+	 * an HTTP CONNECT proxy; NULL: directly. */
+	char *endpoint_tcp_host;
+	uint16_t endpoint_tcp_port;
+	int endpoint_tcp_line;
+	char *proxy_host;
+	uint16_t proxy_port;
+	int proxy_line;
 	struct conf_prefix *address;       /* the peer's tunnel addresses (host prefixes) */
 	size_t n_address;
 	struct conf_prefix *allowed_ips;   /* extra prefixes routed to the peer */
@@ -91,6 +100,12 @@ struct conf_iface {
 	bool has_listen_addr;
 	struct ipaddr listen_addr;         /* listen = ADDR:PORT binds one family, one address */
 	uint16_t listen_port;
+	/* listen-tcp = PORT | ADDR:PORT: accept the TCP transport (tcp.c);
+	 * off unless has_listen_tcp.  Without an address, both families. */
+	bool has_listen_tcp, has_listen_tcp_addr;
+	struct ipaddr listen_tcp_addr;
+	uint16_t listen_tcp_port;
+	int listen_tcp_line;
 	char *private_key;
 	int private_key_line;
 	char *certificate;

@@ -12,15 +12,15 @@ static const char *const iface_keys[] = {
 	"name", "address", "listen", "private-key", "certificate", "keylog-file", "mtu",
 	"path-mtu", "user", "encryption", "offload", "threads", "log-level", "control",
 	"rekey-time", "session-max-age", "rekey-bytes", "rekey-records", "fwmark", "table",
-	"fail-open", "metrics", "metrics-allow-remote",
+	"fail-open", "metrics", "metrics-allow-remote", "listen-tcp",
 };
-_Static_assert(1u << (ARRAY_SIZE(iface_keys) - 1) == CONF_IFACE_DIFF_METRICS_ALLOW_REMOTE,
+_Static_assert(1u << (ARRAY_SIZE(iface_keys) - 1) == CONF_IFACE_DIFF_LISTEN_TCP,
     "one name per enum conf_iface_diff bit");
 static const char *const peer_keys[] = {
 	"[peer NAME]", "fingerprint", "ca", "name", "endpoint", "address", "allowed-ips",
-	"keepalive",
+	"keepalive", "endpoint-tcp", "proxy",
 };
-_Static_assert(1u << (ARRAY_SIZE(peer_keys) - 1) == CONF_PEER_DIFF_KEEPALIVE,
+_Static_assert(1u << (ARRAY_SIZE(peer_keys) - 1) == CONF_PEER_DIFF_PROXY,
     "one name per enum conf_peer_diff bit");
 
 static bool
@@ -147,6 +147,11 @@ conf_diff_iface(const struct conf_iface *a, const struct conf_iface *b)
 		d |= CONF_IFACE_DIFF_METRICS;
 	if (a->metrics_allow_remote != b->metrics_allow_remote)
 		d |= CONF_IFACE_DIFF_METRICS_ALLOW_REMOTE;
+	if (a->has_listen_tcp != b->has_listen_tcp || (a->has_listen_tcp &&
+	    (a->has_listen_tcp_addr != b->has_listen_tcp_addr ||
+	    !util_addr_equal(&a->listen_tcp_addr, &b->listen_tcp_addr) ||
+	    a->listen_tcp_port != b->listen_tcp_port)))
+		d |= CONF_IFACE_DIFF_LISTEN_TCP;
 	return d;
 }
 
@@ -174,6 +179,12 @@ conf_diff_peer(const struct conf_peer *a, const struct conf_peer *b)
 		d |= CONF_PEER_DIFF_ALLOWED_IPS;
 	if (a->keepalive != b->keepalive)
 		d |= CONF_PEER_DIFF_KEEPALIVE;
+	if (!str_equal(a->endpoint_tcp_host, b->endpoint_tcp_host) ||
+	    (a->endpoint_tcp_host && a->endpoint_tcp_port != b->endpoint_tcp_port))
+		d |= CONF_PEER_DIFF_ENDPOINT_TCP;
+	if (!str_equal(a->proxy_host, b->proxy_host) ||
+	    (a->proxy_host && a->proxy_port != b->proxy_port))
+		d |= CONF_PEER_DIFF_PROXY;
 	return d;
 }
 

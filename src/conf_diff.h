@@ -46,6 +46,7 @@ enum conf_iface_diff {
 	CONF_IFACE_DIFF_FAIL_OPEN       = 1u << 20,
 	CONF_IFACE_DIFF_METRICS         = 1u << 21,
 	CONF_IFACE_DIFF_METRICS_ALLOW_REMOTE = 1u << 22,
+	CONF_IFACE_DIFF_LISTEN_TCP      = 1u << 23,
 };
 /* The keys a reload applies; a change to any other one needs a restart. */
 #define CONF_IFACE_DIFF_RELOADABLE (CONF_IFACE_DIFF_LOG_LEVEL | CONF_IFACE_DIFF_REKEY_TIME | \
@@ -63,6 +64,8 @@ enum conf_peer_diff {
 	CONF_PEER_DIFF_ADDRESS     = 1u << 5,
 	CONF_PEER_DIFF_ALLOWED_IPS = 1u << 6,
 	CONF_PEER_DIFF_KEEPALIVE   = 1u << 7,
+	CONF_PEER_DIFF_ENDPOINT_TCP = 1u << 8,
+	CONF_PEER_DIFF_PROXY       = 1u << 9,
 };
 /* The keys that decide which keys the peer's sessions may authenticate with. */
 #define CONF_PEER_DIFF_AUTH (CONF_PEER_DIFF_FINGERPRINT | CONF_PEER_DIFF_CA | CONF_PEER_DIFF_NAME)

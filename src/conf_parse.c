@@ -374,6 +374,34 @@ conf_set_listen(struct conf_parser *p, const struct conf_key *k, const char *v)
 	return 0;
 }
 
+/* listen-tcp = PORT | ADDR:PORT | [ADDR]:PORT */
+static int
+conf_set_listen_tcp(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	struct conf_iface *i = &p->c->iface;
+	char q[CONF_QUOTE_MAX + 1];
+	struct ipaddr a;
+	int r;
+
+	i->listen_tcp_line = p->line;
+	if (!strchr(v, ':') && v[0] != '[') {
+		if (util_addr_parse(v, &a) == 0)
+			return conf_perr(p, "%s: missing port in '%s' (ADDR:PORT)",
+			    k->name, conf_quote(v, q, sizeof(q)));
+		i->has_listen_tcp_addr = false;
+		memset(&i->listen_tcp_addr, 0, sizeof(i->listen_tcp_addr));
+		if ((r = conf_port(p, k, v, &i->listen_tcp_port)) < 0)
+			return r;
+	} else {
+		if ((r = conf_addrport(p, k, v, "PORT, ADDR:PORT or [ADDR]:PORT",
+		    &i->listen_tcp_addr, &i->listen_tcp_port)) < 0)
+			return r;
+		i->has_listen_tcp_addr = true;
+	}
+	i->has_listen_tcp = true;
+	return 0;
+}
+
 static int
 conf_set_private_key(struct conf_parser *p, const struct conf_key *k, const char *v)
 {
@@ -796,10 +824,12 @@ conf_valid_host(char *s)
 	return alpha;
 }
 
+/* HOST:PORT or [ADDR]:PORT of key k into *host (an address in its
+ * canonical form) and *port. */
 static int
-conf_set_endpoint(struct conf_parser *p, const struct conf_key *k, const char *v)
+conf_host_port(struct conf_parser *p, const struct conf_key *k, const char *v, char **hostp,
+    uint16_t *portp)
 {
-	struct conf_peer *peer = conf_cur_peer(p);
 	char buf[CONF_LINE_MAX + 1], q[CONF_QUOTE_MAX + 1];
 	char abuf[UTIL_ADDRSTRLEN];
 	char *host, *port;
@@ -828,10 +858,51 @@ conf_set_endpoint(struct conf_parser *p, const struct conf_key *k, const char *v
 		return conf_perr(p, "%s: '%s' is not a host name or IP address",
 		    k->name, conf_quote(host, q, sizeof(q)));
 	}
-	if ((r = conf_port(p, k, port, &peer->endpoint_port)) < 0)
+	if ((r = conf_port(p, k, port, portp)) < 0)
 		return r;
+	free(*hostp);
+	*hostp = NULL;
+	return conf_strdup(p, hostp, host);
+}
+
+static int
+conf_set_endpoint(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	struct conf_peer *peer = conf_cur_peer(p);
+
 	peer->endpoint_line = p->line;
-	return conf_strdup(p, &peer->endpoint_host, host);
+	return conf_host_port(p, k, v, &peer->endpoint_host, &peer->endpoint_port);
+}
+
+static int
+conf_set_endpoint_tcp(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	struct conf_peer *peer = conf_cur_peer(p);
+
+	peer->endpoint_tcp_line = p->line;
+	return conf_host_port(p, k, v, &peer->endpoint_tcp_host, &peer->endpoint_tcp_port);
+}
+
+/* proxy = http://HOST:PORT (an HTTP CONNECT proxy; no path, no user). */
+static int
+conf_set_proxy(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	struct conf_peer *peer = conf_cur_peer(p);
+	char q[CONF_QUOTE_MAX + 1];
+	size_t n = strlen(v);
+
+	if (strncasecmp(v, "http://", 7) != 0 || n == 7)
+		return conf_perr(p, "%s: '%s' is not http://HOST:PORT", k->name,
+		    conf_quote(v, q, sizeof(q)));
+	peer->proxy_line = p->line;
+	if (v[n - 1] == '/') {
+		char buf[CONF_LINE_MAX + 1];
+
+		util_strlcpy(buf, v + 7, sizeof(buf));
+		buf[n - 8] = '\0';
+		return conf_host_port(p, k, buf, &peer->proxy_host, &peer->proxy_port);
+	}
+	return conf_host_port(p, k, v + 7, &peer->proxy_host, &peer->proxy_port);
 }
 
 static int
@@ -907,6 +978,7 @@ static const struct conf_key conf_keys[] = {
 	{ "fwmark", SEC_IFACE, false, conf_set_fwmark },
 	{ "table", SEC_IFACE, false, conf_set_table },
 	{ "fail-open", SEC_IFACE, false, conf_set_fail_open },
+	{ "listen-tcp", SEC_IFACE, false, conf_set_listen_tcp },
 	{ "fingerprint", SEC_PEER, false, conf_set_fingerprint },
 	{ "ca", SEC_PEER, false, conf_set_ca },
 	{ "name", SEC_PEER, false, conf_set_cert_name },
@@ -914,6 +986,8 @@ static const struct conf_key conf_keys[] = {
 	{ "address", SEC_PEER, true, conf_set_peer_address },
 	{ "allowed-ips", SEC_PEER, true, conf_set_allowed_ips },
 	{ "keepalive", SEC_PEER, false, conf_set_keepalive },
+	{ "endpoint-tcp", SEC_PEER, false, conf_set_endpoint_tcp },
+	{ "proxy", SEC_PEER, false, conf_set_proxy },
 };
 _Static_assert(ARRAY_SIZE(conf_keys) <= 64, "the seen mask of struct conf_parser has 64 bits");
 
@@ -974,6 +1048,8 @@ conf_peer_free(struct conf_peer *peer)
 	free(peer->ca);
 	free(peer->cert_name);
 	free(peer->endpoint_host);
+	free(peer->endpoint_tcp_host);
+	free(peer->proxy_host);
 	free(peer->address);
 	free(peer->allowed_ips);
 }

@@ -75,6 +75,15 @@ conf_kv_addrport(FILE *b, const char *key, const struct ipaddr *addr, uint16_t p
 	    util_addr_fmt(addr, a, sizeof(a)), port);
 }
 
+/* HOST:PORT, an IPv6 address in brackets; nothing without a host. */
+static void
+conf_kv_hostport(FILE *b, const char *key, const char *scheme, const char *host, uint16_t port)
+{
+	if (host)
+		fprintf(b, strchr(host, ':') ? "%-11s = %s[%s]:%u\n" : "%-11s = %s%s:%u\n", key,
+		    scheme, host, port);
+}
+
 static void
 conf_print_iface(FILE *b, const struct conf_iface *i)
 {
@@ -119,6 +128,10 @@ conf_print_iface(FILE *b, const struct conf_iface *i)
 	else
 		conf_kv(b, "table", i->table == CONF_TABLE_OFF ? "off" : "auto");
 	conf_kv(b, "fail-open", i->fail_open ? "yes" : "no");
+	if (i->has_listen_tcp && !i->has_listen_tcp_addr)
+		conf_kv_uint(b, "listen-tcp", i->listen_tcp_port);
+	else if (i->has_listen_tcp)
+		conf_kv_addrport(b, "listen-tcp", &i->listen_tcp_addr, i->listen_tcp_port);
 }
 
 static void
@@ -133,9 +146,9 @@ conf_print_peer(FILE *b, const struct conf_peer *p)
 	}
 	conf_kv_opt(b, "ca", p->ca);
 	conf_kv_opt(b, "name", p->cert_name);
-	if (p->endpoint_host)
-		fprintf(b, strchr(p->endpoint_host, ':') ? "%-11s = [%s]:%u\n" :
-		    "%-11s = %s:%u\n", "endpoint", p->endpoint_host, p->endpoint_port);
+	conf_kv_hostport(b, "endpoint", "", p->endpoint_host, p->endpoint_port);
+	conf_kv_hostport(b, "endpoint-tcp", "", p->endpoint_tcp_host, p->endpoint_tcp_port);
+	conf_kv_hostport(b, "proxy", "http://", p->proxy_host, p->proxy_port);
 	conf_kv_prefixes(b, "address", p->address, p->n_address, true);
 	conf_kv_prefixes(b, "allowed-ips", p->allowed_ips, p->n_allowed_ips, false);
 	conf_kv_uint(b, "keepalive", p->keepalive);

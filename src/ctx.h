@@ -35,6 +35,7 @@ struct keys_ca_cache;
 
 #define TOUD_NETCHANGE_GONE 8          /* removed addresses remembered per burst */
 struct tx;
+struct tcp;
 
 struct toud {
 	struct event_base *base;
@@ -52,6 +53,7 @@ struct toud {
 	struct tx *tx;                  /* TUN -> UDP, with its buffers */
 	struct rx *rx;                  /* UDP -> TUN, with its buffers */
 	struct tunout *tunout;          /* the TUN's one writer (rx's packets, tx's ICMP) */
+	struct tcp *tcp;                /* the TCP transport (tcp.c); NULL: not set up */
 
 	struct peer **peers;            /* in configuration order */
 	size_t n_peers;

@@ -43,6 +43,7 @@ enum drop_reason {
 	DROP_NO_SESSION_PEER,   /* dtls: data on a session that belongs to no peer */
 	DROP_TUN_OFFLOAD,       /* TUN: a virtio_net_hdr or super-packet that cannot be cut */
 	DROP_REPLAY_OLD,        /* dtls: a record older than the replay window */
+	DROP_TCP_SENDQ,         /* tcp: the connection's send queue was full */
 	DROP__MAX
 };
 

@@ -24,6 +24,12 @@ static const char *const event_names[EVENT__MAX] = {
 	[EVENT_SEND_THREAD_BATCHES] = "send_thread_batches",
 	[EVENT_TUN_THREAD_BATCHES] = "tun_thread_batches",
 	[EVENT_OPEN_THREAD_BATCHES] = "open_thread_batches",
+	[EVENT_TRANSPORT_TCP] = "transport_tcp",
+	[EVENT_TRANSPORT_UDP] = "transport_udp",
+	[EVENT_TCP_ACCEPTED] = "tcp_accepted",
+	[EVENT_TCP_REFUSED] = "tcp_refused",
+	[EVENT_TCP_HANDSHAKE_FAILED] = "tcp_handshake_failed",
+	[EVENT_TCP_FRAMES_BAD] = "tcp_frames_bad",
 };
 
 const char *

@@ -24,6 +24,12 @@ enum toud_event {
 	EVENT_SEND_THREAD_BATCHES,      /* a batch of UDP sends went to the send thread */
 	EVENT_TUN_THREAD_BATCHES,       /* a batch of TUN writes went to the TUN thread */
 	EVENT_OPEN_THREAD_BATCHES,      /* a batch of records went to the opening thread */
+	EVENT_TRANSPORT_TCP,            /* the peer's traffic moved to the TCP transport */
+	EVENT_TRANSPORT_UDP,            /* ... and back to UDP */
+	EVENT_TCP_ACCEPTED,             /* a TCP connection accepted on listen-tcp */
+	EVENT_TCP_REFUSED,              /* one refused: source rate, connection cap */
+	EVENT_TCP_HANDSHAKE_FAILED,     /* a TLS handshake failed, timed out or named no peer */
+	EVENT_TCP_FRAMES_BAD,           /* a connection closed for an oversize or malformed frame */
 	EVENT__MAX
 };
 

@@ -53,6 +53,17 @@ struct peer {
 	struct x509_store_st *ca_store;    /* cf->ca, loaded once per configuration */
 
 	enum transport transport;          /* what its traffic takes (transport.h) */
+	uint64_t transport_switches;       /* how often it changed */
+	struct tcp_conn *tcp;              /* its TCP transport connection (tcp.c); NULL: none */
+	/* The switching policy (peer_timers.c): since when packets wait for
+	 * a UDP handshake (0: none wait), and while on TCP the next UDP probe,
+	 * the failed probes so far (back-off) and the token of the one in
+	 * flight. */
+	uint64_t held_since_ms;
+	uint64_t udp_probe_ms;
+	unsigned udp_probe_fails;
+	bool udp_probing;
+	uint8_t udp_probe_token[PATH_TOKEN_LEN];
 	bool has_endpoint;
 	union sockaddr_union endpoint;
 	/* encryption = none: the local address the peer last reached us at
@@ -117,6 +128,7 @@ struct peer {
 	struct event *ev_passive;          /* received data, not yet answered */
 	struct event *ev_path;             /* the next path challenge or verdict */
 	struct event *ev_ping;             /* touctl ping's deadline */
+	struct event *ev_transport;        /* the switching policy's look (endpoint-tcp) */
 };
 
 /* Create a peer from its configuration: endpoint (a literal address, or a

@@ -20,6 +20,8 @@
 #include "rx.h"
 #include "session.h"
 #include "show.h"
+#include "tcp.h"
+#include "transport.h"
 #include "tun.h"
 #include "tunout.h"
 #include "tx.h"
@@ -243,6 +245,16 @@ show_path(const struct peer *p)
 	return PATH_VALIDATED;
 }
 
+/* HOST:PORT of a configured endpoint-tcp or proxy (NULL: none). */
+static const char *
+show_hostport(const char *host, uint16_t port, char *buf, size_t len)
+{
+	if (!host)
+		return NULL;
+	snprintf(buf, len, strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, port);
+	return buf;
+}
+
 static void
 show_json_peer(FILE *b, const struct peer *p, uint64_t now_ms)
 {
@@ -312,6 +324,15 @@ show_json_peer(FILE *b, const struct peer *p, uint64_t now_ms)
 		fputs("null", b);
 	}
 	fprintf(b, ",\n      \"id_rotations\": %u", p->cur ? p->cur->rotations : 0);
+	fputs(",\n      \"transport\": ", b);
+	show_json_str(b, transport_name(p->transport));
+	fputs(",\n      \"endpoint_tcp\": ", b);
+	show_json_str_or_null(b, show_hostport(p->cf->endpoint_tcp_host, p->cf->endpoint_tcp_port,
+	    buf, sizeof(buf)));
+	fputs(",\n      \"proxy\": ", b);
+	show_json_str_or_null(b, show_hostport(p->cf->proxy_host, p->cf->proxy_port, buf,
+	    sizeof(buf)));
+	fprintf(b, ",\n      \"transport_switches\": %" PRIu64, p->transport_switches);
 	fputs(",\n      \"path_state\": ", b);
 	show_json_str(b, path_state_name(show_path(p)));
 	fputs(",\n      \"path_probing\": ", b);
@@ -356,7 +377,7 @@ static void
 show_json(FILE *b, const struct toud *t, struct peer *const *peers,
     size_t n, uint64_t now_ms)
 {
-	char fp[7 + 2 * KEYS_FP_LEN + 1];
+	char fp[7 + 2 * KEYS_FP_LEN + 1], listen[UTIL_ADDRSTRLEN + 8];
 	struct offload_status off;
 	size_t i;
 
@@ -382,6 +403,9 @@ show_json(FILE *b, const struct toud *t, struct peer *const *peers,
 	show_json_str_or_null(b, show_own_fp(t, fp));
 	fprintf(b, ",\n    \"fwmark\": %u,\n    \"table\": %u", (unsigned)t->fwmark,
 	    (unsigned)show_table(t));
+	fputs(",\n    \"tcp_listen\": ", b);
+	show_json_str_or_null(b, tcp_listen_fmt(t, listen, sizeof(listen)));
+	fprintf(b, ",\n    \"tcp_connections\": %u", tcp_connections(t));
 	fputs("\n  },\n  \"peers\": [", b);
 	for (i = 0; i < n; i++) {
 		fputs(i ? ",\n" : "\n", b);
@@ -482,6 +506,16 @@ show_text_peer(FILE *b, const struct peer *p, uint64_t now_ms)
 	else
 		fputs("(none)", b);
 	fprintf(b, "\n  state: %s\n", peer_state_name(p->state));
+	if (p->cf->endpoint_tcp_host || p->transport != TRANSPORT_UDP) {
+		fprintf(b, "  transport: %s (%" PRIu64 " switch%s)", transport_name(p->transport),
+		    p->transport_switches, p->transport_switches == 1 ? "" : "es");
+		if (show_hostport(p->cf->endpoint_tcp_host, p->cf->endpoint_tcp_port, buf,
+		    sizeof(buf)))
+			fprintf(b, ", tcp endpoint %s", buf);
+		if (show_hostport(p->cf->proxy_host, p->cf->proxy_port, buf, sizeof(buf)))
+			fprintf(b, " via proxy %s", buf);
+		fwrite("\n", 1, 1, b);
+	}
 	if (show_pinned_fp(p, fp))
 		fprintf(b, "  fingerprint: %s\n", fp);
 	if (p->cf->ca) {
@@ -534,7 +568,7 @@ static void
 show_text(FILE *b, const struct toud *t, struct peer *const *peers,
     size_t n, uint64_t now_ms)
 {
-	char fp[7 + 2 * KEYS_FP_LEN + 1];
+	char fp[7 + 2 * KEYS_FP_LEN + 1], listen[UTIL_ADDRSTRLEN + 8];
 	struct offload_status off;
 	size_t i;
 
@@ -553,6 +587,9 @@ show_text(FILE *b, const struct toud *t, struct peer *const *peers,
 	    rx_opening_threaded(t->rx) ? "on" : "off");
 	if (show_own_fp(t, fp))
 		fprintf(b, "  fingerprint: %s\n", fp);
+	if (tcp_listen_fmt(t, listen, sizeof(listen)))
+		fprintf(b, "  tcp listen: %s (%u connection%s)\n", listen, tcp_connections(t),
+		    tcp_connections(t) == 1 ? "" : "s");
 	if (t->fwmark)
 		fprintf(b, "  fwmark: 0x%x\n", (unsigned)t->fwmark);
 	if (t->conf->iface.table == CONF_TABLE_OFF)

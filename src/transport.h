@@ -36,6 +36,14 @@
 
 enum transport {
 	TRANSPORT_UDP = 0,      /* datagrams: GUE over UDP, DTLS or plain */
+	TRANSPORT_TCP,          /* frames in a TLS 1.3 stream over TCP (tcp.c, stream.h) */
 };
+
+/* "udp" or "tcp": `transport` in touctl show --json. */
+static inline const char *
+transport_name(enum transport tr)
+{
+	return tr == TRANSPORT_TCP ? "tcp" : "udp";
+}
 
 #endif

@@ -1,0 +1,735 @@
+/* tcp.c - the TCP transport (tcp.h): TLS 1.3 over TCP, frames of inner
+ * payloads inside (stream.h), for peers that UDP does not reach.
+ *
+ * Threading model: everything here runs on the main loop.  Each
+ * connection is a libevent bufferevent with OpenSSL (a socket bufferevent,
+ * or a filter over the plain one that spoke HTTP CONNECT to a proxy), with
+ * deferred callbacks, so no callback runs inside another's call.  Frames
+ * read are handed to the receiving direction (ops->frames) in batches;
+ * frames sent are appended to the connection's output buffer, which
+ * libevent writes when the socket is writable: all that is queued within
+ * one turn of the loop leaves together.
+ *
+ * Authentication is the DTLS rules' (keys.c, handshake.c): the peer's
+ * certificate key is pinned or checked against its CA, by ops->authorize;
+ * a connection whose key names no peer gets no peer state and is closed
+ * (counted).  A peer has at most one connection (peer.tcp): a newer one
+ * that authenticates replaces the old.
+ *
+ * Limits against anyone who can reach listen-tcp: accepts per source
+ * address (ratelimit.c), TCP_CONN_MAX connections and TCP_HALF_OPEN_MAX of
+ * them not yet authenticated, a deadline of TCP_HANDSHAKE_MS for the
+ * handshake; a frame of length 0 or over TCP_FRAME_MAX, or one that is not
+ * an inner payload, closes its connection.  Every refusal is counted
+ * (events tcp_refused, tcp_handshake_failed, tcp_frames_bad).
+ *
+ * Inner TCP over outer TCP: the inner connections retransmit, so the
+ * carrier's queue stays short.  TCP_NODELAY; TCP_NOTSENT_LOWAT keeps the
+ * kernel from holding more than a little unsent; the output buffer holds
+ * at most TCP_SENDQ_MAX bytes, beyond which frames are dropped and counted
+ * (tcp_sendq_dropped), as a full queue of a router drops. */
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/dns.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include "conf.h"
+#include "ctx.h"
+#include "events.h"
+#include "gue.h"
+#include "http_connect.h"
+#include "keys.h"
+#include "log.h"
+#include "peer.h"
+#include "ratelimit.h"
+#include "rx.h"
+#include "stream.h"
+#include "tcp.h"
+#include "timer.h"
+#include "udp.h"
+
+#define TCP_CONN_MAX 256                /* connections at once */
+#define TCP_HALF_OPEN_MAX 64            /* of them not yet authenticated */
+#define TCP_HANDSHAKE_MS 5000           /* connect, proxy and TLS, each connection */
+#define TCP_SENDQ_MAX (256 * 1024)      /* bytes in a connection's output buffer */
+#define TCP_NOTSENT_LOWAT 16384
+#define TCP_ACCEPT_RATE 5               /* accepts per second per source, */
+#define TCP_ACCEPT_BURST 20             /* after a burst of this many */
+#define TCP_ACCEPT_SOURCES 1024
+#define TCP_BATCH 32                    /* frames handed on at once */
+#define TCP_SLOT (RX_HEADROOM + TCP_FRAME_MAX)
+#define TCP_READ_CHUNK 16384
+/* The groups offered, best first: a hybrid post-quantum one where the
+ * OpenSSL build has it (3.5), else the classic ones (3.0). */
+#define TCP_GROUPS_PQ "X25519MLKEM768:X25519:P-256"
+#define TCP_GROUPS "X25519:P-256"
+
+enum tcp_phase { TCP_PROXY, TCP_TLS, TCP_UP };
+
+struct tcp_conn {
+	TAILQ_ENTRY(tcp_conn) entry;
+	struct tcp *tcp;
+	struct bufferevent *bev;        /* TLS; NULL while the proxy answers */
+	struct bufferevent *raw;        /* the plain socket while the proxy answers */
+	SSL *ssl;                       /* owned by bev once it exists */
+	struct peer *peer;              /* outgoing: its peer; incoming: once authenticated */
+	struct peer *authorized;        /* who the presented key names */
+	bool outgoing;
+	enum tcp_phase phase;
+	union sockaddr_union addr;      /* the other end (incoming), for logs */
+	char name[UTIL_ADDRSTRLEN + 8];
+	struct event *ev_deadline;
+	struct stream_rx srx;
+	unsigned busy;                  /* inside its read callback: free later */
+	bool dead;
+};
+
+struct tcp {
+	struct toud *t;
+	struct tcp_ops ops;
+	SSL_CTX *ctx;
+	struct evconnlistener *listener;
+	union sockaddr_union laddr;
+	struct ratelimit *rl;
+	TAILQ_HEAD(, tcp_conn) conns;
+	unsigned n_conns, n_half;
+	uint8_t *slots;                 /* TCP_BATCH frames being gathered */
+	struct udp_msg msgs[TCP_BATCH];
+};
+
+static void conn_event(struct bufferevent *bev, short what, void *arg);
+static void conn_read(struct bufferevent *bev, void *arg);
+
+/* --- connections ----------------------------------------------------- */
+
+static void
+conn_free(struct tcp_conn *c)
+{
+	struct tcp *x = c->tcp;
+
+	if (c->busy) {
+		c->dead = true;
+		return;
+	}
+	if (c->peer && c->peer->tcp == c)
+		c->peer->tcp = NULL;
+	if (c->phase != TCP_UP)
+		x->n_half--;
+	x->n_conns--;
+	TAILQ_REMOVE(&x->conns, c, entry);
+	if (c->ev_deadline)
+		event_free(c->ev_deadline);
+	if (c->bev)
+		bufferevent_free(c->bev);
+	else if (c->ssl)
+		SSL_free(c->ssl);
+	if (c->raw)
+		bufferevent_free(c->raw);
+	free(c);
+}
+
+/* The connection failed or ended: its peer hears of it if it had this one. */
+static void
+conn_fail(struct tcp_conn *c, const char *why)
+{
+	struct tcp *x = c->tcp;
+	struct peer *p = c->peer && c->peer->tcp == c ? c->peer : NULL;
+
+	if (c->phase != TCP_UP && !c->outgoing) {
+		x->t->events[EVENT_TCP_HANDSHAKE_FAILED]++;
+		log_debug_rl("tcp %s: handshake failed: %s", c->name, why);
+	}
+	if (p) {
+		p->tcp = NULL;
+		c->peer = NULL;
+		if (c->phase == TCP_UP)
+			log_info("peer \"%s\": tcp connection %s ended: %s", p->name, c->name, why);
+		else
+			log_warnx("peer \"%s\": tcp connection to %s failed: %s", p->name, c->name,
+			    why);
+		snprintf(p->last_error, sizeof(p->last_error), "tcp %s: %s", c->name, why);
+	}
+	conn_free(c);
+	if (p)
+		x->ops.down(p, why);
+}
+
+static void
+deadline_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	conn_fail(arg, "handshake deadline passed");
+}
+
+static struct tcp_conn *
+conn_new(struct tcp *x, bool outgoing)
+{
+	struct tcp_conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->tcp = x;
+	c->outgoing = outgoing;
+	c->phase = TCP_TLS;
+	stream_rx_init(&c->srx, TCP_FRAME_MAX);
+	if (!(c->ev_deadline = evtimer_new(x->t->base, deadline_cb, c)) ||
+	    !(c->ssl = SSL_new(x->ctx))) {
+		if (c->ev_deadline)
+			event_free(c->ev_deadline);
+		free(c);
+		return NULL;
+	}
+	SSL_set_app_data(c->ssl, c);
+	TAILQ_INSERT_TAIL(&x->conns, c, entry);
+	x->n_conns++;
+	x->n_half++;
+	timer_arm_ms(c->ev_deadline, TCP_HANDSHAKE_MS);
+	return c;
+}
+
+static void
+conn_sockopts(int fd)
+{
+	int one = 1, lowat = TCP_NOTSENT_LOWAT;
+
+	if (fd < 0)
+		return;
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof(lowat));
+}
+
+/* The reason of the newest error on c, for logs. */
+static const char *
+conn_error(struct tcp_conn *c, short what, char *buf, size_t len)
+{
+	unsigned long e = c->bev ? bufferevent_get_openssl_error(c->bev) : 0;
+	int serr = EVUTIL_SOCKET_ERROR();
+
+	if (what & BEV_EVENT_TIMEOUT)
+		return "timed out";
+	if (e) {
+		const char *r = ERR_reason_error_string(e);
+
+		snprintf(buf, len, "TLS: %s", r ? r : "error");
+		while (bufferevent_get_openssl_error(c->bev))
+			;
+		return buf;
+	}
+	if (what & BEV_EVENT_EOF)
+		return "closed by the other end";
+	if (!serr)
+		return "connection lost";
+	snprintf(buf, len, "%s", evutil_socket_error_to_string(serr));
+	return buf;
+}
+
+/* TLS is up and authenticated: the connection becomes its peer's, in
+ * place of any older one. */
+static void
+conn_established(struct tcp_conn *c)
+{
+	struct tcp *x = c->tcp;
+	struct peer *p = c->authorized;
+	struct tcp_conn *old;
+
+	if (!p || (c->outgoing && p != c->peer)) {
+		conn_fail(c, "no peer for its key");
+		return;
+	}
+	c->peer = p;
+	old = p->tcp;
+	if (old && old != c) {
+		log_info("peer \"%s\": tcp connection %s replaces %s", p->name, c->name, old->name);
+		old->peer = NULL;
+		conn_free(old);
+	}
+	p->tcp = c;
+	c->phase = TCP_UP;
+	x->n_half--;
+	evtimer_del(c->ev_deadline);
+	conn_sockopts(bufferevent_getfd(c->bev));
+	bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
+	log_info("peer \"%s\": tcp connection %s up (%s, %s)", p->name, c->name,
+	    SSL_get_version(c->ssl), SSL_get_cipher_name(c->ssl));
+	x->ops.up(p);
+}
+
+static void
+conn_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct tcp_conn *c = arg;
+	char buf[160];
+
+	(void)bev;
+	if (what & BEV_EVENT_CONNECTED) {
+		if (c->phase == TCP_TLS && SSL_is_init_finished(c->ssl))
+			conn_established(c);
+		return;
+	}
+	conn_fail(c, conn_error(c, what, buf, sizeof(buf)));
+}
+
+/* Verification of the other end's certificate: the same rule as DTLS's
+ * (pinned key, or CA and name), by the peer its key names. */
+static int
+verify_cb(X509_STORE_CTX *xs, void *arg)
+{
+	struct tcp *x = arg;
+	SSL *ssl = X509_STORE_CTX_get_ex_data(xs, SSL_get_ex_data_X509_STORE_CTX_idx());
+	struct tcp_conn *c = ssl ? SSL_get_app_data(ssl) : NULL;
+	X509 *leaf = X509_STORE_CTX_get0_cert(xs);
+	uint8_t fp[KEYS_FP_LEN];
+	struct peer *p;
+
+	if (!c || !leaf || keys_cert_fp(leaf, fp) < 0)
+		goto refuse;
+	p = x->ops.authorize(x->t, fp, xs);
+	if (!p || (c->outgoing && p != c->peer))
+		goto refuse;
+	c->authorized = p;
+	return 1;
+refuse:
+	X509_STORE_CTX_set_error(xs, X509_V_ERR_APPLICATION_VERIFICATION);
+	return 0;
+}
+
+/* --- frames in ------------------------------------------------------- */
+
+/* Hand the n complete frames gathered to the receiving direction; the one
+ * being gathered moves to the first slot. */
+static void
+conn_deliver(struct tcp_conn *c, unsigned n)
+{
+	struct tcp *x = c->tcp;
+	size_t part = stream_rx_partial(&c->srx);
+
+	if (n && c->peer)
+		x->ops.frames(x->t, c->peer, x->msgs, n);
+	if (n && part)
+		memmove(x->slots + RX_HEADROOM, x->slots + (size_t)n * TCP_SLOT + RX_HEADROOM, part);
+}
+
+/* Feed what was read into frames; false when the stream is bad (the
+ * connection is closed, counted). */
+static bool
+conn_feed(struct tcp_conn *c, const uint8_t *data, size_t len, unsigned *n)
+{
+	struct tcp *x = c->tcp;
+	size_t used, flen = 0;
+	enum stream_status st;
+	struct gue_inner in;
+	bool malformed;
+
+	while (len) {
+		uint8_t *dst = x->slots + (size_t)*n * TCP_SLOT + RX_HEADROOM;
+
+		st = stream_rx_feed(&c->srx, data, len, &used, dst, &flen);
+		data += used;
+		len -= used;
+		if (st == STREAM_MORE)
+			continue;
+		malformed = st == STREAM_FRAME && gue_inner_decode(dst, flen, &in) != GUE_OK;
+		if (st != STREAM_FRAME || malformed) {
+			x->t->events[EVENT_TCP_FRAMES_BAD]++;
+			log_warnx("peer \"%s\": tcp connection %s sent %s: closed", c->peer->name,
+			    c->name, malformed ? "a frame that is no inner payload" :
+			    stream_status_name(st));
+			return false;
+		}
+		x->msgs[*n] = (struct udp_msg){ .buf = dst, .cap = TCP_FRAME_MAX,
+		    .len = flen, .peer = c->addr };
+		if (++*n == TCP_BATCH) {
+			conn_deliver(c, *n);
+			*n = 0;
+		}
+	}
+	return true;
+}
+
+static void
+conn_read(struct bufferevent *bev, void *arg)
+{
+	struct tcp_conn *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	uint8_t chunk[TCP_READ_CHUNK];
+	unsigned n = 0;
+	int got;
+	bool ok = true;
+
+	if (c->phase != TCP_UP || !c->peer) {
+		evbuffer_drain(in, evbuffer_get_length(in));
+		return;
+	}
+	c->busy++;
+	while (ok && !c->dead && (got = evbuffer_remove(in, chunk, sizeof(chunk))) > 0)
+		ok = conn_feed(c, chunk, (size_t)got, &n);
+	if (ok && !c->dead)
+		conn_deliver(c, n);
+	c->busy--;
+	if (!ok && !c->dead) {
+		conn_fail(c, "bad frame");
+		return;
+	}
+	if (c->dead)
+		conn_free(c);
+}
+
+/* --- frames out ------------------------------------------------------ */
+
+int
+tcp_send(struct peer *p, const uint8_t *payload, size_t len)
+{
+	struct tcp_conn *c = p->tcp;
+	struct evbuffer *out;
+	uint8_t hdr[STREAM_HDR_LEN];
+
+	if (!c || c->phase != TCP_UP)
+		return -ENOTCONN;
+	if (stream_frame_header(hdr, len, TCP_FRAME_MAX) < 0)
+		return -EMSGSIZE;
+	out = bufferevent_get_output(c->bev);
+	if (evbuffer_get_length(out) + STREAM_HDR_LEN + len > TCP_SENDQ_MAX)
+		return -ENOBUFS;
+	if (evbuffer_add(out, hdr, sizeof(hdr)) < 0 || evbuffer_add(out, payload, len) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+bool
+tcp_up(const struct peer *p)
+{
+	return p->tcp && p->tcp->phase == TCP_UP;
+}
+
+bool
+tcp_outgoing(const struct peer *p)
+{
+	return p->tcp && p->tcp->outgoing;
+}
+
+void
+tcp_close(struct peer *p)
+{
+	struct tcp_conn *c = p->tcp;
+
+	if (!c)
+		return;
+	p->tcp = NULL;
+	c->peer = NULL;
+	log_info("peer \"%s\": tcp connection %s closed", p->name, c->name);
+	conn_free(c);
+}
+
+/* --- outgoing -------------------------------------------------------- */
+
+static void
+conn_tls_start(struct tcp_conn *c, struct bufferevent *bev)
+{
+	c->bev = bev;
+	bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+	bufferevent_setcb(bev, conn_read, NULL, conn_event, c);
+	bufferevent_enable(bev, EV_READ | EV_WRITE);
+}
+
+/* The proxy's answer to CONNECT: on 2xx, TLS starts over the same socket
+ * (what followed the header is already the TLS stream's). */
+static void
+proxy_read(struct bufferevent *raw, void *arg)
+{
+	struct tcp_conn *c = arg;
+	struct evbuffer *in = bufferevent_get_input(raw);
+	size_t len = evbuffer_get_length(in), used = 0;
+	struct bufferevent *bev;
+	char why[64];
+	int status = 0;
+
+	switch (http_connect_response(evbuffer_pullup(in, -1), len, &used, &status)) {
+	case HC_MORE:
+		return;
+	case HC_OK:
+		break;
+	case HC_REFUSED:
+		snprintf(why, sizeof(why), "the proxy refused with status %d", status);
+		conn_fail(c, why);
+		return;
+	case HC_BAD:
+		conn_fail(c, "the proxy's answer is not HTTP");
+		return;
+	}
+	evbuffer_drain(in, used);
+	bev = bufferevent_openssl_filter_new(c->tcp->t->base, raw, c->ssl,
+	    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+	if (!bev) {
+		conn_fail(c, "out of memory");
+		return;
+	}
+	c->raw = NULL;
+	c->phase = TCP_TLS;
+	conn_tls_start(c, bev);
+}
+
+static void
+proxy_event(struct bufferevent *raw, short what, void *arg)
+{
+	struct tcp_conn *c = arg;
+	const struct conf_peer *cf = c->peer ? c->peer->cf : NULL;
+	char req[512], buf[160];
+	int n;
+
+	if (!(what & BEV_EVENT_CONNECTED)) {
+		conn_fail(c, conn_error(c, what, buf, sizeof(buf)));
+		return;
+	}
+	conn_sockopts(bufferevent_getfd(raw));
+	if (!cf || (n = http_connect_request(req, sizeof(req), cf->endpoint_tcp_host,
+	    cf->endpoint_tcp_port)) < 0) {
+		conn_fail(c, "cannot write the CONNECT request");
+		return;
+	}
+	bufferevent_write(raw, req, (size_t)n);
+}
+
+int
+tcp_connect(struct peer *p)
+{
+	struct tcp *x = p->toud->tcp;
+	const struct conf_peer *cf = p->cf;
+	const char *host = cf->proxy_host ? cf->proxy_host : cf->endpoint_tcp_host;
+	uint16_t port = cf->proxy_host ? cf->proxy_port : cf->endpoint_tcp_port;
+	struct bufferevent *bev;
+	struct tcp_conn *c;
+
+	if (!x || !cf->endpoint_tcp_host)
+		return -EOPNOTSUPP;
+	if (p->tcp)
+		return 0;
+	if (x->n_conns >= TCP_CONN_MAX)
+		return -EMFILE;
+	if (!(c = conn_new(x, true)))
+		return -ENOMEM;
+	c->peer = p;
+	p->tcp = c;
+	snprintf(c->name, sizeof(c->name), strchr(cf->endpoint_tcp_host, ':') ? "[%s]:%u" :
+	    "%s:%u", cf->endpoint_tcp_host, cf->endpoint_tcp_port);
+	SSL_set_connect_state(c->ssl);
+	if (cf->proxy_host) {
+		c->phase = TCP_PROXY;
+		bev = c->raw = bufferevent_socket_new(x->t->base, -1,
+		    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+		if (bev)
+			bufferevent_setcb(bev, proxy_read, NULL, proxy_event, c);
+	} else {
+		bev = bufferevent_openssl_socket_new(x->t->base, -1, c->ssl,
+		    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+		if (bev)
+			conn_tls_start(c, bev);
+	}
+	if (!bev) {
+		conn_free(c);
+		return -ENOMEM;
+	}
+	bufferevent_enable(bev, EV_READ | EV_WRITE);
+	log_info("peer \"%s\": connecting to tcp endpoint %s%s%s", p->name, c->name,
+	    cf->proxy_host ? " through proxy " : "", cf->proxy_host ? cf->proxy_host : "");
+	if (bufferevent_socket_connect_hostname(bev, x->t->dns, AF_UNSPEC, host, port) < 0) {
+		conn_fail(c, "cannot connect");
+		return -ECONNREFUSED;
+	}
+	return 0;
+}
+
+/* --- incoming -------------------------------------------------------- */
+
+static void
+accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen,
+    void *arg)
+{
+	struct tcp *x = arg;
+	struct bufferevent *bev;
+	struct tcp_conn *c;
+	union sockaddr_union from;
+	struct ipaddr src;
+	uint16_t port;
+
+	(void)l;
+	memset(&from, 0, sizeof(from));
+	memcpy(&from, sa, (size_t)salen < sizeof(from) ? (size_t)salen : sizeof(from));
+	util_sa_to_addr(&from, &src, &port);
+	if (x->n_conns >= TCP_CONN_MAX || x->n_half >= TCP_HALF_OPEN_MAX ||
+	    !ratelimit_allow(x->rl, &src, toud_now(x->t))) {
+		x->t->events[EVENT_TCP_REFUSED]++;
+		log_debug_rl("tcp: connection from %s refused (limit)",
+		    util_addr_fmt(&src, (char[UTIL_ADDRSTRLEN]){ 0 }, UTIL_ADDRSTRLEN));
+		close(fd);
+		return;
+	}
+	if (!(c = conn_new(x, false))) {
+		close(fd);
+		return;
+	}
+	x->t->events[EVENT_TCP_ACCEPTED]++;
+	c->addr = from;
+	util_sa_fmt(&from, c->name, sizeof(c->name));
+	conn_sockopts(fd);
+	SSL_set_accept_state(c->ssl);
+	bev = bufferevent_openssl_socket_new(x->t->base, fd, c->ssl, BUFFEREVENT_SSL_ACCEPTING,
+	    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+	if (!bev) {
+		close(fd);
+		conn_free(c);
+		return;
+	}
+	conn_tls_start(c, bev);
+}
+
+/* The listening socket of listen-tcp: one address, or both families on
+ * one IPv6 socket (IPv4 alone where IPv6 is off). */
+static int
+listen_open(struct tcp *x, const struct conf_iface *ifc)
+{
+	union sockaddr_union sa;
+	struct ipaddr any6 = { .family = AF_INET6 }, any4 = { .family = AF_INET };
+	int fd, one = 1, zero = 0, rc;
+
+	util_sa_from_addr(&sa, ifc->has_listen_tcp_addr ? &ifc->listen_tcp_addr : &any6,
+	    ifc->listen_tcp_port);
+	fd = socket(sa.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0 && errno == EAFNOSUPPORT && !ifc->has_listen_tcp_addr) {
+		util_sa_from_addr(&sa, &any4, ifc->listen_tcp_port);
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	}
+	if (fd < 0)
+		return -errno;
+	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (sa.sa.sa_family == AF_INET6 && !ifc->has_listen_tcp_addr)
+		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+	if (bind(fd, &sa.sa, util_sa_len(&sa)) < 0) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	x->laddr = sa;
+	x->listener = evconnlistener_new(x->t->base, accept_cb, x, LEV_OPT_CLOSE_ON_FREE, 128, fd);
+	if (!x->listener) {
+		close(fd);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* --- the context ----------------------------------------------------- */
+
+static int
+ctx_setup(struct tcp *x, const struct conf_iface *ifc)
+{
+	SSL_CTX *ctx = x->ctx;
+
+	if (!SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION) ||
+	    !SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION))
+		return -EINVAL;
+	if (!SSL_CTX_set1_groups_list(ctx, TCP_GROUPS_PQ)) {
+		ERR_clear_error();
+		if (!SSL_CTX_set1_groups_list(ctx, TCP_GROUPS))
+			return -EINVAL;
+	}
+	SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET | SSL_OP_NO_RENEGOTIATION |
+	    SSL_OP_CIPHER_SERVER_PREFERENCE);
+	SSL_CTX_set_num_tickets(ctx, 0);
+	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+	SSL_CTX_set_default_passwd_cb(ctx, keys_no_passwd_cb);
+	if (SSL_CTX_use_PrivateKey_file(ctx, ifc->private_key, SSL_FILETYPE_PEM) != 1 ||
+	    SSL_CTX_use_certificate_chain_file(ctx, ifc->certificate) != 1 ||
+	    SSL_CTX_check_private_key(ctx) != 1)
+		return -EINVAL;
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+	SSL_CTX_set_cert_verify_callback(ctx, verify_cb, x);
+	return 0;
+}
+
+int
+tcp_init(struct toud *t, const struct tcp_ops *ops)
+{
+	const struct conf_iface *ifc = &t->conf->iface;
+	uint8_t secret[RATELIMIT_SECRET_LEN];
+	char a[UTIL_ADDRSTRLEN];
+	struct tcp *x;
+	int rc;
+
+	if (!(x = calloc(1, sizeof(*x))))
+		return -ENOMEM;
+	t->tcp = x;
+	x->t = t;
+	x->ops = *ops;
+	TAILQ_INIT(&x->conns);
+	if (getrandom(secret, sizeof(secret), 0) != sizeof(secret) ||
+	    !(x->rl = ratelimit_new(TCP_ACCEPT_SOURCES, TCP_ACCEPT_RATE, TCP_ACCEPT_BURST, secret)) ||
+	    !(x->slots = malloc((size_t)TCP_BATCH * TCP_SLOT)) ||
+	    !(x->ctx = SSL_CTX_new(TLS_method())))
+		return -ENOMEM;
+	if ((rc = ctx_setup(x, ifc)) < 0) {
+		log_errx("tcp transport: TLS set-up: %s", keys_ssl_reason());
+		return rc;
+	}
+	if (!ifc->has_listen_tcp)
+		return 0;
+	if ((rc = listen_open(x, ifc)) < 0) {
+		log_errx("listen-tcp %u: %s", ifc->listen_tcp_port, strerror(-rc));
+		return rc;
+	}
+	log_info("accepting the tcp transport on %s", util_sa_fmt(&x->laddr, a, sizeof(a)));
+	return 0;
+}
+
+void
+tcp_free(struct toud *t)
+{
+	struct tcp *x = t->tcp;
+	struct tcp_conn *c;
+
+	if (!x)
+		return;
+	while ((c = TAILQ_FIRST(&x->conns))) {
+		if (c->peer && c->peer->tcp == c)
+			c->peer->tcp = NULL;
+		c->peer = NULL;
+		c->busy = 0;
+		conn_free(c);
+	}
+	if (x->listener)
+		evconnlistener_free(x->listener);
+	ratelimit_free(x->rl);
+	SSL_CTX_free(x->ctx);
+	free(x->slots);
+	free(x);
+	t->tcp = NULL;
+}
+
+const char *
+tcp_listen_fmt(const struct toud *t, char *buf, size_t len)
+{
+	if (!t->tcp || !t->tcp->listener)
+		return NULL;
+	return util_sa_fmt(&t->tcp->laddr, buf, len);
+}
+
+unsigned
+tcp_connections(const struct toud *t)
+{
+	return t->tcp ? t->tcp->n_conns : 0;
+}
