@@ -18,6 +18,7 @@
 . "$(dirname "$0")/lib.sh"
 need_root
 need_cmd curl ping nft
+# shellcheck disable=SC2034  # lib.sh reads it
 E2E_ENCRYPTION=dtls
 ATTACK=${TOUD_TCP_ATTACK:-$E2E_HELPERS/tcp-attack}
 [ -x "$ATTACK" ] || bail_out "no attack client at $ATTACK (make check builds it)"
