@@ -159,6 +159,36 @@ pf() {
 }
 sha() { sha256sum <"$1" | cut -d' ' -f1; }
 now_ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
+# fetch_big_start RATE MAX-TIME SECS: alice's curl of the big file at
+# RATE (curl_pid), once a quarter of it has arrived (within SECS).
+fetch_big_start() {
+	local i big
+	big=$(stat -c %s "$dir/www/big")
+	rm -f "$dir/got.big"
+	start_bg ip netns exec "$alice" curl -sS --noproxy '*' --max-time "$2" --limit-rate "$1" \
+	    -o "$dir/got.big" -w '%{size_download} %{time_total} %{num_connects}\n' \
+	    http://10.77.0.2:8080/big </dev/null >"$dir/curl.out" 2>"$dir/curl.err"
+	curl_pid=$BG
+	for i in $(seq $(($3 * 20))); do
+		[ -f "$dir/got.big" ] && [ "$(stat -c %s "$dir/got.big")" -ge $((big / 4)) ] && return 0
+		kill -0 "$curl_pid" 2>/dev/null || die "curl ended early: $(cat "$dir/curl.err")"
+		sleep 0.05
+	done
+	die "the download did not reach a quarter in $3 s"
+}
+# fetch_big_finish: that curl ends well, on one connection, the file intact.
+fetch_big_finish() {
+	local size secs conns sent got
+	wait "$curl_pid" || die "curl failed (status $?): $(cat "$dir/curl.err")"
+	read -r size secs conns <"$dir/curl.out"
+	out "curl: $size bytes in $secs s over $conns TCP connection"
+	sent=$(sha "$dir/www/big")
+	got=$(sha "$dir/got.big")
+	out "sha256 sent     $sent"
+	out "sha256 received $got"
+	[ "$sent" = "$got" ] || die "the checksums differ"
+	[ "$conns" = 1 ] || die "curl used $conns connections"
+}
 # wait_transport SECS WANT: both sides show the other on transport WANT
 # within SECS; prints the milliseconds it took.
 wait_transport() {
@@ -174,22 +204,12 @@ wait_transport() {
 }
 # udp_blocked_transfer: the steps where UDP stops passing mid-download.
 udp_blocked_transfer() {
-	local big ms size secs conns
+	local big ms
 	say "alice fetches the big file again (curl --limit-rate 4M: about 8 s); the tunnel is on UDP"
 	ctl alice show bob | grep -E '^  transport:' | sed 's/^ */alice: /' | indent
 	[ "$(pf alice bob transport)" = udp ] || die "alice's peer bob is not on udp"
 	big=$(stat -c %s "$dir/www/big")
-	rm -f "$dir/got.big"
-	start_bg ip netns exec "$alice" curl -sS --noproxy '*' --max-time 60 --limit-rate 4M \
-	    -o "$dir/got.big" -w '%{size_download} %{time_total} %{num_connects}\n' \
-	    http://10.77.0.2:8080/big </dev/null >"$dir/curl.out" 2>"$dir/curl.err"
-	curl_pid=$BG
-	for i in $(seq 200); do
-		[ -f "$dir/got.big" ] && [ "$(stat -c %s "$dir/got.big")" -ge $((big / 4)) ] && break
-		kill -0 "$curl_pid" 2>/dev/null || die "curl ended early: $(cat "$dir/curl.err")"
-		[ "$i" -eq 200 ] && die "the download did not reach a quarter in 10 s"
-		sleep 0.05
-	done
+	fetch_big_start 4M 60 10
 
 	say "bob's firewall drops UDP from and to alice (nftables), mid-transfer"
 	bx nft -f - <<-'EOF'
@@ -205,12 +225,7 @@ udp_blocked_transfer() {
 	out "bob's listener: $(ctl bob show | sed -n 's/^  tcp listen: //p')"
 
 	say "the same transfer completes over TCP"
-	wait "$curl_pid" || die "curl failed (status $?): $(cat "$dir/curl.err")"
-	read -r size secs conns <"$dir/curl.out"
-	out "curl: $size bytes in $secs s over $conns TCP connection"
-	[ "$(sha "$dir/www/big")" = "$(sha "$dir/got.big")" ] || die "the checksums differ"
-	[ "$conns" = 1 ] || die "curl used $conns connections"
-	out "sha256 $(sha "$dir/got.big") on both sides"
+	fetch_big_finish
 	out "UDP datagrams bob dropped meanwhile: $(bx nft list table inet toud_demo_block |
 	    awk '/packets/ { for (i = 1; i < NF; i++) if ($i == "packets") s += $(i + 1) } END { print s + 0 }')"
 
@@ -442,17 +457,8 @@ if [ "$enc" = dtls ]; then
 	old=10.200.0.1 new=10.200.0.3
 	say "alice starts a slower fetch of the big file (curl --limit-rate 8M: about 4 s)"
 	big=$(stat -c %s "$dir/www/big")
-	start_bg ip netns exec "$alice" curl -sS --noproxy '*' --max-time 30 --limit-rate 8M \
-	    -o "$dir/got.big" -w '%{size_download} %{time_total} %{num_connects}\n' \
-	    http://10.77.0.2:8080/big </dev/null >"$dir/curl.out" 2>"$dir/curl.err"
-	curl_pid=$BG
 	# Move once about a quarter has arrived: truly in the middle.
-	for i in $(seq 100); do
-		[ -f "$dir/got.big" ] && [ "$(stat -c %s "$dir/got.big")" -ge $((big / 4)) ] && break
-		kill -0 "$curl_pid" 2>/dev/null || die "curl ended early: $(cat "$dir/curl.err")"
-		[ "$i" -eq 100 ] && die "the download did not reach a quarter in 5 s"
-		sleep 0.05
-	done
+	fetch_big_start 8M 30 5
 	done_at=$(stat -c %s "$dir/got.big")
 
 	say "alice moves: ip addr add $new/24 dev ul0; ip addr del $old/24 dev ul0"
@@ -478,15 +484,7 @@ if [ "$enc" = dtls ]; then
 	fi
 
 	say "the same transfer completes over the same session"
-	wait "$curl_pid" || die "curl failed (status $?): $(cat "$dir/curl.err")"
-	read -r size secs conns <"$dir/curl.out"
-	out "curl: $size bytes in $secs s over $conns TCP connection"
-	sent=$(sha "$dir/www/big")
-	got=$(sha "$dir/got.big")
-	out "sha256 sent     $sent"
-	out "sha256 received $got"
-	[ "$sent" = "$got" ] || die "the checksums differ"
-	[ "$conns" = 1 ] || die "curl used $conns connections"
+	fetch_big_finish
 	[ "$(pf bob alice endpoint)" = "$new:6080" ] || die "bob's endpoint for alice is not $new:6080"
 	s1=$(pf alice bob session)
 	s2=$(pf bob alice session)
