@@ -23,7 +23,9 @@
 #   ENCRYPTION            none (default) or dtls (keys from `touctl genkey`)
 #   ROUNDS=3 DURATION=5 PINGS=50 OUTER=4|6 (family of the underlay)
 #   RR_SECONDS=3          length of each sockperf run
-#   PATHS="raw toud toud-tcp"  the paths to measure (raw is always needed)
+#   PATHS                 the paths to measure, raw first: "raw toud toud-tcp"
+#                         with dtls, "raw toud" with none (the TCP
+#                         transport is TLS, so it needs dtls)
 #   BENCH_JSON=FILE       also write every sample and the medians as JSON
 set -u
 
@@ -36,7 +38,11 @@ DURATION=${DURATION:-5}
 PINGS=${PINGS:-50}
 OUTER=${OUTER:-4}
 RR_SECONDS=${RR_SECONDS:-3}
-PATHS=${PATHS:-raw toud toud-tcp}
+if [ "${ENCRYPTION:-none}" = dtls ]; then
+	PATHS=${PATHS:-raw toud toud-tcp}
+else
+	PATHS=${PATHS:-raw toud}
+fi
 TCP_PORT=6443
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 export TOUD=${TOUD_BIN:-$TOP/_build/src/toud}
@@ -46,6 +52,15 @@ export TOUD_E2E_LOG_LEVEL=info
 case $TOUD_E2E_ENCRYPTION in
 none | dtls) ;;
 *) echo "tunnel.sh: ENCRYPTION must be none or dtls" >&2; exit 1;;
+esac
+case " $PATHS " in
+" raw "*) ;;
+*) echo "tunnel.sh: PATHS must start with raw" >&2; exit 1;;
+esac
+case " $PATHS " in
+*" toud-tcp "*)
+	[ "$TOUD_E2E_ENCRYPTION" = dtls ] ||
+	    { echo "tunnel.sh: toud-tcp needs ENCRYPTION=dtls (the TCP transport is TLS)" >&2; exit 1; };;
 esac
 # With dtls, lib.sh's conf_interface/conf_peer run `touctl genkey DIR`
 # (which prints the "sha256:..." fingerprint line) for each node and write
@@ -59,11 +74,13 @@ HZ=$(getconf CLK_TCK)
 topo_ab
 conf_ab "$OUTER"
 # b accepts the TCP transport; a's peer b (the last section) says where.
-sed -i "/^\[interface\]/a listen-tcp = $TCP_PORT" "$(conf_file b)"
-if [ "$OUTER" = 6 ]; then
-	echo "endpoint-tcp = [fd20::2]:$TCP_PORT" >>"$(conf_file a)"
-else
-	echo "endpoint-tcp = 10.200.0.2:$TCP_PORT" >>"$(conf_file a)"
+if [ "$TOUD_E2E_ENCRYPTION" = dtls ]; then
+	sed -i "/^\[interface\]/a listen-tcp = $TCP_PORT" "$(conf_file b)"
+	if [ "$OUTER" = 6 ]; then
+		echo "endpoint-tcp = [fd20::2]:$TCP_PORT" >>"$(conf_file a)"
+	else
+		echo "endpoint-tcp = 10.200.0.2:$TCP_PORT" >>"$(conf_file a)"
+	fi
 fi
 toud_start a || bail_out "toud on a did not start: $(tail -n 5 "$E2E_DIR/a.log")"
 toud_start b || bail_out "toud on b did not start: $(tail -n 5 "$E2E_DIR/b.log")"
