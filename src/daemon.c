@@ -36,6 +36,7 @@
 #include "dtls.h"
 #include "fulltunnel.h"
 #include "handshake.h"
+#include "peer_timers.h"
 #include "keys.h"
 #include "log.h"
 #include "metrics_http.h"
@@ -48,6 +49,7 @@
 #include "rx.h"
 #include "session.h"
 #include "show.h"
+#include "tcp.h"
 #include "tun.h"
 #include "tunout.h"
 #include "tx.h"
@@ -199,6 +201,12 @@ daemon_start_paths(struct toud *t)
 		return -ENOMEM;
 	if (ifc->encryption == CONF_ENC_DTLS &&
 	    (rc = handshake_init(t, tx_session_output, tx_listen_output)) < 0)
+		return rc;
+	/* The TCP transport reports to the directions and the policy through
+	 * these, so that it calls nothing that calls it (peer.h). */
+	if (ifc->encryption == CONF_ENC_DTLS && (rc = tcp_init(t, &(struct tcp_ops){
+	    .frames = rx_frames, .authorize = handshake_authorize_key,
+	    .up = peer_timers_tcp_up, .down = peer_timers_tcp_down })) < 0)
 		return rc;
 	return 0;
 }
@@ -392,6 +400,7 @@ daemon_stop(struct toud *t)
 	for (i = 0; i < t->n_peers; i++)
 		peer_free(t->peers[i]);
 	free(t->peers);
+	tcp_free(t);
 	if (t->dtls)
 		handshake_free(t);
 	/* The writer first: what it finishes may still switch off the

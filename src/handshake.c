@@ -253,6 +253,12 @@ authorize_fp(struct toud *t, const uint8_t *fp, struct x509_store_ctx_st *xs,
 }
 
 struct peer *
+handshake_authorize_key(struct toud *t, const uint8_t *fp, struct x509_store_ctx_st *xs)
+{
+	return authorize_fp(t, fp, xs, NULL);
+}
+
+struct peer *
 handshake_authorize(struct toud *t, const struct session *s)
 {
 	const uint8_t *fp = dtls_sess_peer_fp(s->dtls);

@@ -70,6 +70,12 @@ void handshake_failed(struct session *s, const char *why);
  * that session s authenticated with satisfy; NULL for none, or for a key
  * that two peers accept. */
 struct peer *handshake_authorize(struct toud *t, const struct session *s);
+/* The same rule for a key presented elsewhere (the TCP transport's TLS):
+ * the peer whose pinned fingerprint is fp, or whose CA and name the chain
+ * in xs passes; NULL for none, or for two (refused, logged). */
+struct x509_store_ctx_st;
+struct peer *handshake_authorize_key(struct toud *t, const uint8_t *fp,
+    struct x509_store_ctx_st *xs);
 /* Which of two established sessions of one peer survives (tie-break). */
 bool handshake_newer_wins(const struct session *new, const struct session *old,
     const uint8_t *my_fp, const uint8_t *their_fp);

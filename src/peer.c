@@ -22,6 +22,7 @@
 #include "resolve.h"
 #include "rtnl.h"
 #include "session.h"
+#include "tcp.h"
 #include "tun.h"
 #include "tunout.h"
 #include "tx.h"
@@ -128,6 +129,7 @@ peer_free(struct peer *p)
 		return;
 	resolve_cancel(p);
 	peer_ping_done(p, false);
+	tcp_close(p);
 	while (p->cur || p->next || p->prev)
 		session_free(p->cur ? p->cur : p->next ? p->next : p->prev);
 	/* Its datagrams and TUN packets still on their way now resolve to
@@ -449,6 +451,11 @@ peer_path_response(struct peer *p, struct session *s, const uint8_t *token, uint
 	struct path_probe *pp = &p->probe;
 	char a[UTIL_ADDRSTRLEN], b[UTIL_ADDRSTRLEN];
 
+	if (p->udp_probing && s == p->cur &&
+	    memcmp(token, p->udp_probe_token, PATH_TOKEN_LEN) == 0) {
+		peer_timers_udp_validated(p);
+		return;
+	}
 	if (p->ping_fn && s == p->cur && memcmp(token, p->ping_token, PATH_TOKEN_LEN) == 0) {
 		peer_ping_done(p, true);
 		return;
@@ -467,6 +474,17 @@ peer_path_response(struct peer *p, struct session *s, const uint8_t *token, uint
 	session_ids_use(s, pp->wire_index);
 	path_reset(pp);
 	peer_timers_path_due(p, now);   /* nothing due: disarms */
+}
+
+void
+peer_transport(struct peer *p, enum transport tr, const char *why)
+{
+	if (p->transport == tr)
+		return;
+	p->transport = tr;
+	p->transport_switches++;
+	p->events[tr == TRANSPORT_TCP ? EVENT_TRANSPORT_TCP : EVENT_TRANSPORT_UDP]++;
+	log_info("peer \"%s\": traffic moves to %s (%s)", p->name, transport_name(tr), why);
 }
 
 /* The local address p is reached at: its session's in DTLS mode, its own

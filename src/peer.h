@@ -60,6 +60,8 @@ struct peer {
 	 * the failed probes so far (back-off) and the token of the one in
 	 * flight. */
 	uint64_t held_since_ms;
+	unsigned tcp_failures;             /* connections that failed in a row */
+	uint64_t tcp_retry_ms;             /* no new connection before this */
 	uint64_t udp_probe_ms;
 	unsigned udp_probe_fails;
 	bool udp_probing;
@@ -211,6 +213,10 @@ void peer_path_response(struct peer *p, struct session *s, const uint8_t *token,
 void peer_ping_done(struct peer *p, bool answered);
 /* Forget the caller of the ping in flight without telling it (it went away). */
 void peer_ping_cancel(struct peer *p);
+
+/* The only writer of p->transport: move its traffic to tr (counted,
+ * logged with why).  The policy is peer_timers.c's. */
+void peer_transport(struct peer *p, enum transport tr, const char *why);
 
 /* Hold / take packets queued while handshaking (oldest dropped and
  * counted when full). */

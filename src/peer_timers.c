@@ -31,6 +31,12 @@
  *   path challenge after 250, 500, 1000 ms, then the verdict; a challenge
  *   the amplification budget does not allow is skipped (counted).
  *
+ * transport: with endpoint-tcp, every PEER_TRANSPORT_TICK_MS the policy
+ *   looks at the UDP path (peer_timers.h): unanswered for
+ *   PEER_TCP_FALLBACK_MS while data waits, it connects over TCP (after a
+ *   failed connection 1, 2, 4 ... 30 s later); on TCP it probes UDP after
+ *   1, 2, 4 ... 16 s, and moves back once a probe is answered.
+ *
  * Session timers (handshake retransmission, drain) belong to handshake.c
  * and session.c.  None of these is touched per packet: each fires,
  * compares the time stamps the data path keeps, and re-arms for the
@@ -53,6 +59,7 @@
 #include "resolve.h"
 #include "session.h"
 #include "timer.h"
+#include "tcp.h"
 #include "tx.h"
 
 #define PEER_IDLE_WINDOW_MS 120000
@@ -61,6 +68,11 @@
 #define RETRY_MIN_MS 1000
 #define RETRY_MAX_MS 60000
 #define RECONNECT_MS 1000               /* a restarting peer is usually back by then */
+#define PEER_TRANSPORT_TICK_MS 500
+#define TCP_RETRY_MIN_MS 1000
+#define TCP_RETRY_MAX_MS 30000
+#define UDP_PROBE_MIN_MS 1000
+#define UDP_PROBE_MAX_MS 16000
 
 static uint64_t
 liveness_ms(const struct peer *p)
@@ -380,6 +392,9 @@ peer_timers_handshake_done(struct peer *p)
 	timer_arm_ms(p->ev_liveness, liveness_ms(p));
 	timer_arm_ms(p->ev_rekey, rekey_next(p, toud_now(p->toud)));
 	evtimer_del(p->ev_retry);
+	/* On TCP, a new UDP session is worth a probe at once. */
+	if (p->transport == TRANSPORT_TCP)
+		p->udp_probe_ms = 0;
 }
 
 void
@@ -445,6 +460,125 @@ peer_timers_path_due(struct peer *p, uint64_t now)
 		evtimer_del(p->ev_path);
 }
 
+/* --- the transport policy ---------------------------------------------- */
+
+static uint64_t
+backoff_ms(uint64_t min, uint64_t max, unsigned n)
+{
+	uint64_t d = min << (n < 6 ? n : 6);
+
+	return d > max ? max : d;
+}
+
+/* On UDP: whether what we send has gone unanswered long enough (sent data
+ * and heard nothing, or packets held for a handshake that does not
+ * complete) to try TCP. */
+static bool
+udp_stalled(struct peer *p, uint64_t now)
+{
+	if (!p->cur && p->pending_n) {
+		if (!p->held_since_ms)
+			p->held_since_ms = now;
+	} else {
+		p->held_since_ms = 0;
+	}
+	return (p->unanswered_ms && now - p->unanswered_ms >= PEER_TCP_FALLBACK_MS) ||
+	    (p->held_since_ms && now - p->held_since_ms >= PEER_TCP_FALLBACK_MS);
+}
+
+/* On TCP: probe the UDP path.  With a session, a path challenge to its
+ * address (answered over UDP whatever the peer's transport); without one,
+ * or after three unanswered challenges (the peer may have lost the
+ * session), a handshake, whose completion makes the next probe due. */
+static void
+udp_probe(struct peer *p, uint64_t now)
+{
+	struct session *s = p->cur;
+
+	if (now < p->udp_probe_ms)
+		return;
+	p->udp_probe_ms = now + backoff_ms(UDP_PROBE_MIN_MS, UDP_PROBE_MAX_MS,
+	    p->udp_probe_fails);
+	if (s && s->established && (p->udp_probe_fails % 4 != 3 || p->next)) {
+		if (RAND_bytes(p->udp_probe_token, sizeof(p->udp_probe_token)) == 1 &&
+		    tx_path_message(s, GUE_CTYPE_CHALLENGE, p->udp_probe_token, &s->addr, &s->local,
+		    0) == 0)
+			p->udp_probing = true;
+	} else if (p->has_endpoint && !p->next) {
+		p->hs_retry_ms = 0;
+		handshake_initiate(p, now);
+	}
+	p->udp_probe_fails++;
+}
+
+static void
+transport_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct peer *p = arg;
+	uint64_t now = toud_now(p->toud);
+
+	(void)fd;
+	(void)what;
+	if (!p->cf->endpoint_tcp_host)
+		return;                 /* a reload took it away: the timer rests */
+	if (p->transport == TRANSPORT_TCP && tcp_outgoing(p)) {
+		udp_probe(p, now);
+	} else if (p->transport == TRANSPORT_UDP && udp_stalled(p, now) && !p->tcp &&
+	    now >= p->tcp_retry_ms && tcp_connect(p) < 0) {
+		p->tcp_retry_ms = now + backoff_ms(TCP_RETRY_MIN_MS, TCP_RETRY_MAX_MS,
+		    p->tcp_failures++);
+	}
+	timer_arm_ms(p->ev_transport, PEER_TRANSPORT_TICK_MS);
+}
+
+void
+peer_timers_tcp_up(struct peer *p)
+{
+	uint64_t now = toud_now(p->toud);
+
+	p->tcp_failures = 0;
+	p->tcp_retry_ms = 0;
+	p->held_since_ms = 0;
+	p->unanswered_ms = 0;
+	p->udp_probe_fails = 0;
+	p->udp_probing = false;
+	p->udp_probe_ms = now + UDP_PROBE_MIN_MS;
+	peer_transport(p, TRANSPORT_TCP, tcp_outgoing(p) ? "UDP does not answer" :
+	    "the peer connected over TCP");
+	p->last_error[0] = '\0';
+	peer_timers_authenticated_rx(p, now);
+	tx_send_staged(p);
+}
+
+void
+peer_timers_tcp_down(struct peer *p, const char *why)
+{
+	uint64_t now = toud_now(p->toud);
+
+	(void)why;
+	p->udp_probing = false;
+	if (p->cf->endpoint_tcp_host)
+		p->tcp_retry_ms = now + backoff_ms(TCP_RETRY_MIN_MS, TCP_RETRY_MAX_MS,
+		    p->tcp_failures++);
+	if (p->transport == TRANSPORT_TCP) {
+		peer_transport(p, TRANSPORT_UDP, "the tcp connection ended");
+		/* Back on UDP, what is sent from now on is measured afresh. */
+		p->unanswered_ms = 0;
+	}
+}
+
+void
+peer_timers_udp_validated(struct peer *p)
+{
+	p->udp_probing = false;
+	p->udp_probe_fails = 0;
+	if (p->transport != TRANSPORT_TCP)
+		return;
+	p->unanswered_ms = 0;
+	peer_transport(p, TRANSPORT_UDP, "a UDP probe was answered");
+	tcp_close(p);
+}
+
 void
 peer_timers_path_changed(struct peer *p)
 {
@@ -499,10 +633,13 @@ peer_timers_init(struct peer *p)
 	p->ev_passive = evtimer_new(base, passive_cb, p);
 	p->ev_path = evtimer_new(base, path_cb, p);
 	p->ev_ping = evtimer_new(base, ping_cb, p);
+	p->ev_transport = evtimer_new(base, transport_cb, p);
 	path_reset(&p->probe);
 	if (!p->ev_liveness || !p->ev_retry || !p->ev_rekey || !p->ev_dead || !p->ev_passive ||
-	    !p->ev_path || !p->ev_ping)
+	    !p->ev_path || !p->ev_ping || !p->ev_transport)
 		return -ENOMEM;
+	if (p->cf->endpoint_tcp_host)
+		timer_arm_ms(p->ev_transport, PEER_TRANSPORT_TICK_MS);
 	if (p->cf->keepalive) {
 		p->ev_keepalive = evtimer_new(base, keepalive_cb, p);
 		if (!p->ev_keepalive)
@@ -517,6 +654,8 @@ peer_timers_init(struct peer *p)
 void
 peer_timers_reconfigure(struct peer *p)
 {
+	if (p->cf->endpoint_tcp_host && !evtimer_pending(p->ev_transport, NULL))
+		timer_arm_ms(p->ev_transport, PEER_TRANSPORT_TICK_MS);
 	if (p->cf->keepalive && !p->ev_keepalive) {
 		p->ev_keepalive = evtimer_new(p->toud->base, keepalive_cb, p);
 		if (p->ev_keepalive)
@@ -548,6 +687,9 @@ peer_timers_free(struct peer *p)
 		event_free(p->ev_path);
 	if (p->ev_ping)
 		event_free(p->ev_ping);
+	if (p->ev_transport)
+		event_free(p->ev_transport);
+	p->ev_transport = NULL;
 	p->ev_keepalive = p->ev_liveness = p->ev_retry = p->ev_rekey = p->ev_dead = NULL;
 	p->ev_passive = p->ev_path = p->ev_ping = NULL;
 }

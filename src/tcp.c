@@ -67,7 +67,7 @@
 #define TCP_HALF_OPEN_MAX 64            /* of them not yet authenticated */
 #define TCP_HANDSHAKE_MS 5000           /* connect, proxy and TLS, each connection */
 #define TCP_SENDQ_MAX (256 * 1024)      /* bytes in a connection's output buffer */
-#define TCP_NOTSENT_LOWAT 16384
+#define TCP_LOWAT_BYTES 16384
 #define TCP_ACCEPT_RATE 5               /* accepts per second per source, */
 #define TCP_ACCEPT_BURST 20             /* after a burst of this many */
 #define TCP_ACCEPT_SOURCES 1024
@@ -206,7 +206,7 @@ conn_new(struct tcp *x, bool outgoing)
 static void
 conn_sockopts(int fd)
 {
-	int one = 1, lowat = TCP_NOTSENT_LOWAT;
+	int one = 1, lowat = TCP_LOWAT_BYTES;
 
 	if (fd < 0)
 		return;
@@ -433,6 +433,10 @@ tcp_close(struct peer *p)
 	p->tcp = NULL;
 	c->peer = NULL;
 	log_info("peer \"%s\": tcp connection %s closed", p->name, c->name);
+	/* A close_notify, so the other end sees an orderly end. */
+	if (c->phase == TCP_UP)
+		(void)SSL_shutdown(c->ssl);
+	ERR_clear_error();
 	conn_free(c);
 }
 

@@ -46,6 +46,8 @@
 #include "ratelimit.h"
 #include "record.h"
 #include "session.h"
+#include "stream.h"
+#include "tcp.h"
 #include "tun.h"
 #include "transport.h"
 #include "tunout.h"
@@ -320,6 +322,25 @@ udp_plain(struct tx *x, struct peer *p, uint8_t *payload, size_t len, uint8_t to
 	return m.err;
 }
 
+/* tx_seal() on TCP: the payload becomes a frame of p's connection (tcp.c),
+ * which leaves with everything queued in this turn of the loop.  A full
+ * send queue drops it (counted): the inner TCP retransmits. */
+static int
+tcp_seal(struct peer *p, const uint8_t *payload, size_t len, enum tx_payload kind,
+    uint64_t now)
+{
+	int rc = tcp_send(p, payload, len);
+
+	if (rc < 0) {
+		p->drops[rc == -ENOBUFS ? DROP_TCP_SENDQ : DROP_SEAL]++;
+		return kind == TX_CONTROL ? rc : 0;
+	}
+	if (kind != TX_CONTROL)
+		peer_timers_data_sent(p, now);
+	peer_tx(p, len + STREAM_HDR_LEN, now);
+	return 0;
+}
+
 /* The one door of every inner payload to p (transport.h): it goes on the
  * transport p's traffic takes.  0 or -errno (only what a control message
  * sent at once did). */
@@ -333,6 +354,8 @@ tx_seal(struct tx *x, struct peer *p, uint8_t *payload, size_t len, uint8_t tos,
 			return udp_plain(x, p, payload, len, tos, kind, now);
 		udp_seal(x, p, payload, len, tos, kind, now);
 		return 0;
+	case TRANSPORT_TCP:
+		return tcp_seal(p, payload, len, kind, now);
 	}
 	return -EPROTONOSUPPORT;
 }
@@ -345,7 +368,8 @@ tx_send_staged(struct peer *p)
 	size_t len;
 	uint8_t tos;
 
-	while (p->cur && peer_pending_pop(p, &payload, &len, &tos))
+	while ((p->cur || p->transport == TRANSPORT_TCP) &&
+	    peer_pending_pop(p, &payload, &len, &tos))
 		tx_seal(p->toud->tx, p, (uint8_t *)(uintptr_t)payload, len, tos, TX_HELD, now);
 }
 
@@ -462,7 +486,7 @@ tx_control(struct toud *t, struct peer *p, uint8_t ctype, const void *body, size
 {
 	uint8_t buf[GUE_WORD_LEN + 64];
 
-	if (!p->has_endpoint)
+	if (!p->has_endpoint && p->transport != TRANSPORT_TCP)
 		return -EDESTADDRREQ;
 	if (len > sizeof(buf) - GUE_WORD_LEN)
 		return -EMSGSIZE;
