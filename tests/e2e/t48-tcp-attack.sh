@@ -4,8 +4,9 @@
 #   x xa ---- ax a ul0 ---- ul0 b
 #   10.201.0.2  .1 10.200.0.1  10.200.0.2
 #
-# a listens for the TCP transport on 443; b, its configured peer, cannot
-# send it UDP (nftables in b), so b's tunnel runs over TCP.  x attacks a's
+# a listens for the TCP transport on 443; b, its configured peer, comes up
+# over UDP, then stops being able to send it UDP (nftables in b), so b's
+# tunnel moves to TCP and stays there.  x attacks a's
 # listener while b pings a and downloads from it through the tunnel:
 #   (1) whole TLS 1.3 handshakes with a throwaway key no one configured,
 #   (2) many connections that send nothing, and (3) many that send a
@@ -14,7 +15,8 @@
 #       oversize one, each on its own connection.
 # After each: a closed every one of x's connections (none left open), and
 # counted every refusal in show --json (tcp_refused, tcp_handshake_failed,
-# tcp_frames_bad); b's tunnel never left TCP and kept answering.
+# tcp_frames_bad); b's tunnel never left TCP (a counts no switch) and kept
+# answering.
 . "$(dirname "$0")/lib.sh"
 need_root
 need_cmd curl ping nft
@@ -42,18 +44,25 @@ echo "endpoint-tcp = 10.200.0.1:$TCP_PORT" >>"$(conf_file b)"
 keys_for stranger
 STRANGER="$E2E_DIR/keys/stranger/key.pem $E2E_DIR/keys/stranger/cert.pem"
 XKEY="$E2E_DIR/keys/x/key.pem $E2E_DIR/keys/x/cert.pem"
+
+toud_start a || bail_out "toud on a did not start"
+toud_start b || bail_out "toud on b did not start"
+wait_for 20 nsx b ping -n -q -c 1 -W 1 "$A_TUN" || bail_out "b's tunnel to a did not come up"
 out=$(nsx b nft -f - 2>&1 <<<"table inet t48 {
 	chain out {
 		type filter hook output priority 0; policy accept;
 		ip daddr 10.200.0.1 meta l4proto udp counter drop
 	}
 }") || bail_out "nft in b: $out"
-
-toud_start a || bail_out "toud on a did not start"
-toud_start b || bail_out "toud on b did not start"
-wait_for 60 nsx b ping -n -q -c 1 -W 1 "$A_TUN" ||
-    bail_out "b's tunnel to a did not come up over TCP in 60 s: $(tq b peers.a 2>&1)"
+# on_tcp: b's peer a is on TCP and answers (the pings are the data that
+# waits, which is what makes the silent UDP path count as dead).
+on_tcp() {
+	nsx b ping -n -q -c 1 -W 1 "$A_TUN" && [ "$(tq b peers.a.transport)" = tcp ]
+}
+wait_for 60 on_tcp ||
+    bail_out "b's tunnel to a did not move to TCP in 60 s: $(tq b peers.a 2>&1)"
 is "$(tq b peers.a.transport)" tcp "b's tunnel to a runs over TCP"
+switches=$(tq a peers.b.transport_switches)
 mkdir -p "$E2E_DIR/www"
 make_file "$E2E_DIR/www/file" 2048
 http_serve a "$A_TUN" 8080 "$E2E_DIR/www"
@@ -129,6 +138,7 @@ cmp_ok "$d" -ge "$want" "(4) tcp_frames_bad counts each closed connection ($d)"
 
 is "$(tq b peers.a.transport)" tcp "b's tunnel to a is still on TCP"
 is "$(tq a peers.b.transport)" tcp "a's peer b is still on TCP"
+is "$(tq a peers.b.transport_switches)" "$switches" "a's peer b never left TCP meanwhile"
 check "toud on a still running" toud_alive a
 check "toud on b still running" toud_alive b
 
