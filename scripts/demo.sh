@@ -189,15 +189,22 @@ fetch_big_finish() {
 	[ "$sent" = "$got" ] || die "the checksums differ"
 	[ "$conns" = 1 ] || die "curl used $conns connections"
 }
+# transport NODE PEER: udp or tcp (show has no transport line for a peer
+# without endpoint-tcp while it is on udp).
+transport() {
+	local v
+	v=$(pf "$1" "$2" transport)
+	echo "${v:-udp}"
+}
 # wait_transport SECS WANT: both sides show the other on transport WANT
 # within SECS; prints the milliseconds it took.
 wait_transport() {
 	local t0 t1
 	t0=$(now_ms)
-	until [ "$(pf alice bob transport)" = "$2" ] && [ "$(pf bob alice transport)" = "$2" ]; do
+	until [ "$(transport alice bob)" = "$2" ] && [ "$(transport bob alice)" = "$2" ]; do
 		t1=$(now_ms)
 		[ $((t1 - t0)) -lt $(($1 * 1000)) ] ||
-		    die "after $1 s alice shows bob on $(pf alice bob transport), bob alice on $(pf bob alice transport)"
+		    die "after $1 s alice shows bob on $(transport alice bob), bob alice on $(transport bob alice)"
 		sleep 0.05
 	done
 	echo $(($(now_ms) - t0))
@@ -207,7 +214,7 @@ udp_blocked_transfer() {
 	local big ms
 	say "alice fetches the big file again (curl --limit-rate 4M: about 8 s); the tunnel is on UDP"
 	ctl alice show bob | grep -E '^  transport:' | sed 's/^ */alice: /' | indent
-	[ "$(pf alice bob transport)" = udp ] || die "alice's peer bob is not on udp"
+	[ "$(transport alice bob)" = udp ] || die "alice's peer bob is not on udp"
 	big=$(stat -c %s "$dir/www/big")
 	fetch_big_start 4M 60 10
 
