@@ -351,10 +351,11 @@ conf_addrport(struct conf_parser *p, const struct conf_key *k, const char *v,
 	return 0;
 }
 
+/* PORT, ADDR:PORT or [ADDR]:PORT of key k: *has_addr says which. */
 static int
-conf_set_listen(struct conf_parser *p, const struct conf_key *k, const char *v)
+conf_listen_value(struct conf_parser *p, const struct conf_key *k, const char *v,
+    bool *has_addr, struct ipaddr *addr, uint16_t *port)
 {
-	struct conf_iface *i = &p->c->iface;
 	char q[CONF_QUOTE_MAX + 1];
 	struct ipaddr a;
 	int r;
@@ -363,15 +364,22 @@ conf_set_listen(struct conf_parser *p, const struct conf_key *k, const char *v)
 		if (util_addr_parse(v, &a) == 0)
 			return conf_perr(p, "%s: missing port in '%s' (ADDR:PORT)",
 			    k->name, conf_quote(v, q, sizeof(q)));
-		i->has_listen_addr = false;
-		memset(&i->listen_addr, 0, sizeof(i->listen_addr));
-		return conf_port(p, k, v, &i->listen_port);
+		*has_addr = false;
+		memset(addr, 0, sizeof(*addr));
+		return conf_port(p, k, v, port);
 	}
-	if ((r = conf_addrport(p, k, v, "PORT, ADDR:PORT or [ADDR]:PORT", &i->listen_addr,
-	    &i->listen_port)) < 0)
+	if ((r = conf_addrport(p, k, v, "PORT, ADDR:PORT or [ADDR]:PORT", addr, port)) < 0)
 		return r;
-	i->has_listen_addr = true;
+	*has_addr = true;
 	return 0;
+}
+
+static int
+conf_set_listen(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	struct conf_iface *i = &p->c->iface;
+
+	return conf_listen_value(p, k, v, &i->has_listen_addr, &i->listen_addr, &i->listen_port);
 }
 
 /* listen-tcp = PORT | ADDR:PORT | [ADDR]:PORT */
@@ -379,25 +387,12 @@ static int
 conf_set_listen_tcp(struct conf_parser *p, const struct conf_key *k, const char *v)
 {
 	struct conf_iface *i = &p->c->iface;
-	char q[CONF_QUOTE_MAX + 1];
-	struct ipaddr a;
 	int r;
 
 	i->listen_tcp_line = p->line;
-	if (!strchr(v, ':') && v[0] != '[') {
-		if (util_addr_parse(v, &a) == 0)
-			return conf_perr(p, "%s: missing port in '%s' (ADDR:PORT)",
-			    k->name, conf_quote(v, q, sizeof(q)));
-		i->has_listen_tcp_addr = false;
-		memset(&i->listen_tcp_addr, 0, sizeof(i->listen_tcp_addr));
-		if ((r = conf_port(p, k, v, &i->listen_tcp_port)) < 0)
-			return r;
-	} else {
-		if ((r = conf_addrport(p, k, v, "PORT, ADDR:PORT or [ADDR]:PORT",
-		    &i->listen_tcp_addr, &i->listen_tcp_port)) < 0)
-			return r;
-		i->has_listen_tcp_addr = true;
-	}
+	if ((r = conf_listen_value(p, k, v, &i->has_listen_tcp_addr, &i->listen_tcp_addr,
+	    &i->listen_tcp_port)) < 0)
+		return r;
 	i->has_listen_tcp = true;
 	return 0;
 }

@@ -656,6 +656,11 @@ peer_timers_reconfigure(struct peer *p)
 {
 	if (p->cf->endpoint_tcp_host && !evtimer_pending(p->ev_transport, NULL))
 		timer_arm_ms(p->ev_transport, PEER_TRANSPORT_TICK_MS);
+	/* A reload took endpoint-tcp away: nothing would probe UDP again. */
+	if (!p->cf->endpoint_tcp_host && tcp_outgoing(p)) {
+		peer_transport(p, TRANSPORT_UDP, "endpoint-tcp removed");
+		tcp_close(p);
+	}
 	if (p->cf->keepalive && !p->ev_keepalive) {
 		p->ev_keepalive = evtimer_new(p->toud->base, keepalive_cb, p);
 		if (p->ev_keepalive)

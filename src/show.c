@@ -399,13 +399,13 @@ show_json(FILE *b, const struct toud *t, struct peer *const *peers,
 	show_json_events(b, t->events);
 	fprintf(b, ",\n    \"sessions\": %zu,\n    \"half_open\": %u",
 	    session_count(t), session_half_open(t));
+	fputs(",\n    \"tcp_listen\": ", b);
+	show_json_str_or_null(b, tcp_listen_fmt(t, listen, sizeof(listen)));
+	fprintf(b, ",\n    \"tcp_connections\": %u", tcp_connections(t));
 	fputs(",\n    \"fingerprint\": ", b);
 	show_json_str_or_null(b, show_own_fp(t, fp));
 	fprintf(b, ",\n    \"fwmark\": %u,\n    \"table\": %u", (unsigned)t->fwmark,
 	    (unsigned)show_table(t));
-	fputs(",\n    \"tcp_listen\": ", b);
-	show_json_str_or_null(b, tcp_listen_fmt(t, listen, sizeof(listen)));
-	fprintf(b, ",\n    \"tcp_connections\": %u", tcp_connections(t));
 	fputs("\n  },\n  \"peers\": [", b);
 	for (i = 0; i < n; i++) {
 		fputs(i ? ",\n" : "\n", b);

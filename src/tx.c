@@ -161,7 +161,7 @@ tx_frame(struct toud *t, uint8_t *buf, size_t len, struct udp_msg *m)
 		t->drops[not_unicast(&pi.dst) ? DROP_NOT_UNICAST : DROP_NO_PEER]++;
 		return NULL;
 	}
-	if (!p->has_endpoint) {
+	if (!p->has_endpoint && p->transport != TRANSPORT_TCP) {
 		p->drops[DROP_NO_ENDPOINT]++;
 		return NULL;
 	}

@@ -711,6 +711,31 @@ ping_check() {
 	return 1
 }
 
+# capture_start NODE DEV NAME [FILTER...]: tcpdump in the background;
+# CAP is the file, CAP_PID the process.  -p: a device going promiscuous is a
+# link change, which makes toud send keepalives; -s 2048: with
+# --immediate-mode the ring has one slot per snapshot length, so a small
+# one keeps many slots in the 8 MiB.
+capture_start() {
+	local node=$1 dev=$2 name=$3
+	shift 3
+	CAP=$E2E_DIR/$name.pcap
+	bg_start "$node" "$E2E_DIR/tcpdump-$name.log" tcpdump -i "$dev" -p -n -s 2048 -B 8192 \
+	    --immediate-mode -U -w "$CAP" "$@"
+	CAP_PID=$BG_PID
+	wait_for 30 grep -q "listening on" "$E2E_DIR/tcpdump-$name.log" ||
+	    bail_out "tcpdump did not start: $(cat "$E2E_DIR/tcpdump-$name.log")"
+}
+
+# capture_stop NAME: stop tcpdump; CAP_DROPPED is what it lost.
+capture_stop() {
+	pcap_settle "$CAP" || diag "the capture kept growing"
+	proc_stop "$CAP_PID" INT 5
+	CAP_DROPPED=$(sed -n 's/^\([0-9]*\) packets* dropped by kernel$/\1/p' \
+	    "$E2E_DIR/tcpdump-$1.log")
+	[ -n "$CAP_DROPPED" ] || CAP_DROPPED=unknown
+}
+
 # pcap_settle PCAP [SECONDS]: wait until a running capture has written what
 # it got: the file's size is the same in two looks 0.5 s apart (within
 # SECONDS, default 30).  Call it after the traffic ends, before stopping

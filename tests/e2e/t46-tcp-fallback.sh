@@ -19,24 +19,6 @@ need_cmd curl ping nft tcpdump
 
 TCP_PORT=443
 
-# capture_start NODE DEV NAME [FILTER...]: tcpdump in the background; CAP
-# is the file, CAP_PID the process.
-capture_start() {
-	local node=$1 dev=$2 name=$3
-	shift 3
-	CAP=$E2E_DIR/$name.pcap
-	bg_start "$node" "$E2E_DIR/tcpdump-$name.log" tcpdump -i "$dev" -p -n -s 128 -B 8192 \
-	    --immediate-mode -U -w "$CAP" "$@"
-	CAP_PID=$BG_PID
-	wait_for 30 grep -q "listening on" "$E2E_DIR/tcpdump-$name.log" ||
-	    bail_out "tcpdump did not start: $(cat "$E2E_DIR/tcpdump-$name.log")"
-}
-
-capture_stop() {
-	pcap_settle "$CAP" || diag "the capture kept growing"
-	proc_stop "$CAP_PID" INT 5
-}
-
 # cap_count FILTER...: packets of the last capture that match.
 cap_count() {
 	tcpdump -r "$CAP" -n "$@" 2>/dev/null | wc -l

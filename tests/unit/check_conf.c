@@ -1363,6 +1363,54 @@ START_TEST(test_load_errors)
 }
 END_TEST
 
+/* listen-tcp, endpoint-tcp and proxy: the forms, the canonical form, the
+ * differences, and what they need. */
+START_TEST(test_tcp_keys)
+{
+#define TPEER "[peer x]\nfingerprint = sha256:" FP_A2 "\naddress = 10.77.0.2\n"
+	struct conf *c, *c2;
+	char *t;
+
+	c = good(HEAD "listen-tcp = 443\n" TPEER "endpoint-tcp = vpn.example.net:443\n"
+	    "proxy = http://[2001:db8::8]:3128/\n");
+	ck_assert(c->iface.has_listen_tcp && !c->iface.has_listen_tcp_addr);
+	ck_assert_uint_eq(c->iface.listen_tcp_port, 443);
+	ck_assert_str_eq(c->peers[0].endpoint_tcp_host, "vpn.example.net");
+	ck_assert_uint_eq(c->peers[0].endpoint_tcp_port, 443);
+	ck_assert_str_eq(c->peers[0].proxy_host, "2001:db8::8");
+	ck_assert_uint_eq(c->peers[0].proxy_port, 3128);
+	roundtrip(c, "tcp keys");
+	t = conf_print(c);
+	ck_assert_msg(strstr(t, "\nlisten-tcp  = 443\n") && strstr(t,
+	    "\nendpoint-tcp = vpn.example.net:443\n") && strstr(t,
+	    "\nproxy       = http://[2001:db8::8]:3128\n"), "%s", t);
+	free(t);
+	c2 = good(HEAD "listen-tcp = 10.0.0.1:443\n" TPEER "endpoint-tcp = 192.0.2.1:443\n");
+	ck_assert(c2->iface.has_listen_tcp_addr);
+	ck_assert_uint_eq(conf_diff_iface(&c->iface, &c2->iface), CONF_IFACE_DIFF_LISTEN_TCP);
+	ck_assert_uint_eq(conf_diff_peer(&c->peers[0], &c2->peers[0]),
+	    CONF_PEER_DIFF_ENDPOINT_TCP | CONF_PEER_DIFF_PROXY);
+	roundtrip(c2, "tcp keys with addresses");
+	conf_free(c2);
+	conf_free(c);
+
+	bad(HEAD "listen-tcp = 0\n", "t.conf:5: listen-tcp: '0' out of range (port 1..65535)");
+	bad(HEAD "listen-tcp = 10.0.0.1\n", "t.conf:5: listen-tcp: missing port in '10.0.0.1' "
+	    "(ADDR:PORT)");
+	bad(HEAD TPEER "endpoint-tcp = host\n", "t.conf:8: endpoint-tcp: 'host' is not HOST:PORT or "
+	    "[ADDR]:PORT");
+	bad(HEAD TPEER "proxy = 192.0.2.1:8080\nendpoint-tcp = h:443\n", "t.conf:8: proxy: "
+	    "'192.0.2.1:8080' is not http://HOST:PORT");
+	bad(HEAD TPEER "proxy = https://p:8080\nendpoint-tcp = h:443\n", "t.conf:8: proxy: "
+	    "'https://p:8080' is not http://HOST:PORT");
+	bad(HEAD TPEER "proxy = http://p:8080\n", "t.conf:8: proxy: without 'endpoint-tcp' in "
+	    "[peer x] (the proxy reaches the TCP transport)");
+	bad("[interface]\naddress = 10.77.0.1/24\nencryption = none\nlisten-tcp = 443\n",
+	    "t.conf:4: listen-tcp: needs encryption dtls (the TCP transport is TLS)");
+#undef TPEER
+}
+END_TEST
+
 /* metrics and metrics-allow-remote: the forms, the loopback rule (in
  * either order of the keys), the canonical form. */
 START_TEST(test_metrics)
@@ -1522,6 +1570,7 @@ conf_suite(void)
 	tcase_add_test(tc, test_routing);
 	tcase_add_test(tc, test_routing_bad);
 	tcase_add_test(tc, test_metrics);
+	tcase_add_test(tc, test_tcp_keys);
 	tcase_add_test(tc, test_error_fmt);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);

@@ -310,6 +310,8 @@ START_TEST(no_peers_no_drops)
 	    "    \"events\": {},\n"
 	    "    \"sessions\": 0,\n"
 	    "    \"half_open\": 0,\n"
+	    "    \"tcp_listen\": null,\n"
+	    "    \"tcp_connections\": 0,\n"
 	    "    \"fingerprint\": null,\n"
 	    "    \"fwmark\": 0,\n"
 	    "    \"table\": 254\n"
