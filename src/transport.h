@@ -26,11 +26,14 @@
  *   payloads ("frames") it carried with rx_frames() (rx.h), in batches:
  *   rx.c then treats them as it treats a plain datagram of that peer.
  *
- * A stream transport (TLS over TCP) adds its value here, its case in
- * tx_seal() (the payload becomes a frame of the peer's connection, sent
- * in batches by the same rule), and calls rx_frames() with what it reads:
- * tx.c and rx.c need nothing else.  Its per-peer state and its own
- * thread, if any, are its own; the rule of worker.h holds for it too. */
+ *   TRANSPORT_TCP (tcp.c): the payload becomes a frame (stream.h) of the
+ *   peer's TLS connection (tcp_send()), which leaves with everything queued
+ *   in the same turn of the loop; tcp.c reads on the main loop and hands
+ *   the frames to rx_frames() in batches.  It runs no thread of its own.
+ *
+ * Which transport a peer takes is the policy's (peer_timers.c), written by
+ * peer_transport() (peer.c); the TCP transport reports to it, and to rx.c,
+ * through callbacks (tcp.h), so it calls nothing that calls it. */
 #ifndef TOUD_TRANSPORT_H
 #define TOUD_TRANSPORT_H
 
