@@ -5,7 +5,10 @@
 # tunnel while tcpdump records the underlay (what an observer of the link
 # sees), then alice's underlay address changes in the middle of a second
 # download, which completes over the same session.  Everything is removed at
-# the end.  Any failed check stops the demo with a non-zero status and says
+# the end.  Then bob's firewall starts dropping alice's UDP in the middle
+# of a third download, which moves to the TCP transport (TLS over TCP to
+# bob's listen-tcp port) and completes, and back to UDP once the block is
+# lifted.  Any failed check stops the demo with a non-zero status and says
 # which step failed.
 #
 #   scripts/demo.sh        (as root; a user with sudo is asked for it)
@@ -69,7 +72,7 @@ fi
 toud=$top/_build/src/toud
 touctl=$top/_build/src/touctl
 [ -x "$toud" ] && [ -x "$touctl" ] || die "no toud/touctl in _build/src"
-for c in ip curl tcpdump python3 sha256sum ss ping; do
+for c in ip curl tcpdump python3 sha256sum ss ping nft; do
 	command -v "$c" >/dev/null 2>&1 || die "missing command: $c (run scripts/deps.sh)"
 done
 
@@ -156,6 +159,91 @@ pf() {
 }
 sha() { sha256sum <"$1" | cut -d' ' -f1; }
 now_ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
+# fetch_big_start RATE MAX-TIME SECS: alice's curl of the big file at
+# RATE (curl_pid), once a quarter of it has arrived (within SECS).
+fetch_big_start() {
+	local i big
+	big=$(stat -c %s "$dir/www/big")
+	rm -f "$dir/got.big"
+	start_bg ip netns exec "$alice" curl -sS --noproxy '*' --max-time "$2" --limit-rate "$1" \
+	    -o "$dir/got.big" -w '%{size_download} %{time_total} %{num_connects}\n' \
+	    http://10.77.0.2:8080/big </dev/null >"$dir/curl.out" 2>"$dir/curl.err"
+	curl_pid=$BG
+	for i in $(seq $(($3 * 20))); do
+		[ -f "$dir/got.big" ] && [ "$(stat -c %s "$dir/got.big")" -ge $((big / 4)) ] && return 0
+		kill -0 "$curl_pid" 2>/dev/null || die "curl ended early: $(cat "$dir/curl.err")"
+		sleep 0.05
+	done
+	die "the download did not reach a quarter in $3 s"
+}
+# fetch_big_finish: that curl ends well, on one connection, the file intact.
+fetch_big_finish() {
+	local size secs conns sent got
+	wait "$curl_pid" || die "curl failed (status $?): $(cat "$dir/curl.err")"
+	read -r size secs conns <"$dir/curl.out"
+	out "curl: $size bytes in $secs s over $conns TCP connection"
+	sent=$(sha "$dir/www/big")
+	got=$(sha "$dir/got.big")
+	out "sha256 sent     $sent"
+	out "sha256 received $got"
+	[ "$sent" = "$got" ] || die "the checksums differ"
+	[ "$conns" = 1 ] || die "curl used $conns connections"
+}
+# transport NODE PEER: udp or tcp (show has no transport line for a peer
+# without endpoint-tcp while it is on udp).
+transport() {
+	local v
+	v=$(pf "$1" "$2" transport)
+	echo "${v:-udp}"
+}
+# wait_transport SECS WANT: both sides show the other on transport WANT
+# within SECS; prints the milliseconds it took.
+wait_transport() {
+	local t0 t1
+	t0=$(now_ms)
+	until [ "$(transport alice bob)" = "$2" ] && [ "$(transport bob alice)" = "$2" ]; do
+		t1=$(now_ms)
+		[ $((t1 - t0)) -lt $(($1 * 1000)) ] ||
+		    die "after $1 s alice shows bob on $(transport alice bob), bob alice on $(transport bob alice)"
+		sleep 0.05
+	done
+	echo $(($(now_ms) - t0))
+}
+# udp_blocked_transfer: the steps where UDP stops passing mid-download.
+udp_blocked_transfer() {
+	local big ms
+	say "alice fetches the big file again (curl --limit-rate 4M: about 8 s); the tunnel is on UDP"
+	ctl alice show bob | grep -E '^  transport:' | sed 's/^ */alice: /' | indent
+	[ "$(transport alice bob)" = udp ] || die "alice's peer bob is not on udp"
+	big=$(stat -c %s "$dir/www/big")
+	fetch_big_start 4M 60 10
+
+	say "bob's firewall drops UDP from and to alice (nftables), mid-transfer"
+	bx nft -f - <<-'EOF'
+	table inet toud_demo_block {
+		chain in { type filter hook input priority 0; policy accept; udp dport 6080 counter drop; }
+		chain out { type filter hook output priority 0; policy accept; udp sport 6080 counter drop; }
+	}
+	EOF
+	out "at $(mib "$(stat -c %s "$dir/got.big")") of $(mib "$big"), curl still running"
+	ms=$(wait_transport 30 tcp)
+	out "$ms ms later both sides show transport tcp (TLS 1.3 to bob's port 443):"
+	ctl alice show bob | grep -E '^  transport:' | sed 's/^ */alice: /' | indent
+	out "bob's listener: $(ctl bob show | sed -n 's/^  tcp listen: //p')"
+
+	say "the same transfer completes over TCP"
+	fetch_big_finish
+	out "UDP datagrams bob dropped meanwhile: $(bx nft list table inet toud_demo_block |
+	    awk '/packets/ { for (i = 1; i < NF; i++) if ($i == "packets") s += $(i + 1) } END { print s + 0 }')"
+
+	say "the block is lifted: toud finds UDP again and moves back"
+	bx nft delete table inet toud_demo_block
+	ax ping -n -q -c 1 -W 1 10.77.0.2 >/dev/null || true
+	ms=$(wait_transport 90 udp)
+	out "$ms ms later both sides show transport udp again:"
+	ctl alice show bob | grep -E '^  transport:' | sed 's/^ */alice: /' | indent
+	ax ping -n -q -c 3 -i 0.2 -W 2 10.77.0.2 | grep -E 'packets' | indent
+}
 mib() { awk -v b="$1" 'BEGIN { printf "%.1f MiB", b / 1048576 }'; }
 
 say "two namespaces $alice and $bob, one veth: alice 10.200.0.1 <-> bob 10.200.0.2"
@@ -190,7 +278,9 @@ else
 	say "keys: none (encryption = none: plain GUE, NOT encrypted, for debugging only)"
 fi
 
-# conf NAME MY-ADDR PEER PEER-ADDR PEER-ENDPOINT
+# conf NAME MY-ADDR PEER PEER-ADDR PEER-ENDPOINT [LISTEN-TCP|PEER-ENDPOINT-TCP]
+# (the TCP transport is TLS: with dtls only; a port is the interface's
+# listen-tcp, an ADDR:PORT the peer's endpoint-tcp)
 conf() {
 	cat >"$dir/$1.conf" <<EOF
 [interface]
@@ -202,19 +292,26 @@ control = $dir/$1.sock
 EOF
 	if [ "$enc" = dtls ]; then
 		printf 'private-key = %s\ncertificate = %s\n' "$dir/$1/key.pem" "$dir/$1/cert.pem" >>"$dir/$1.conf"
+		case ${6:-} in
+		*:*) ;;
+		?*) echo "listen-tcp = $6" >>"$dir/$1.conf";;
+		esac
 	fi
 	printf '\n[peer %s]\nendpoint = %s\naddress = %s\n' "$3" "$5" "$4" >>"$dir/$1.conf"
 	if [ "$enc" = dtls ]; then
 		echo "fingerprint = $(cat "$dir/$3/fingerprint")" >>"$dir/$1.conf"
+		case ${6:-} in
+		*:*) echo "endpoint-tcp = $6" >>"$dir/$1.conf";;
+		esac
 	fi
 }
 say "configs: tunnel addresses 10.77.0.1 and 10.77.0.2; both pass toud -t (in $dir)"
-conf alice 10.77.0.1 bob 10.77.0.2 10.200.0.2:6080
-conf bob 10.77.0.2 alice 10.77.0.1 10.200.0.1:6080
+conf alice 10.77.0.1 bob 10.77.0.2 10.200.0.2:6080 10.200.0.2:443
+conf bob 10.77.0.2 alice 10.77.0.1 10.200.0.1:6080 443
 for n in alice bob; do
 	"$toud" -t -c "$dir/$n.conf" || die "toud -t rejects $n.conf"
 done
-(cd "$dir" && grep -E '^(\[peer|address|encryption|endpoint|fingerprint)' alice.conf bob.conf) |
+(cd "$dir" && grep -E '^(\[peer|address|encryption|endpoint|fingerprint|listen-tcp)' alice.conf bob.conf) |
     sed 's/\(sha256:[0-9a-f]\{16\}\)[0-9a-f]*/\1.../' | indent
 
 say "tunnel up: toud in each namespace, alice pings bob's 10.77.0.2"
@@ -367,17 +464,8 @@ if [ "$enc" = dtls ]; then
 	old=10.200.0.1 new=10.200.0.3
 	say "alice starts a slower fetch of the big file (curl --limit-rate 8M: about 4 s)"
 	big=$(stat -c %s "$dir/www/big")
-	start_bg ip netns exec "$alice" curl -sS --noproxy '*' --max-time 30 --limit-rate 8M \
-	    -o "$dir/got.big" -w '%{size_download} %{time_total} %{num_connects}\n' \
-	    http://10.77.0.2:8080/big </dev/null >"$dir/curl.out" 2>"$dir/curl.err"
-	curl_pid=$BG
 	# Move once about a quarter has arrived: truly in the middle.
-	for i in $(seq 100); do
-		[ -f "$dir/got.big" ] && [ "$(stat -c %s "$dir/got.big")" -ge $((big / 4)) ] && break
-		kill -0 "$curl_pid" 2>/dev/null || die "curl ended early: $(cat "$dir/curl.err")"
-		[ "$i" -eq 100 ] && die "the download did not reach a quarter in 5 s"
-		sleep 0.05
-	done
+	fetch_big_start 8M 30 5
 	done_at=$(stat -c %s "$dir/got.big")
 
 	say "alice moves: ip addr add $new/24 dev ul0; ip addr del $old/24 dev ul0"
@@ -403,15 +491,7 @@ if [ "$enc" = dtls ]; then
 	fi
 
 	say "the same transfer completes over the same session"
-	wait "$curl_pid" || die "curl failed (status $?): $(cat "$dir/curl.err")"
-	read -r size secs conns <"$dir/curl.out"
-	out "curl: $size bytes in $secs s over $conns TCP connection"
-	sent=$(sha "$dir/www/big")
-	got=$(sha "$dir/got.big")
-	out "sha256 sent     $sent"
-	out "sha256 received $got"
-	[ "$sent" = "$got" ] || die "the checksums differ"
-	[ "$conns" = 1 ] || die "curl used $conns connections"
+	fetch_big_finish
 	[ "$(pf bob alice endpoint)" = "$new:6080" ] || die "bob's endpoint for alice is not $new:6080"
 	s1=$(pf alice bob session)
 	s2=$(pf bob alice session)
@@ -424,6 +504,7 @@ if [ "$enc" = dtls ]; then
 	    die "the session ID on the wire did not follow the path (alice '$w1', bob '$w2')"
 	out "on the wire the session ID changed with the path: $sid -> $w1" \
 	    "(nothing in the clear links alice's old network with her new one)"
+	udp_blocked_transfer
 else
 	say "address change: skipped (encryption = none has no session ID: peers are matched by address)"
 fi

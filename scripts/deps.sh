@@ -14,7 +14,7 @@ apt-get install -y -qq --no-install-recommends \
 	libevent-dev libssl-dev libcap-ng-dev libsystemd-dev systemd check libjansson-dev \
 	clang libclang-rt-14-dev valgrind \
 	iproute2 ethtool nftables conntrack iptables libnetfilter-queue-dev \
-	tcpdump tshark socat iperf3 curl tinyproxy python3 python3-prometheus-client openssl procps psmisc iputils-ping \
+	tcpdump tshark socat iperf3 sockperf curl tinyproxy python3 python3-prometheus-client openssl procps psmisc iputils-ping \
 	mandoc groff-base debootstrap systemd-container zstd \
 	debhelper lintian \
 	>/dev/null
