@@ -8,6 +8,9 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
+# The tests start their own HTTP proxy; a tinyproxy service that the
+# package starts on a booted host is stopped again, unless it was there.
+had_tinyproxy=$(dpkg-query -W -f='${Status}' tinyproxy 2>/dev/null || true)
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends \
 	build-essential autoconf automake libtool pkg-config \
@@ -18,3 +21,9 @@ apt-get install -y -qq --no-install-recommends \
 	mandoc groff-base debootstrap systemd-container zstd \
 	debhelper lintian \
 	>/dev/null
+case $had_tinyproxy in
+*" installed") ;;
+*)	if [ -d /run/systemd/system ]; then
+		systemctl disable --now tinyproxy.service >/dev/null 2>&1 || true
+	fi ;;
+esac
