@@ -122,7 +122,7 @@ check_authorize(void *arg, const uint8_t fp[DTLS_FP_LEN], struct x509_store_ctx_
 	return arg;
 }
 
-#define TOUD_CHECK_CA_MAX 64      /* ca files looked at by check_readable_as_user() */
+#define TOUD_CHECK_PEER_FILES 128 /* ca and preshared-key files check_readable_as_user() opens */
 
 /* Root checks what the service user will read: the unit starts toud as
  * `user`, so a file only root can read passes a check by root and fails
@@ -132,9 +132,9 @@ static int
 check_readable_as_user(const struct conf *c, const struct passwd *pw)
 {
 	const struct conf_iface *ifc = &c->iface;
-	const char *keys[3 + TOUD_CHECK_CA_MAX];
-	const char *paths[3 + TOUD_CHECK_CA_MAX];
-	int lines[3 + TOUD_CHECK_CA_MAX];
+	const char *keys[3 + TOUD_CHECK_PEER_FILES];
+	const char *paths[3 + TOUD_CHECK_PEER_FILES];
+	int lines[3 + TOUD_CHECK_PEER_FILES];
 	size_t n = 0, i;
 	int status;
 	pid_t pid;
@@ -146,9 +146,14 @@ check_readable_as_user(const struct conf *c, const struct passwd *pw)
 	if (ifc->encryption == CONF_ENC_DTLS && ifc->certificate)
 		keys[n] = "certificate", paths[n] = ifc->certificate,
 		lines[n++] = ifc->certificate_line;
-	for (i = 0; i < c->n_peers && n < sizeof(paths) / sizeof(paths[0]); i++)
+	for (i = 0; i < c->n_peers && n + 2 <= sizeof(paths) / sizeof(paths[0]); i++) {
 		if (c->peers[i].ca)
 			keys[n] = "ca", paths[n] = c->peers[i].ca, lines[n++] = c->peers[i].ca_line;
+		/* read again at every reload, as the user */
+		if (c->peers[i].psk_file)
+			keys[n] = "preshared-key", paths[n] = c->peers[i].psk_file,
+			lines[n++] = c->peers[i].psk_line;
+	}
 	fflush(stderr);
 	if ((pid = fork()) < 0) {
 		log_check("%s: cannot check the files as user %s: fork: %s", c->file,

@@ -144,7 +144,19 @@ if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
 	chown -R nobody: "$work/a"
 	err=$("$TOUD" -t -c "$work/nobody.conf" 2>&1)
 	[ $? -eq 0 ] && [ -z "$err" ] && ok "root: the user's own key passes" || nok "root, nobody's key: '$err'"
-	chown -R 0:0 "$work/a"
+	# A preshared key is read again at every reload, as the user.
+	mkdir -m 700 "$work/psk"
+	"$TOUCTL" genpsk "$work/psk/bob.psk" || nok "touctl genpsk"
+	echo "preshared-key = $work/psk/bob.psk" >>"$work/nobody.conf"
+	err=$("$TOUD" -t -c "$work/nobody.conf" 2>&1)
+	case "$err" in *":11: preshared-key: cannot open '$work/psk/bob.psk' as user nobody: Permission denied;"*"'chown -R nobody: $work/psk'")
+		ok "root: a preshared key only root can read fails -t, with the fix: $err";;
+		*) nok "root, root's preshared key: '$err'";; esac
+	chown -R nobody: "$work/psk"
+	err=$("$TOUD" -t -c "$work/nobody.conf" 2>&1)
+	[ $? -eq 0 ] && [ -z "$err" ] && ok "root: the user's own preshared key passes" ||
+	    nok "root, nobody's preshared key: '$err'"
+	chown -R 0:0 "$work/a" "$work/psk"
 	chmod 700 "$work"
 else
 	ok "# SKIP not root: the files as the configured user"
