@@ -570,16 +570,23 @@ conf_set_metrics(struct conf_parser *p, const struct conf_key *k, const char *v)
 	return 0;
 }
 
+/* yes or no, into *out */
 static int
-conf_set_metrics_allow_remote(struct conf_parser *p, const struct conf_key *k, const char *v)
+conf_yes_no(struct conf_parser *p, const struct conf_key *k, const char *v, bool *out)
 {
 	static const char *const names[] = { "no", "yes" };
 	int i = conf_choice(p, k, v, names, ARRAY_SIZE(names), "yes or no");
 
 	if (i < 0)
 		return i;
-	p->c->iface.metrics_allow_remote = i == 1;
+	*out = i == 1;
 	return 0;
+}
+
+static int
+conf_set_metrics_allow_remote(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	return conf_yes_no(p, k, v, &p->c->iface.metrics_allow_remote);
 }
 
 static int
@@ -746,13 +753,7 @@ conf_set_table(struct conf_parser *p, const struct conf_key *k, const char *v)
 static int
 conf_set_fail_open(struct conf_parser *p, const struct conf_key *k, const char *v)
 {
-	static const char *const names[] = { "no", "yes" };
-	int i = conf_choice(p, k, v, names, ARRAY_SIZE(names), "yes or no");
-
-	if (i < 0)
-		return i;
-	p->c->iface.fail_open = i == 1;
-	return 0;
+	return conf_yes_no(p, k, v, &p->c->iface.fail_open);
 }
 
 static int
