@@ -29,7 +29,8 @@
 #
 # Then a reload: it reads the CA file once for all 300 peers (once per
 # peer, it stopped the loop for over a second).  It must complete, and its
-# CPU time on a is at most 500 ms (again generous and absolute).
+# CPU time on a is at most 250 ms (again generous and absolute: it costs
+# about 10 ms, the per-peer reads cost over a second).
 #
 #   x xa ---- ax a ul0 ---- ul0 b
 #   10.201.0.2,.3  .1 10.200.0.1  10.200.0.2
@@ -46,7 +47,7 @@ N_CAS=21
 RTT_FACTOR=10
 RTT_SLACK_MS=20
 CPU_PER_ATTEMPT_MS=100
-RELOAD_CPU_MS=500
+RELOAD_CPU_MS=250
 PKI=$E2E_DIR/pki
 
 # ca NAME: a self-signed CA certificate and its key in $PKI.
@@ -224,7 +225,7 @@ c1=$(cpu_ms "$A_PID")
 t1=$(e2e_now)
 is "$rc" 0 "touctl reload on a exits 0" || diag "$out"
 cmp_ok $((c1 - c0)) -le $RELOAD_CPU_MS \
-    "the reload cost a $((c1 - c0)) ms of CPU (at most $RELOAD_CPU_MS; $((t1 - t0)) ms of wall time)"
+    "the reload cost toud on a $((c1 - c0)) ms of CPU (at most $RELOAD_CPU_MS; $((t1 - t0)) ms of wall time)"
 is "$(tq a peers.b.state)" up "b is still up on a after the reload"
 
 done_testing
