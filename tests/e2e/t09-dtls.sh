@@ -560,12 +560,12 @@ for i in range(N):
         time.sleep(0.005)
 elapsed = time.monotonic() - t0
 open(sent_file, "w").close()
-want, backstop = N, None
-while got["replies"] < want:
+expect, backstop = N, None
+while got["replies"] < expect:
     select.select([s], [], [], 0.1)
     drain()
     if backstop is None and os.path.exists(want_file):
-        want, backstop = int(open(want_file).read()), time.monotonic() + 120
+        expect, backstop = int(open(want_file).read()), time.monotonic() + 120
     if backstop is not None and time.monotonic() > backstop:
         break
 print(json.dumps({"hellos": N, "garbage": N, "want": want, "seconds": round(elapsed, 2),
