@@ -16,7 +16,8 @@
 #       its stateless answer; each datagram is counted under its reason, and
 #       the tunnel keeps working.
 #   (e) the server's toud restarts: the client is back on a new session and
-#       a new TCP connection works within 10 s.
+#       a new TCP connection works within the protocol's bound (its
+#       handshake back-off and time-out, with a margin).
 #   (f) the client sends from an address that is not its own (10.66.0.9 on
 #       lo): its toud carries the packet (whole IP), the server drops it as
 #       source_not_allowed and its stack never sees it.
@@ -439,10 +440,14 @@ capture_start s ul0 flood udp and src port "$RT_PORT" and dst host "$FLOOD_SRC"
 bg_start c "$E2E_DIR/ping-flood.log" ping -n -q -c 25 -i 0.2 -W 2 "$RT_S_TUN"
 ping_pid=$BG_PID
 rt_fetch_start c "http://$RT_S_TUN:8080/f" "$E2E_DIR/f.during" --limit-rate 400k
-res=$(nsx x python3 - "$FLOOD_SRC" "$RT_S_UL" "$RT_PORT" "$E2E_DIR/hello-sizes.json" <<'EOF'
+# The sender creates SENT when it has sent everything, then takes the
+# answers until it has as many as the server says it sent (the number in
+# WANT, written once the server's counters have settled).
+cat >"$E2E_DIR/flood.py" <<'EOF'
 import json, os, random, select, socket, struct, sys, time
 
 src, dst, port, sizes_file = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+sent_file, want_file = sys.argv[5], sys.argv[6]
 rnd = random.Random(9)
 GUE = b"\x03\x3b\x00\x01\x60\x00\x00\x00"
 
@@ -506,6 +511,11 @@ for i in range(N):
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.bind((src, 0))
 s.setblocking(False)
+# Room for every answer while it is still sending (root may force it).
+try:
+    s.setsockopt(socket.SOL_SOCKET, getattr(socket, "SO_RCVBUFFORCE", 33), 16 << 20)
+except OSError:
+    pass
 got = {"replies": 0, "reply_bytes_max": 0}
 def drain():
     while True:
@@ -529,23 +539,39 @@ for i in range(N):
         drain()
         time.sleep(0.005)
 elapsed = time.monotonic() - t0
-end = time.monotonic() + 1.5
-while time.monotonic() < end:
+open(sent_file, "w").close()
+expect, backstop = N, None
+while got["replies"] < expect:
     select.select([s], [], [], 0.1)
     drain()
+    if backstop is None and os.path.exists(want_file):
+        expect, backstop = int(open(want_file).read()), time.monotonic() + 120
+    if backstop is not None and time.monotonic() > backstop:
+        break
 print(json.dumps({"hellos": N, "garbage": N, "want": want, "seconds": round(elapsed, 2),
                   "hello_bytes_min": min(sizes.values()), "hello_bytes_max": max(sizes.values()),
                   **got}))
 EOF
-) || bail_out "the flood from x failed: $res"
+rm -f "$E2E_DIR/flood-sent" "$E2E_DIR/flood-want"
+lostx0=$(snmp x Udp RcvbufErrors)
+bg_start x "$E2E_DIR/flood.json" python3 "$E2E_DIR/flood.py" "$FLOOD_SRC" "$RT_S_UL" "$RT_PORT" \
+    "$E2E_DIR/hello-sizes.json" "$E2E_DIR/flood-sent" "$E2E_DIR/flood-want"
+flood_pid=$BG_PID
+wait_for 600 test -e "$E2E_DIR/flood-sent" ||
+    bail_out "the flood from x did not finish sending: $(cat "$E2E_DIR/flood.json")"
 proc_wait "$ping_pid" 20 || proc_stop "$ping_pid"
 ping_rc=$PROC_RC
 rt_fetch_finish "$E2E_DIR/f.during" "$E2E_DIR/www/f" 40 "(d) a download during the flood completes intact"
 # The server's counters and the capture of its replies cover the same
 # datagrams once the counters have stopped moving.
 j=$(show_settled s) || bail_out "(d) the server's counters did not settle"
-capture_stop flood
 jflat S1 "$j"
+echo "$(ddelta S0 S1 interface.drops.cookie_requested)" >"$E2E_DIR/flood-want.tmp"
+mv "$E2E_DIR/flood-want.tmp" "$E2E_DIR/flood-want"
+proc_wait "$flood_pid" 180 || bail_out "the flood sender did not finish"
+res=$(tail -n 1 "$E2E_DIR/flood.json")
+[ "$PROC_RC" = 0 ] || bail_out "the flood from x failed: $(cat "$E2E_DIR/flood.json")"
+capture_stop flood
 lost=$(($(snmp s Udp RcvbufErrors) - lost0))
 rss1=$(awk '/^VmRSS/ { print $2 }' "/proc/${TOUD_PID[s]}/status")
 r=$(python3 "$E2E_DIR/wire.py" replies "$CAP" "$E2E_DIR/hello-sizes.json" "$FLOOD_SRC") ||
@@ -583,7 +609,13 @@ counted "$((cookies + limited))" "${F[hellos]}" \
 flood=$((gue_sum + $(ddelta S0 S1 interface.drops.bad_dtls_header) + $(ddelta S0 S1 interface.drops.unknown_session) + cookies + limited))
 counted "$flood" $((F[hellos] + F[garbage])) "(d) all of the flood is counted, once"
 is "${R[replies]}" "$cookies" "(d) the server sent exactly one reply per cookie request (captured ${R[replies]})"
-is "${F[replies]}" "$cookies" "(d) the sender received them all"
+# Those x's kernel dropped before the sender read them (RcvbufErrors) aside.
+lostx=$(($(snmp x Udp RcvbufErrors) - lostx0))
+if [ "${F[replies]}" -le "$cookies" ] && [ "${F[replies]}" -ge $((cookies - lostx)) ]; then
+	ok "(d) the sender received them all (${F[replies]} of $cookies; $lostx dropped in its kernel)"
+else
+	not_ok "(d) the sender received them all" "received ${F[replies]} of $cookies; $lostx dropped in its kernel"
+fi
 is "${R[hvr]}" "${R[replies]}" "(d) every reply is a HelloVerifyRequest in the outer framing" ||
     diag "${R[not_hvr]}"
 is "${R[unmatched]}" 0 "(d) every reply carries the session ID of the ClientHello it answers"
@@ -621,12 +653,16 @@ is "${TOUD_RC[s]}" 0 "(e) toud on s exits with status 0"
 toud_start s || bail_out "toud on s did not restart"
 t1=$(e2e_now)
 out=$E2E_DIR/restart.out
-deadline=$(e2e_deadline 15)
+# The client retries its handshake after 1 s, then backs off to 60 s (plus
+# up to a quarter), each try abandoned after 10 s: however long s was away,
+# the next try after its return comes within 75 s, and completes within 10 s.
+RESTART_MAX_MS=90000
+deadline=$(e2e_deadline $((RESTART_MAX_MS / 1000 + 30)))
 tries=0
 while :; do
 	tries=$((tries + 1))
 	rm -f "$out"
-	nsx c curl -sS --noproxy '*' --connect-timeout 2 --max-time 10 -o "$out" \
+	nsx c curl -sS --noproxy '*' --connect-timeout 2 --max-time 60 -o "$out" \
 	    "http://$RT_S_TUN:8080/f" >/dev/null 2>&1 && break
 	e2e_before "$deadline" || break
 	sleep 0.1
@@ -638,7 +674,8 @@ if [ -f "$out" ] && [ "$(sha "$out")" = "$(sha "$E2E_DIR/www/f")" ]; then
 else
 	not_ok "(e) a new HTTP connection after the restart, sha256 intact"
 fi
-cmp_ok "$((t2 - t1))" -le 10000 "(e) it worked $((t2 - t1)) ms after the restart (at most 10 s)"
+cmp_ok "$((t2 - t1))" -le $RESTART_MAX_MS \
+    "(e) it worked $((t2 - t1)) ms after the restart (at most $RESTART_MAX_MS: back-off, time-out, 5 s margin)"
 sid_c=$(tq c peers.s.session_id)
 sid_s=$(tq s peers.c.session_id)
 if [ "$sid_c" != "$sid0" ] && [ "$sid_c" != null ] && [ "$sid_c" = "$sid_s" ]; then
@@ -654,9 +691,10 @@ declare -A C0 C1 S0 S1
 check "(f) the tunnel works before" ping_all c "$RT_S_TUN" 2
 capture_start c ul0 spoof udp port "$RT_PORT"
 check "(f) three pings from the client's own address" ping_all c "$RT_S_TUN" 3
-sleep 0.3
-show_flat c C0
-show_flat s S0
+j=$(show_settled c) || bail_out "(f) the client's counters did not settle"
+jflat C0 "$j"
+j=$(show_settled s) || bail_out "(f) the server's counters did not settle"
+jflat S0 "$j"
 echos0=$(snmp s Icmp InEchos)
 reps0=$(snmp s Icmp OutEchoReps)
 out=$(nsx c ping -n -c 5 -i 0.2 -W 1 -I "$SPOOF" "$RT_S_TUN" 2>&1)

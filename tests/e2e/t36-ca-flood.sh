@@ -8,21 +8,29 @@
 #   x1: issued by a CA a does not know, with the name of one of a's peers
 #       (a checks that chain against the 21 certificates),
 #   x2: issued by a's CA, with a name no peer has (a checks 300 names).
-# Meanwhile b connects and pings a through the tunnel.  Asserted: b is up
-# within 2 s; its pings keep a bounded round trip; every attempt was
-# refused; a's CPU time per attempt stays small.
+# Meanwhile b connects and pings a through the tunnel.  Asserted: b comes
+# up while the attack runs; all its pings are answered, in a mean round
+# trip within a bound relative to the same pings without the attack; every
+# attempt was refused; a's CPU time per attempt stays small.
 #
 # When toud re-read and verified the CA file for every CA peer on each
 # certificate it was shown (the packet thread's work), one attempt here
 # cost about 0.8 s of CPU; at the 20 attempts a second the attackers get,
 # the loop never caught up, and pings stalled for seconds.  Now an attempt
 # costs about 1.5 ms (the handshake's own cryptography) and a ping under
-# attack takes at most a few.  The bounds below (50 ms per ping, 10 ms of
-# CPU per attempt) leave room for a loaded test machine and sanitizer
-# builds, and are still far below what one file read per peer costs.
+# attack takes at most a few.  How fast a machine is belongs in the
+# benchmarks, so the bounds here only tell that cost from this one:
+#   - the pings' mean round trip under attack is at most 10 times the same
+#     pings' mean after the attack, plus 20 ms (relative to a baseline
+#     measured in this run, on this machine: a loaded machine slows both);
+#   - a's CPU time (not wall time, which a crowded machine stretches) per
+#     attempt is at most 100 ms, a generous absolute bound: 60 times what an
+#     attempt costs, and still 8 times below what one file read per peer cost.
 #
 # Then a reload: it reads the CA file once for all 300 peers (once per
-# peer, it stopped the loop for over a second).
+# peer, it stopped the loop for over a second).  It must complete, and its
+# CPU time on a is at most 250 ms (again generous and absolute: it costs
+# about 10 ms, the per-peer reads cost over a second).
 #
 #   x xa ---- ax a ul0 ---- ul0 b
 #   10.201.0.2,.3  .1 10.200.0.1  10.200.0.2
@@ -36,9 +44,10 @@ ATTACK=${TOUD_ATTACK:-$E2E_HELPERS/attack}
 
 N_PEERS=300
 N_CAS=21
-RTT_MAX_MS=50
-CPU_PER_ATTEMPT_MS=10
-RELOAD_MAX_MS=500
+RTT_FACTOR=10
+RTT_SLACK_MS=20
+CPU_PER_ATTEMPT_MS=100
+RELOAD_CPU_MS=250
 PKI=$E2E_DIR/pki
 
 # ca NAME: a self-signed CA certificate and its key in $PKI.
@@ -65,6 +74,17 @@ cpu_ms() {
 	echo $(((f[11] + f[12]) * 1000 / HZ))
 }
 HZ=$(getconf CLK_TCK)
+
+# pings DESC: 200 pings from b through the tunnel, 50 a second, each given
+# 30 s to come back; all must be answered.  Sets RTT_AVG (ms).
+pings() {
+	local p rcvd
+	p=$(nsx b ping -n -q -i 0.02 -c 200 -W 30 10.77.0.1 2>&1)
+	diag "$p"
+	rcvd=$(sed -n 's/.* \([0-9]*\) received.*/\1/p' <<<"$p")
+	RTT_AVG=$(sed -n 's|^rtt .* = [0-9.]*/\([0-9.]*\)/.*|\1|p' <<<"$p")
+	is "${rcvd:-0}" 200 "b's pings through the tunnel $1 are all answered ($rcvd of 200)"
+}
 
 # --- the keys and certificates ------------------------------------------------------
 
@@ -123,43 +143,56 @@ c0=$(cpu_ms "$A_PID")
 # The attackers run until the pings below are done (SIGTERM ends them with
 # their report), however long the machine takes to get there.
 bg_start x "$E2E_DIR/x1.json" "$ATTACK" certs 10.201.0.2 10.201.0.1 6080 \
-    "$E2E_DIR/keys/x1/key.pem" "$PKI/x1.pem" 10 300
+    "$E2E_DIR/keys/x1/key.pem" "$PKI/x1.pem" 10 600
 X1=$BG_PID
 bg_start x "$E2E_DIR/x2.json" "$ATTACK" certs 10.201.0.3 10.201.0.1 6080 \
-    "$E2E_DIR/keys/x2/key.pem" "$PKI/x2.pem" 10 300
+    "$E2E_DIR/keys/x2/key.pem" "$PKI/x2.pem" 10 600
 X2=$BG_PID
-sleep 2
+# b starts into an attack under way: a has refused both attackers.
+wait_delta 120 a "$j0" interface.events.handshake_failed 4 ||
+    not_ok "a refuses the attackers" "$WAIT_DELTA failed handshakes in 120 s"
 toud_start b || bail_out "toud on b did not start"
 t0=$(e2e_now)
-if wait_for 2 nsx b ping -n -q -c 1 -W 1 10.77.0.1; then
+if wait_for 60 nsx b ping -n -q -c 1 -W 1 10.77.0.1; then
 	ok "during the attack b connects to a (ping answered after $(($(e2e_now) - t0)) ms)"
 else
-	not_ok "during the attack b connects to a within 2 s" \
-	    "b sees a as $(tq b peers.a.state), a sees b as $(tq a peers.b.state)"
+	not_ok "during the attack b connects to a" \
+	    "no ping answered in 60 s; b sees a as $(tq b peers.a.state), a sees b as $(tq a peers.b.state)"
 fi
+check "attacker x1 was still running when b connected" proc_alive "$X1"
+check "attacker x2 was still running when b connected" proc_alive "$X2"
 is "$(tq a peers.b.state)" up "a's CA peer b is up"
 # 4 s of pings, 50 a second, while the attackers go on.
-p=$(nsx b ping -n -q -i 0.02 -c 200 -W 1 10.77.0.1 2>&1)
-diag "$p"
-rcvd=$(sed -n 's/.* \([0-9]*\) received.*/\1/p' <<<"$p")
-max=$(sed -n 's|^rtt .* = [0-9.]*/[0-9.]*/\([0-9.]*\)/.*|\1|p' <<<"$p")
-cmp_ok "${rcvd:-0}" -ge 190 "b's pings through the tunnel during the attack are answered ($rcvd of 200)"
-if [ -n "$max" ] && awk -v m="$max" -v b=$RTT_MAX_MS 'BEGIN { exit !(m <= b) }'; then
-	ok "their longest round trip is $max ms (at most $RTT_MAX_MS)"
-else
-	not_ok "their longest round trip is at most $RTT_MAX_MS ms" "max ${max:-none}"
-fi
+pings "during the attack"
+rtt_attack=$RTT_AVG
 check "attacker x1 is still running (the attack covered the pings)" proc_alive "$X1"
 check "attacker x2 is still running" proc_alive "$X2"
+# Enough attempts to tell what one costs: 100, about 5 s of both.
+wait_delta 120 a "$j0" interface.events.handshake_failed 100 ||
+    not_ok "a refuses 100 attempts" "$WAIT_DELTA failed handshakes in 120 s"
 kill -TERM "$X1" "$X2" 2>/dev/null
 proc_wait "$X1" 30 || bail_out "attacker x1 did not finish"
 proc_wait "$X2" 30 || bail_out "attacker x2 did not finish"
 c1=$(cpu_ms "$A_PID")
-j1=$(show_json a) || bail_out "touctl show on a"
 r1=$(tail -n 1 "$E2E_DIR/x1.json")
 r2=$(tail -n 1 "$E2E_DIR/x2.json")
+# a's count of failed handshakes once it accounts for every attempt
+# (one left unanswered fails when its handshake times out).
+n=$(($(json_get "$r1" attempts) + $(json_get "$r2" attempts)))
+wait_delta 60 a "$j0" interface.events.handshake_failed "$n"
+j1=$WAIT_JSON
 diag "x1 (unknown CA, a peer's name): $r1"
 diag "x2 (a's CA, no peer's name): $r2"
+pings "after the attack"
+rtt_base=$RTT_AVG
+rtt_max=$(awk -v b="$rtt_base" -v f=$RTT_FACTOR -v s=$RTT_SLACK_MS 'BEGIN { printf "%.3f", b * f + s }')
+if [ -n "$rtt_attack" ] && [ -n "$rtt_base" ] &&
+    awk -v m="$rtt_attack" -v b="$rtt_max" 'BEGIN { exit !(m <= b) }'; then
+	ok "their mean round trip under attack is $rtt_attack ms (at most $rtt_max: $RTT_FACTOR x $rtt_base + $RTT_SLACK_MS)"
+else
+	not_ok "their mean round trip under attack is at most $RTT_FACTOR x the baseline + $RTT_SLACK_MS ms" \
+	    "under attack ${rtt_attack:-none} ms, after ${rtt_base:-none} ms"
+fi
 
 # --- what the attempts cost ----------------------------------------------------------
 
@@ -185,11 +218,14 @@ is "$(tq a peers.b.state)" up "b is still up on a"
 # --- a reload reads the CA file once, not once per peer ----------------------------
 
 t0=$(e2e_now)
+c0=$(cpu_ms "$A_PID")
 out=$("$TOUCTL" -s "$(sock_of a)" reload 2>&1)
 rc=$?
+c1=$(cpu_ms "$A_PID")
 t1=$(e2e_now)
 is "$rc" 0 "touctl reload on a exits 0" || diag "$out"
-cmp_ok $((t1 - t0)) -le $RELOAD_MAX_MS "the reload took $((t1 - t0)) ms (at most $RELOAD_MAX_MS)"
+cmp_ok $((c1 - c0)) -le $RELOAD_CPU_MS \
+    "the reload cost toud on a $((c1 - c0)) ms of CPU (at most $RELOAD_CPU_MS; $((t1 - t0)) ms of wall time)"
 is "$(tq a peers.b.state)" up "b is still up on a after the reload"
 
 done_testing

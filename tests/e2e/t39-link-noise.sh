@@ -28,6 +28,14 @@ evdelta() {
 b_sees_a_at() {
 	[ "$(tq b peers.a.endpoint)" = "$1" ]
 }
+# quiet: the ping's traffic is over.  a answers b's echo reply with a
+# passive keepalive 5 s later (it sent nothing after it), and b, quiet for
+# more than a second by then, answers that keepalive; nothing follows.
+# shellcheck disable=SC2317  # called through wait_for
+quiet() {
+	[ "$(ev "$(show_json a)" peers.b keepalive_sent)" -ge 1 ] &&
+	    [ "$(ev "$(show_json b)" peers.a keepalive_sent)" -ge 1 ]
+}
 
 topo_ab
 nsx a sysctl -qw net.ipv4.conf.all.promote_secondaries=1 \
@@ -42,8 +50,12 @@ ping_check a 10.77.0.2 "ping b from a: the peers are up"
 is "$(tq a peers.b.state)" up "a's peer b is up"
 is "$(tq b peers.a.state)" up "b's peer a is up"
 sid=$(tq a peers.b.session_id)
-# Quiet: the passive keepalives of the ping are over.
-sleep 6
+# With encryption = none a peer is up while something arrived within the
+# last 120 s (no keepalive here): the noise is judged within that window,
+# counted from when both had their last keepalive (a few seconds late at
+# most: the margins below are 5 s).
+wait_for 60 quiet || diag "the ping's keepalives did not both come in 60 s"
+last_rx=$(e2e_now)
 ja0=$(show_settled a) || bail_out "a's counters did not settle"
 jb0=$(show_settled b) || bail_out "b's counters did not settle"
 log0=$(stat -c %s "$E2E_DIR/a.log")
@@ -79,7 +91,17 @@ is "$(evdelta "$jb0" "$jb1" interface cookie_requested)" 0 "b was asked for no h
 is "$(evdelta "$ja0" "$ja1" peers.c keepalive_sent)/$(evdelta "$ja0" "$ja1" peers.c handshake_started)" \
     0/0 "a sent idle c no keepalive and started no handshake with it"
 is "$(json_get "$ja1" peers.c.state)" idle "c stays idle"
-is "$(json_get "$ja1" peers.b.state)/$(json_get "$jb1" peers.a.state)" up/up "both stay up"
+states="$(json_get "$ja1" peers.b.state)/$(json_get "$jb1" peers.a.state)"
+age=$(($(e2e_now) - last_rx))
+if [ "$E2E_ENCRYPTION" = dtls ] || [ "$age" -lt 115000 ]; then
+	is "$states" up/up "both stay up"
+elif [ "$age" -gt 125000 ]; then
+	# A crowded machine took the noise past the window (5 s margins).
+	is "$states" idle/idle "both idle: the noise outlasted the 120 s window ($age ms)"
+else
+	check "both up or idle at the window's edge ($age ms): $states" \
+	    test "$states" = up/up -o "$states" = idle/idle
+fi
 is "$(json_get "$ja1" peers.b.session_id)" "$sid" "a keeps its session"
 noise_log=$(tail -c +"$((log0 + 1))" "$E2E_DIR/a.log" | grep '^<[0-6]>')
 is "$noise_log" "" "a logged nothing at info level or above during the noise"
