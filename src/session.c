@@ -251,11 +251,12 @@ alias_add(struct session_alias *a)
 static void
 alias_remove(struct session_alias *a)
 {
-	struct session_table *st = a->s->t->sessions;
+	struct session_table *st;
 	struct session_alias **pp;
 
 	if (!a->in_table)
-		return;
+		return;         /* an alias never added has no session yet */
+	st = a->s->t->sessions;
 	for (pp = &st->buckets[bucket(st, a->id)]; *pp; pp = &(*pp)->hnext) {
 		if (*pp == a) {
 			*pp = a->hnext;
