@@ -204,6 +204,9 @@ metrics_interface(struct metrics_out *o)
 	    "peer, by reason (touctl(8), Drop counters); a reason appears once it counts.");
 	metrics_reasons(o, "toud_drops_total", NULL, "reason", t->drops, DROP__MAX,
 	    metrics_drop_name);
+	metrics_family(o, "toud_losses_total", "counter", "Packets lost that belong to no peer: "
+	    "toud_drops_total without the reasons that lose nothing (losses of touctl show --json).");
+	metrics_u64(o, "toud_losses_total", (const char *const[]){ NULL }, drop_losses(t->drops));
 	metrics_family(o, "toud_events_total", "counter", "Events that belong to no peer and "
 	    "are no loss, by name (toud(8)); an event appears once it counts.");
 	metrics_reasons(o, "toud_events_total", NULL, "event", t->events, EVENT__MAX,
@@ -279,6 +282,11 @@ metrics_peer_counts(struct metrics_out *o)
 	for (i = 0; i < t->n_peers; i++)
 		metrics_reasons(o, "toud_peer_drops_total", t->peers[i]->name, "reason",
 		    t->peers[i]->drops, DROP__MAX, metrics_drop_name);
+	metrics_family(o, "toud_peer_losses_total", "counter", "Packets of the peer lost: "
+	    "toud_peer_drops_total without the reasons that lose nothing (losses).");
+	for (i = 0; i < t->n_peers; i++)
+		metrics_u64(o, "toud_peer_losses_total", (const char *const[]){ "peer",
+		    t->peers[i]->name, NULL }, drop_losses(t->peers[i]->drops));
 	metrics_family(o, "toud_peer_events_total", "counter", "Events of the peer that are no "
 	    "loss, by name (toud(8)); an event appears once it counts.");
 	for (i = 0; i < t->n_peers; i++)

@@ -95,6 +95,8 @@ for kind, label in (("drops", "reason"), ("events", "event")):
     eq("peer " + kind, got, {k: float(v) for k, v in p[kind].items()})
     got = {dict(k[1])[label]: v for k, v in samples.items() if k[0] == "toud_%s_total" % kind}
     eq("interface " + kind, got, {k: float(v) for k, v in js["interface"][kind].items()})
+eq("peer losses", get("toud_peer_losses_total", peer=peer), float(p["losses"]))
+eq("interface losses", get("toud_losses_total"), float(js["interface"]["losses"]))
 eq("state", get("toud_peer_state", peer=peer, state=p["state"]), 1.0)
 eq("states", sum(v for k, v in samples.items()
                  if k[0] == "toud_peer_state" and dict(k[1])["peer"] == peer), 1.0)

@@ -122,6 +122,7 @@ fixture_init(struct fixture *f)
 	f->sessions.n_half_open = 2;
 	f->t.sessions = &f->sessions;
 	f->t.drops[DROP_NO_PEER] = 5;
+	f->t.drops[DROP_NOT_UNICAST] = 7;       /* counted, but no loss */
 	f->t.events[EVENT_COOKIE_REQUESTED] = 4;
 	check_peers_link(&f->t, f->peer, f->peers, 2);
 
@@ -222,7 +223,11 @@ START_TEST(render_all)
 		"toud_peers{interface=\"tou3\",state=\"handshaking\"} 0\n"
 		"toud_peers{interface=\"tou3\",state=\"up\"} 1\n"
 		"toud_peers{interface=\"tou3\",state=\"dead\"} 1\n",
-		"\ntoud_drops_total{interface=\"tou3\",reason=\"no_peer\"} 5\n#",
+		"\ntoud_drops_total{interface=\"tou3\",reason=\"no_peer\"} 5\n"
+		"toud_drops_total{interface=\"tou3\",reason=\"not_unicast\"} 7\n#",
+		"\ntoud_losses_total{interface=\"tou3\"} 5\n#",
+		"\ntoud_peer_losses_total{interface=\"tou3\",peer=\"bob\"} 3\n"
+		"toud_peer_losses_total{interface=\"tou3\",peer=\"carol\"} 0\n#",
 		"\ntoud_events_total{interface=\"tou3\",event=\"cookie_requested\"} 4\n#",
 		"\ntoud_peer_info{interface=\"tou3\",peer=\"bob\",endpoint=\"192.0.2.7:6080\","
 		"cipher=\"\"} 1\n"
@@ -256,8 +261,8 @@ START_TEST(render_all)
 	s = render(&f);
 	for (i = 0; i < ARRAY_SIZE(want); i++)
 		ck_assert_msg(strstr(s, want[i]) != NULL, "missing:\n%s\nin:\n%s", want[i], s);
-	/* 1 + 1 + 1 + 1 + 4 + 1 + 1 + 2 + 2 + 8 + 4 * 2 + 1 + 1 + 1 + 1 + 1 + 1 */
-	ck_assert_int_eq(check_shape(s), 36);
+	/* 1 + 1 + 1 + 1 + 4 + 2 + 1 + 1 + 2 + 2 + 8 + 4 * 2 + 1 + 2 + 1 + 1 + 1 + 1 + 1 */
+	ck_assert_int_eq(check_shape(s), 40);
 	ck_assert_msg(strstr(s, "# HELP toud_peer_last_error_info ") != NULL, "%s", s);
 	/* what did not happen is absent, not 0 */
 	ck_assert_ptr_null(strstr(s, "last_handshake_timestamp_seconds{interface=\"tou3\",peer=\"carol\""));
@@ -280,7 +285,7 @@ START_TEST(render_no_peers)
 	memset(f.t.drops, 0, sizeof(f.t.drops));
 	memset(f.t.events, 0, sizeof(f.t.events));
 	s = render(&f);
-	ck_assert_int_eq(check_shape(s), 1 + 1 + 1 + 1 + 4);
+	ck_assert_int_eq(check_shape(s), 1 + 1 + 1 + 1 + 4 + 1);
 	ck_assert_msg(strstr(s, "# TYPE toud_peer_last_error_info gauge\n") != NULL, "%s", s);
 	ck_assert_ptr_null(strstr(s, "peer=\""));
 	ck_assert_msg(strstr(s, "toud_peers{interface=\"tou3\",state=\"up\"} 0\n") != NULL, "%s", s);
