@@ -8,7 +8,8 @@ for log in $(find tests -name '*.log' ! -name 'test-suite.log' | sort); do
 	trs=${log%.log}.trs
 	[ -f "$trs" ] || continue
 	res=$(sed -n 's/^:test-result: //p' "$trs" | sort | uniq -c | tr -s ' ' | tr '\n' ' ')
-	printf '%-36s %s\n' "${log%.log}" "$res"
+	took=$(sed -n 's/^# the test took \([0-9]*\) s$/ (\1 s)/p' "$log")
+	printf '%-36s %s%s\n' "${log%.log}" "$res" "$took"
 	grep -E '^[0-9]+%: Checks:' "$log" | sed 's/^/    /'
 	grep -E '^(not ok|ok .*# SKIP)' "$log" | sed 's/^/    /'
 done

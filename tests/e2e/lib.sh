@@ -291,6 +291,8 @@ e2e_cleanup() {
 			rm -rf "$E2E_DIR"
 		fi
 	fi
+	# scripts/summary.sh shows it: what each test costs CI.
+	diag "the test took $SECONDS s"
 	exit "$rc"
 }
 
