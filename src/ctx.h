@@ -117,6 +117,7 @@ struct toud {
 	struct dns *dns_link;           /* dns.c: the TUN link's name servers; NULL: none set */
 	int netmon_fd;                  /* rtnetlink events of the host */
 	struct event *ev_netmon, *ev_netchange;
+	uint64_t host_changes;          /* address and route changes read (show.c) */
 	/* Host changes gathered until the debounce fires (peer.c). */
 	struct toud_netchange {
 		bool all;               /* events lost, or too many addresses */

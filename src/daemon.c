@@ -230,6 +230,7 @@ netmon_event(void *arg, const struct rtnl_event *ev)
 	struct toud *t = arg;
 	struct timeval debounce = { .tv_usec = 100000 };
 
+	t->host_changes++;
 	/* Changes come in bursts (address, then routes): act once after it. */
 	if (peer_netchange_note(t, ev))
 		evtimer_add(t->ev_netchange, &debounce);

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <event2/event.h>
+
 #include "conf.h"
 #include "control.h"
 #include "ctx.h"
@@ -467,6 +469,9 @@ show_json(FILE *b, const struct toud *t, struct peer *const *peers,
 	fprintf(b, ",\n    \"fwmark\": %u,\n    \"table\": %u", (unsigned)t->fwmark,
 	    (unsigned)show_table(t));
 	fprintf(b, ",\n    \"losses\": %" PRIu64, drop_losses(t->drops));
+	fprintf(b, ",\n    \"host_changes\": %" PRIu64 ",\n    \"host_change_pending\": %s",
+	    t->host_changes, t->ev_netchange && evtimer_pending(t->ev_netchange, NULL) ?
+	    "true" : "false");
 	fputs("\n  },\n  \"peers\": [", b);
 	for (i = 0; i < n; i++) {
 		fputs(i ? ",\n" : "\n", b);

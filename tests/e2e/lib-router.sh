@@ -374,8 +374,9 @@ rt_serve_file() {
 #     every 50 ms for SECONDS, then "end N\n"; check that the peer echoes
 #     every line back in order; print a JSON summary.
 #   stream.py connect ADDR PORT: read the lines, check that they count up
-#     without a gap, echo each one; print a JSON summary (with the longest
-#     silence between two lines).
+#     without a gap, echo each one; print "flowing" after the 20th line
+#     and at the end a JSON summary (with the longest silence between two
+#     lines).
 rt_stream_py() {
 	cat >"$E2E_DIR/stream.py" <<'EOF'
 import json, socket, sys, threading, time
@@ -441,6 +442,8 @@ def connect(addr, port):
         c.sendall(b"%s\n" % line.encode())
         want += 1
         res["received"] = want
+        if want == 20:
+            print("flowing", flush=True)
     print(json.dumps(res), flush=True)
 
 if sys.argv[1] == "serve":

@@ -30,12 +30,14 @@ stream_start() {
 	wait_for 60 grep -q listening "$E2E_DIR/stream-s-$1.log" || bail_out "stream server did not start"
 	bg_start c "$E2E_DIR/stream-c-$1.log" python3 "$E2E_DIR/stream.py" connect "$RT_S_TUN" "$1"
 	CLI=$BG_PID
+	# The restart comes while lines flow, not before the first.
+	wait_for 60 grep -q flowing "$E2E_DIR/stream-c-$1.log" || bail_out "the stream never flowed"
 }
 
 # stream_check PORT WHAT: the stream's results.
 stream_check() {
 	local port=$1 what=$2 res_c res_s sent
-	proc_wait "$CLI" 40 || not_ok "$what: the stream's client ended within 40 s"
+	proc_wait "$CLI" 60 || not_ok "$what: the stream's client ended within 60 s"
 	proc_wait "$SRV" 10 || not_ok "$what: the stream's server ended"
 	res_c=$(tail -n 1 "$E2E_DIR/stream-c-$port.log")
 	res_s=$(tail -n 1 "$E2E_DIR/stream-s-$port.log")
@@ -88,7 +90,6 @@ for sig in TERM KILL; do
 	what="SIG$sig"
 	port=$((port + 1))
 	stream_start "$port"
-	sleep 1.5
 	sid=$(tq c peers.s.session_id)
 	restart_server "$sig"
 	[ "$sig" = TERM ] && is "${TOUD_RC[s]}" 0 "$what: toud on s exits with status 0"
@@ -104,10 +105,13 @@ for sig in TERM KILL; do
 		check "$what: the new toud on s knows the client only after its handshake (endpoint $ep, accepted $acc)" \
 		    test "$ep" = null -o "${acc:-0}" -ge 1
 	fi
-	if wait_for 15 server_state_is up; then
+	# The client's keepalive (2 s) finds the new toud within a few
+	# seconds and handshakes at once; 30 s is the margin of a crowded
+	# machine, and the stream (TCP retransmits for minutes) waits longer.
+	if wait_for 30 server_state_is up; then
 		ok "$what: the client is back $(($(e2e_now) - RESTART_AT)) ms after the restart"
 	else
-		not_ok "$what: the client is back within 15 s of the restart" "$(show_json s)"
+		not_ok "$what: the client is back within 30 s of the restart" "$(show_json s)"
 	fi
 	new_session "$what" "$sid"
 	started=$(tq s peers.c.events.handshake_started)
@@ -125,7 +129,6 @@ toud_start c || bail_out "toud on c did not restart"
 rt_tunnel_up 10 || bail_out "no tunnel after the restart of c"
 port=7010
 stream_start "$port"
-sleep 1.5
 sid=$(tq c peers.s.session_id)
 restart_server TERM
 wait_for 30 server_state_is up

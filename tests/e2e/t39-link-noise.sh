@@ -28,6 +28,20 @@ evdelta() {
 b_sees_a_at() {
 	[ "$(tq b peers.a.endpoint)" = "$1" ]
 }
+# read_changes N: a's toud has read at least N host changes (show's
+# host_changes) and none it read waits to be acted on.
+# shellcheck disable=SC2317  # called through wait_for
+read_changes() {
+	local j
+	j=$(show_json a) && [ "$(json_get "$j" interface.host_changes)" -ge "$1" ] &&
+	    [ "$(json_get "$j" interface.host_change_pending)" = false ]
+}
+# noise_step WHAT N: wait until a's toud read N more changes.
+noise_step() {
+	HC=$((HC + $2))
+	wait_for 60 read_changes "$HC" ||
+	    bail_out "a's toud did not read $1 in 60 s ($(tq a interface.host_changes) of $HC)"
+}
 # quiet: the ping's traffic is over.  a answers b's echo reply with a
 # passive keepalive 5 s later (it sent nothing after it), and b, quiet for
 # more than a second by then, answers that keepalive; nothing follows.
@@ -59,6 +73,7 @@ last_rx=$(e2e_now)
 ja0=$(show_settled a) || bail_out "a's counters did not settle"
 jb0=$(show_settled b) || bail_out "b's counters did not settle"
 log0=$(stat -c %s "$E2E_DIR/a.log")
+HC=$(tq a interface.host_changes)
 
 # --- noise ------------------------------------------------------------------
 for i in 1 2 3 4 5; do
@@ -71,15 +86,17 @@ for i in 1 2 3 4 5; do
 	nsx a ip link set "vn$i" up
 	nsx a ip link set "vp$i" up
 	nsx a ip addr add "203.0.113.$i/24" dev "vn$i" || bail_out "addr on vn$i"
-	sleep 0.2
+	# Three addresses (link-local ones may come on top), each read and
+	# judged by toud before they go again.
+	noise_step "the addresses of round $i" 3
 	nsx a ip addr del "198.51.100.$i/24" dev "noise$i"
 	nsx a ip -6 addr del "2001:db8:$i::1/64" dev "noise$i"
 	nsx a ip addr del "203.0.113.$i/24" dev "vn$i"
 	nsx a ip link del "noise$i"
 	nsx a ip link del "vn$i"
-	sleep 0.2
+	noise_step "the removals of round $i" 3
 done
-sleep 1                          # well past toud's debounce of 0.1 s
+diag "a's toud read $(tq a interface.host_changes) host changes, none of them pending"
 ja1=$(show_settled a) || bail_out "a's counters did not settle"
 jb1=$(show_settled b) || bail_out "b's counters did not settle"
 

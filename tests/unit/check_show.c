@@ -130,6 +130,7 @@ fixture_init(struct fixture *f)
 	f->t.udp = &f->udp;
 	f->t.drops[DROP_NO_PEER] = 5;
 	f->t.drops[DROP_GUE + GUE_ERR_TRUNCATED] = 2;
+	f->t.host_changes = 12;
 	f->t.events[EVENT_COOKIE_REQUESTED] = 4;
 	check_peers_link(&f->t, f->peer, f->peers, 3);
 
@@ -435,7 +436,9 @@ START_TEST(no_peers_no_drops)
 	    "    \"dns_error\": null,\n"
 	    "    \"fwmark\": 0,\n"
 	    "    \"table\": 254,\n"
-	    "    \"losses\": 0\n"
+	    "    \"losses\": 0,\n"
+	    "    \"host_changes\": 12,\n"
+	    "    \"host_change_pending\": false\n"
 	    "  },\n"
 	    "  \"peers\": []\n"
 	    "}\n");
