@@ -11,8 +11,11 @@
 #   (3) Different keys: no packet from the peer reaches the TUN (the peer's
 #       rx_packets stay 0, bad_record counts the refused records) and both
 #       sides say "preshared-key mismatch" in last_error.
-#   (4) A reload that removes the keys on both sides, toud running: the
-#       peer comes up and carries data.
+#   (4) A reload of b after its key file was given a's key (the same
+#       path, another key): b handshakes again on a new session, which
+#       carries data with the preshared key on both sides.  Then a reload
+#       that removes the keys on both sides, toud running: the peer comes
+#       up and carries data.
 #
 #   a ul0 --- ul0 b
 #   10.200.0.1  10.200.0.2
@@ -153,7 +156,18 @@ cmp_ok "$(tq b peers.a.drops.bad_record)" -ge 1 "b refused a's records ($(tq b p
 cmp_ok "$(tq a peers.b.drops.bad_record)" -ge 1 "a refused b's records ($(tq a peers.b.drops.bad_record), bad_record)"
 check "the log says it at warning" grep -q "preshared-key mismatch" "$E2E_DIR/b.log"
 
-# --- (4) a reload removes the keys ------------------------------------------------
+# --- (4) a reload changes the key, another removes it -----------------------------
+
+sid=$(tq b peers.a.session_id)
+cp "$E2E_DIR/ab.psk" "$E2E_DIR/b.psk"
+out=$("$TOUCTL" -s "$(sock_of b)" reload 2>&1)
+is $? 0 "touctl reload on b with a's key in its key file ($out)"
+ping_check b 10.77.0.1 "ping through the tunnel once b has a's key"
+is "$(tq a peers.b.preshared_key)/$(tq b peers.a.preshared_key)" true/true \
+    "show: preshared_key true on both sides"
+new_sid=$(tq b peers.a.session_id)
+check "b handshook again: a new session ($sid -> $new_sid)" test "$new_sid" != "$sid" -a "$new_sid" != null
+is "$(tq a peers.b.session_id)" "$new_sid" "a is on the same new session"
 
 for node in a b; do
 	sed -i '/^preshared-key/d' "$(conf_file $node)"
