@@ -18,7 +18,7 @@ mirror=${TOUD_ROOTFS_MIRROR:-http://deb.debian.org/debian}
 # systemd as init, dbus for systemctl, iproute2, what toud and touctl link
 # against (libsystemd0 comes with systemd), and make for the README's
 # `make install` in the container (nspawn.sh).
-packages="systemd systemd-sysv dbus iproute2 make libevent-2.1-7 libssl3 libcap-ng0 ${TOUD_ROOTFS_PACKAGES:-}"
+packages="systemd systemd-sysv dbus iproute2 make libevent-2.1-7 libevent-openssl-2.1-7 libssl3 libcap-ng0 ${TOUD_ROOTFS_PACKAGES:-}"
 packages=$(printf '%s\n' $packages | sort -u | tr '\n' ' ')
 # Installed with apt once the base system is configured (polkitd does not
 # configure inside debootstrap): for [interface] dns, systemd-resolved (its
