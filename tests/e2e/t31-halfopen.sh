@@ -60,6 +60,9 @@ diag "(2) a's interface drops: $(json_get "$j2" interface.drops)"
 hvr=$(json_get "$res" hello_verify)
 limited=$(jdelta "$j1" "$j2" interface.drops.handshake_rate_limited)
 evicted=$(jdelta "$j1" "$j2" interface.drops.half_open_evicted)
+# A half-open handshake that outlives its deadline fails instead of being
+# evicted: on a crowded machine x's exchanges come slowly enough for that.
+expired=$(jdelta "$j1" "$j2" interface.drops.handshake_failed)
 admitted=$((hvr - limited))
 # a burst of 20, then 10 a second for as long as x ran, and 10 to spare
 secs=$(json_get "$res" seconds)
@@ -67,7 +70,8 @@ most=$(awk -v s="$secs" 'BEGIN { printf "%d", 30 + 10 * (s + 1) }')
 cmp_ok "$hvr" -ge 200 "(2) x completed its cookie exchanges ($hvr)"
 cmp_ok "$admitted" -le "$most" "(2) x's handshakes held by the rate limit ($admitted admitted in $secs s)"
 cmp_ok "$limited" -ge $((hvr - most)) "(2) the rest counted as handshake_rate_limited ($limited)"
-cmp_ok "$evicted" -ge $((admitted - 4)) "(2) x kept at most 4 half-open: the older ones evicted ($evicted)"
+cmp_ok "$((evicted + expired))" -ge $((admitted - 4)) \
+    "(2) x kept at most 4 half-open: the older ones evicted ($evicted) or expired ($expired)"
 check "toud on a still running" toud_alive a
 check "toud on b still running" toud_alive b
 
