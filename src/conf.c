@@ -218,6 +218,9 @@ conf_validate_auth(const struct conf *c, const struct conf_peer *peer,
 	if (peer->proxy_host && !peer->endpoint_tcp_host)
 		return conf_verr(c, err, peer->proxy_line, "proxy: without 'endpoint-tcp' "
 		    "in [peer %s] (the proxy reaches the TCP transport)", peer->name);
+	if (peer->sni && !peer->endpoint_tcp_host)
+		return conf_verr(c, err, peer->sni_line, "sni: without 'endpoint-tcp' "
+		    "in [peer %s] (the name is sent when connecting there)", peer->name);
 	/* One certificate must name one peer: the same CA file and name
 	 * twice would let the handshake pick either. */
 	if ((x = first[CONF_SAME_CA][peer - c->peers]) != CONF_NONE)

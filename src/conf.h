@@ -85,6 +85,10 @@ struct conf_peer {
 	char *proxy_host;
 	uint16_t proxy_port;
 	int proxy_line;
+	/* sni = NAME: the server name the TCP transport's ClientHello carries
+	 * (a lower-case DNS name); NULL: none, which is the default. */
+	char *sni;
+	int sni_line;
 	struct conf_prefix *address;       /* the peer's tunnel addresses (host prefixes) */
 	size_t n_address;
 	struct conf_prefix *allowed_ips;   /* extra prefixes routed to the peer */

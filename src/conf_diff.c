@@ -19,9 +19,9 @@ _Static_assert(1u << (ARRAY_SIZE(iface_keys) - 1) == CONF_IFACE_DIFF_LISTEN_TCP,
     "one name per enum conf_iface_diff bit");
 static const char *const peer_keys[] = {
 	"[peer NAME]", "fingerprint", "ca", "name", "endpoint", "address", "allowed-ips",
-	"keepalive", "preshared-key", "endpoint-tcp", "proxy",
+	"keepalive", "preshared-key", "endpoint-tcp", "proxy", "sni",
 };
-_Static_assert(1u << (ARRAY_SIZE(peer_keys) - 1) == CONF_PEER_DIFF_PROXY,
+_Static_assert(1u << (ARRAY_SIZE(peer_keys) - 1) == CONF_PEER_DIFF_SNI,
     "one name per enum conf_peer_diff bit");
 
 static bool
@@ -223,6 +223,8 @@ conf_diff_peer(const struct conf_peer *a, const struct conf_peer *b)
 	if (!str_equal(a->proxy_host, b->proxy_host) ||
 	    (a->proxy_host && a->proxy_port != b->proxy_port))
 		d |= CONF_PEER_DIFF_PROXY;
+	if (!str_equal(a->sni, b->sni))
+		d |= CONF_PEER_DIFF_SNI;
 	return d;
 }
 

@@ -71,6 +71,7 @@ enum conf_peer_diff {
 	CONF_PEER_DIFF_PRESHARED_KEY = 1u << 8, /* the file, or the key in it */
 	CONF_PEER_DIFF_ENDPOINT_TCP = 1u << 9,
 	CONF_PEER_DIFF_PROXY       = 1u << 10,
+	CONF_PEER_DIFF_SNI         = 1u << 11,
 };
 /* The keys that decide which keys the peer's sessions may authenticate with
  * (the preshared key decides their data keys). */

@@ -941,6 +941,23 @@ conf_set_proxy(struct conf_parser *p, const struct conf_key *k, const char *v)
 	return conf_host_port(p, k, v + 7, &peer->proxy_host, &peer->proxy_port);
 }
 
+/* sni = NAME: a DNS host name, as RFC 6066 allows it (no address, no
+ * final dot). */
+static int
+conf_set_sni(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	struct conf_peer *peer = conf_cur_peer(p);
+	char q[CONF_QUOTE_MAX + 1], name[CONF_HOST_MAX + 2];
+
+	util_strlcpy(name, v, sizeof(name));
+	/* conf_valid_host() refuses addresses: all digits, or a colon */
+	if (!conf_valid_host(name) || name[strlen(name) - 1] == '.')
+		return conf_perr(p, "%s: '%s' is not a host name (an address or a final "
+		    "dot is not sent as a server name)", k->name, conf_quote(v, q, sizeof(q)));
+	peer->sni_line = p->line;
+	return conf_strdup(p, &peer->sni, name);
+}
+
 static int
 conf_set_peer_address(struct conf_parser *p, const struct conf_key *k, const char *v)
 {
@@ -1081,6 +1098,7 @@ static const struct conf_key conf_keys[] = {
 	{ "preshared-key", SEC_PEER, false, conf_set_preshared_key },
 	{ "endpoint-tcp", SEC_PEER, false, conf_set_endpoint_tcp },
 	{ "proxy", SEC_PEER, false, conf_set_proxy },
+	{ "sni", SEC_PEER, false, conf_set_sni },
 };
 _Static_assert(ARRAY_SIZE(conf_keys) <= 64, "the seen mask of struct conf_parser has 64 bits");
 
@@ -1143,6 +1161,7 @@ conf_peer_free(struct conf_peer *peer)
 	free(peer->endpoint_host);
 	free(peer->endpoint_tcp_host);
 	free(peer->proxy_host);
+	free(peer->sni);
 	free(peer->address);
 	free(peer->allowed_ips);
 	free(peer->psk_file);

@@ -372,6 +372,8 @@ show_json_peer(FILE *b, const struct peer *p, uint64_t now_ms)
 	fputs(",\n      \"proxy\": ", b);
 	show_json_str_or_null(b, show_hostport(p->cf->proxy_host, p->cf->proxy_port, buf,
 	    sizeof(buf)));
+	fputs(",\n      \"sni\": ", b);
+	show_json_str_or_null(b, p->cf->sni);
 	fprintf(b, ",\n      \"transport_switches\": %" PRIu64, p->transport_switches);
 	fputs(",\n      \"path_state\": ", b);
 	show_json_str(b, path_state_name(show_path(p)));
@@ -585,6 +587,10 @@ show_text_peer(FILE *b, const struct peer *p, uint64_t now_ms)
 			fprintf(b, ", tcp endpoint %s", buf);
 		if (show_hostport(p->cf->proxy_host, p->cf->proxy_port, buf, sizeof(buf)))
 			fprintf(b, " via proxy %s", buf);
+		if (p->cf->sni) {
+			fputs(", server name ", b);
+			show_text_str(b, p->cf->sni);
+		}
 		fwrite("\n", 1, 1, b);
 	}
 	if (show_pinned_fp(p, fp))

@@ -599,6 +599,12 @@ tcp_connect(struct peer *p)
 	snprintf(c->name, sizeof(c->name), strchr(cf->endpoint_tcp_host, ':') ? "[%s]:%u" :
 	    "%s:%u", cf->endpoint_tcp_host, cf->endpoint_tcp_port);
 	SSL_set_connect_state(c->ssl);
+	/* No server name unless one is configured (doc/protocol.md 3a). */
+	if (cf->sni && SSL_set_tlsext_host_name(c->ssl, cf->sni) != 1) {
+		ERR_clear_error();
+		conn_free(c);
+		return -ENOMEM;
+	}
 	if (cf->proxy_host) {
 		c->phase = TCP_PROXY;
 		bev = c->raw = bufferevent_socket_new(x->t->base, -1,

@@ -772,6 +772,15 @@ pcap_settle() {
 	done
 }
 
+# client_hellos PCAP: a line for each TLS ClientHello in PCAP (tshark takes
+# port 443 for TLS): the server name it carries, or "-", and the versions
+# it offers.
+client_hellos() {
+	tshark -r "$1" -n -Y 'tls.handshake.type == 1' -T fields \
+	    -e tls.handshake.extensions_server_name -e tls.handshake.extensions.supported_version \
+	    2>/dev/null | awk -F'\t' '{ print ($1 == "" ? "-" : $1), $2 }'
+}
+
 # show_settled NODE [SECONDS]: NODE's touctl show --json once its counters
 # (packets, bytes, drops, events) have stopped moving: two reads 0.3 s apart
 # agree.  A test that compares counters with a capture reads them at such a

@@ -8,13 +8,14 @@
 #     so does s's peer c;
 #   - a capture on s's side of the router from the block to the end of the
 #     download shows the client's traffic arriving over TCP to 443 only, no
-#     UDP (the client's background probes of UDP end at the router);
+#     UDP (the client's background probes of UDP end at the router), and
+#     a ClientHello with no server name (no sni configured), TLS 1.3 only;
 #   - the download finishes on its one TCP connection, intact (sha256);
 #   - once the block is lifted, the peer returns to UDP (show says so on
 #     both sides) and a capture there shows the client's UDP again.
 . "$(dirname "$0")/lib.sh"
 need_root
-need_cmd curl ping nft tcpdump
+need_cmd curl ping nft tcpdump tshark
 . "$(dirname "$0")/lib-router.sh"
 
 TCP_PORT=443
@@ -71,6 +72,10 @@ capture_stop blocked
 is "$(cap_count "udp and src host $RT_C_UL")" 0 "no UDP from the client reaches s while blocked"
 cmp_ok "$(cap_count "tcp and src host $RT_C_UL and dst port $TCP_PORT")" -gt 50 \
     "the client's traffic reaches s over TCP to $TCP_PORT"
+# No sni configured: the ClientHello names no server, and offers TLS 1.3 only.
+hellos=$(client_hellos "$CAP")
+cmp_ok "$(grep -c . <<<"$hellos")" -ge 1 "the capture holds the client's ClientHello"
+is "$(sort -u <<<"$hellos")" "- 0x0304" "it carries no server name and offers TLS 1.3 only"
 is "$(tq c peers.s.events.transport_tcp)" 1 "c moved to tcp once"
 is "$(nsx s ss -H -t -n state established "sport = :$TCP_PORT" | wc -l)" 1 \
     "one TCP connection carried it"

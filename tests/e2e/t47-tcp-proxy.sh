@@ -5,14 +5,16 @@
 # which may CONNECT to port 443.  The client's peer s has endpoint (UDP,
 # blocked), endpoint-tcp 10.201.1.2:443 and proxy = http://10.201.0.1:8888:
 # its UDP handshake gets no answer, it brings up the TCP transport through
-# the proxy, and then:
+# the proxy with sni = cdn.example.net, and then:
 #   - both sides show transport "tcp" for each other,
 #   - the server's one connection on 443 comes from the router (the proxy),
 #     the proxy logged a CONNECT, and the router dropped the client's UDP,
+#   - the ClientHello that reaches the server names cdn.example.net, and
+#     show says so,
 #   - a 4 MiB download over the tunnel is intact by sha256.
 . "$(dirname "$0")/lib.sh"
 need_root
-need_cmd curl ping nft tinyproxy
+need_cmd curl ping nft tinyproxy tcpdump tshark
 . "$(dirname "$0")/lib-router.sh"
 . "$(dirname "$0")/lib-proxy.sh"
 
@@ -33,6 +35,7 @@ rt_conf_peer c s "$RT_S_UL:$RT_PORT" "$RT_S_TUN" 0
 {
 	echo "endpoint-tcp = $RT_S_UL:$TCP_PORT"
 	echo "proxy = http://10.201.0.1:8888"
+	echo "sni = cdn.example.net"
 } >>"$(conf_file c)"
 conf_interface s "$RT_PORT" "$RT_S_TUN/24"
 echo "listen-tcp = $TCP_PORT" >>"$(conf_file s)"
@@ -45,6 +48,7 @@ if nsx c timeout 3 bash -c "exec 3<>/dev/tcp/$RT_S_UL/$TCP_PORT" 2>/dev/null; th
 else
 	ok "c cannot reach s:$TCP_PORT directly"
 fi
+capture_start s ul0 hello "tcp port $TCP_PORT"
 toud_start c || bail_out "toud on c did not start"
 
 # UDP first: a few seconds without an answer, then TCP through the proxy.
@@ -64,6 +68,12 @@ is "$(awk '{ print $4 }' <<<"$conns" | sed 's/:[0-9]*$//; s/^\[::ffff:\(.*\)\]$/
     "s's TCP peers on $TCP_PORT: the router's proxy only"
 cmp_ok "$(proxy_connects)" -ge 1 "the proxy logged the CONNECT"
 cmp_ok "$(rt_nft_packets t47_block '"udp"')" -ge 1 "the router dropped the client's UDP"
+capture_stop hello
+is "$(client_hellos "$CAP" | sort -u)" "cdn.example.net 0x0304" \
+    "the ClientHello through the proxy names the configured server, TLS 1.3 only"
+is "$(tq c peers.s.sni)" cdn.example.net "c shows s's sni"
+is "$(touctl_show c s | grep -o 'server name [a-z.]*')" "server name cdn.example.net" \
+    "touctl show s names the server name"
 
 mkdir -p "$E2E_DIR/www"
 make_file "$E2E_DIR/www/big" $((4 * 1024))

@@ -1488,7 +1488,7 @@ START_TEST(test_load_errors)
 }
 END_TEST
 
-/* listen-tcp, endpoint-tcp and proxy: the forms, the canonical form, the
+/* listen-tcp, endpoint-tcp, proxy and sni: the forms, the canonical form, the
  * differences, and what they need. */
 START_TEST(test_tcp_keys)
 {
@@ -1497,24 +1497,27 @@ START_TEST(test_tcp_keys)
 	char *t;
 
 	c = good(HEAD "listen-tcp = 443\n" TPEER "endpoint-tcp = vpn.example.net:443\n"
-	    "proxy = http://[2001:db8::8]:3128/\n");
+	    "proxy = http://[2001:db8::8]:3128/\nsni = CDN.Example.com\n");
 	ck_assert(c->iface.has_listen_tcp && !c->iface.has_listen_tcp_addr);
 	ck_assert_uint_eq(c->iface.listen_tcp_port, 443);
 	ck_assert_str_eq(c->peers[0].endpoint_tcp_host, "vpn.example.net");
 	ck_assert_uint_eq(c->peers[0].endpoint_tcp_port, 443);
 	ck_assert_str_eq(c->peers[0].proxy_host, "2001:db8::8");
 	ck_assert_uint_eq(c->peers[0].proxy_port, 3128);
+	ck_assert_str_eq(c->peers[0].sni, "cdn.example.com");
 	roundtrip(c, "tcp keys");
 	t = conf_print(c);
 	ck_assert_msg(strstr(t, "\nlisten-tcp  = 443\n") && strstr(t,
 	    "\nendpoint-tcp = vpn.example.net:443\n") && strstr(t,
-	    "\nproxy       = http://[2001:db8::8]:3128\n"), "%s", t);
+	    "\nproxy       = http://[2001:db8::8]:3128\n") &&
+	    strstr(t, "\nsni         = cdn.example.com\n"), "%s", t);
 	free(t);
 	c2 = good(HEAD "listen-tcp = 10.0.0.1:443\n" TPEER "endpoint-tcp = 192.0.2.1:443\n");
 	ck_assert(c2->iface.has_listen_tcp_addr);
 	ck_assert_uint_eq(conf_diff_iface(&c->iface, &c2->iface), CONF_IFACE_DIFF_LISTEN_TCP);
 	ck_assert_uint_eq(conf_diff_peer(&c->peers[0], &c2->peers[0]),
-	    CONF_PEER_DIFF_ENDPOINT_TCP | CONF_PEER_DIFF_PROXY);
+	    CONF_PEER_DIFF_ENDPOINT_TCP | CONF_PEER_DIFF_PROXY | CONF_PEER_DIFF_SNI);
+	ck_assert(c2->peers[0].sni == NULL);
 	roundtrip(c2, "tcp keys with addresses");
 	conf_free(c2);
 	conf_free(c);
@@ -1530,6 +1533,18 @@ START_TEST(test_tcp_keys)
 	    "'https://p:8080' is not http://HOST:PORT");
 	bad(HEAD TPEER "proxy = http://p:8080\n", "t.conf:8: proxy: without 'endpoint-tcp' in "
 	    "[peer x] (the proxy reaches the TCP transport)");
+	bad(HEAD TPEER "sni = a.example\n", "t.conf:8: sni: without 'endpoint-tcp' in "
+	    "[peer x] (the name is sent when connecting there)");
+	bad(HEAD TPEER "endpoint-tcp = h:443\nsni = 192.0.2.1\n", "t.conf:9: sni: '192.0.2.1' is "
+	    "not a host name (an address or a final dot is not sent as a server name)");
+	bad(HEAD TPEER "endpoint-tcp = h:443\nsni = 2001:db8::1\n", "t.conf:9: sni: "
+	    "'2001:db8::1' is not a host name (an address or a final dot is not sent as a "
+	    "server name)");
+	bad(HEAD TPEER "endpoint-tcp = h:443\nsni = a.example.\n", "t.conf:9: sni: 'a.example.' "
+	    "is not a host name (an address or a final dot is not sent as a server name)");
+	bad(HEAD TPEER "endpoint-tcp = h:443\nsni = a..example\n", "t.conf:9: sni: "
+	    "'a..example' is not a host name (an address or a final dot is not sent as a "
+	    "server name)");
 	bad("[interface]\naddress = 10.77.0.1/24\nencryption = none\nlisten-tcp = 443\n",
 	    "t.conf:4: listen-tcp: needs encryption dtls (the TCP transport is TLS)");
 #undef TPEER
