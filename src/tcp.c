@@ -14,7 +14,9 @@
  * certificate key is pinned or checked against its CA, by ops->authorize;
  * a connection whose key names no peer gets no peer state and is closed
  * (counted).  A peer has at most one connection (peer.tcp): a newer one
- * that authenticates replaces the old.
+ * that authenticates replaces the old, except that of two connections that
+ * crossed (both sides connected at once) both sides keep the same one
+ * (conn_keep_old).
  *
  * Limits against anyone who can reach listen-tcp: accepts per source
  * address (ratelimit.c), TCP_CONN_MAX connections and TCP_HALF_OPEN_MAX of
@@ -97,6 +99,8 @@ struct tcp_conn {
 	struct peer *peer;              /* outgoing: its peer; incoming: once authenticated */
 	struct peer *authorized;        /* who the presented key names */
 	bool outgoing;
+	bool by_lower;                  /* opened by the side whose key sorts first */
+	uint64_t up_ms;                 /* when it was authenticated (toud_now) */
 	enum tcp_phase phase;
 	union sockaddr_union addr;      /* the other end (incoming), for logs */
 	char name[UTIL_ADDRSTRLEN + 8];
@@ -119,6 +123,7 @@ struct tcp {
 	struct ratelimit *rl;
 	TAILQ_HEAD(, tcp_conn) conns;
 	unsigned n_conns, n_half;
+	uint8_t own_fp[KEYS_FP_LEN];    /* of the interface's key: tie-breaks (conn_keep_old) */
 	uint8_t *slots;                 /* TCP_BATCH frames being gathered */
 	struct udp_msg msgs[TCP_BATCH];
 };
@@ -255,18 +260,59 @@ conn_error(struct tcp_conn *c, short what, char *buf, size_t len)
 	return buf;
 }
 
+/* Two connections with one peer, one opened by each side, cross when both
+ * sides connect at once; then both sides must keep the same one: the one
+ * opened by the side whose key fingerprint sorts first (by_lower).
+ * Otherwise a newer connection replaces an older one (the peer
+ * reconnected, and the old one may be dead).  As each one authenticates
+ * (conn_established):
+ *   - ours is up, for less than a handshake's time, and was opened by the
+ *     lower key: the peer's new one closes (conn_keep_old);
+ *   - ours is still authenticating and would stay: the peer's carries
+ *     meanwhile and ours, set aside, replaces it once up;
+ *   - else the new one replaces the old; where the two have opposite
+ *     directions and the old one is that young, that too ends a crossing. */
+static bool
+conn_keep_old(const struct tcp_conn *old, const struct tcp_conn *c, uint64_t now)
+{
+	return old->phase == TCP_UP && old->outgoing && !c->outgoing &&
+	    now - old->up_ms < TCP_HANDSHAKE_MS && old->by_lower;
+}
+
+/* A crossing was resolved: say which connection stays. */
+static void
+conn_crossed(struct peer *p, const struct tcp_conn *kept, const struct tcp_conn *closed)
+{
+	p->events[EVENT_TCP_CROSSED]++;
+	log_info("peer \"%s\": tcp connections crossed: %s stays (opened by the lower key), %s "
+	    "closes", p->name, kept->name, closed->name);
+}
+
 /* TLS is up and authenticated: the connection becomes its peer's, in
- * place of any older one. */
+ * place of any older one (conn_keep_old). */
 static void
 conn_established(struct tcp_conn *c)
 {
 	struct tcp *x = c->tcp;
 	struct peer *p = c->authorized;
+	uint64_t now = toud_now(x->t);
 	struct tcp_conn *old;
 
 	if (!p || (c->outgoing && p != c->peer)) {
 		conn_fail(c, "no peer for its key");
 		return;
+	}
+	old = p->tcp;
+	if (old && old != c && conn_keep_old(old, c, now)) {
+		conn_crossed(p, old, c);
+		conn_free(c);
+		return;
+	}
+	if (old && old != c && old->phase != TCP_UP && old->outgoing && !c->by_lower) {
+		/* Ours is still authenticating and would stay: set aside,
+		 * it takes over once up, or fails alone. */
+		p->tcp = NULL;
+		old = NULL;
 	}
 	if (!(c->stage = malloc(TCP_STAGE_MAX)) ||
 	    !(c->ev_flush = event_new(x->t->base, -1, 0, conn_flush_cb, c))) {
@@ -274,14 +320,19 @@ conn_established(struct tcp_conn *c)
 		return;
 	}
 	c->peer = p;
-	old = p->tcp;
 	if (old && old != c) {
-		log_info("peer \"%s\": tcp connection %s replaces %s", p->name, c->name, old->name);
+		if (old->outgoing != c->outgoing &&
+		    (old->phase != TCP_UP || now - old->up_ms < TCP_HANDSHAKE_MS))
+			conn_crossed(p, c, old);
+		else
+			log_info("peer \"%s\": tcp connection %s replaces %s", p->name, c->name,
+			    old->name);
 		old->peer = NULL;
 		conn_free(old);
 	}
 	p->tcp = c;
 	c->phase = TCP_UP;
+	c->up_ms = now;
 	x->n_half--;
 	evtimer_del(c->ev_deadline);
 	conn_sockopts(bufferevent_getfd(c->bev));
@@ -324,6 +375,7 @@ verify_cb(X509_STORE_CTX *xs, void *arg)
 	if (!p || (c->outgoing && p != c->peer))
 		goto refuse;
 	c->authorized = p;
+	c->by_lower = (memcmp(x->own_fp, fp, KEYS_FP_LEN) < 0) == c->outgoing;
 	return 1;
 refuse:
 	X509_STORE_CTX_set_error(xs, X509_V_ERR_APPLICATION_VERIFICATION);
@@ -493,8 +545,18 @@ tcp_outgoing(const struct peer *p)
 void
 tcp_close(struct peer *p)
 {
-	struct tcp_conn *c = p->tcp;
+	struct tcp *x = p->toud->tcp;
+	struct tcp_conn *c = p->tcp, *o, *next;
 
+	/* None of p's connections outlives it: not one still authenticating
+	 * whose key named p, nor one of ours set aside (conn_established). */
+	for (o = x ? TAILQ_FIRST(&x->conns) : NULL; o; o = next) {
+		next = TAILQ_NEXT(o, entry);
+		if (o != c && (o->peer == p || o->authorized == p)) {
+			o->peer = o->authorized = NULL;
+			conn_free(o);
+		}
+	}
 	if (!c)
 		return;
 	p->tcp = NULL;
@@ -733,6 +795,8 @@ ctx_setup(struct tcp *x, const struct conf_iface *ifc)
 	if (SSL_CTX_use_PrivateKey_file(ctx, ifc->private_key, SSL_FILETYPE_PEM) != 1 ||
 	    SSL_CTX_use_certificate_chain_file(ctx, ifc->certificate) != 1 ||
 	    SSL_CTX_check_private_key(ctx) != 1)
+		return -EINVAL;
+	if (keys_cert_fp(SSL_CTX_get0_certificate(ctx), x->own_fp) < 0)
 		return -EINVAL;
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
 	SSL_CTX_set_cert_verify_callback(ctx, verify_cb, x);

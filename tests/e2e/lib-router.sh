@@ -290,11 +290,12 @@ rt_rate_off() {
 
 # --- delay and reordering (NFQUEUE) ----------------------------------------
 
-# rt_nfq_start DELAY_MS EVERY EXTRA_MS: the router holds each datagram of the
-# tunnel DELAY_MS, every EVERY-th one EXTRA_MS more.  NFQ_PID, NFQ_LOG.
+# rt_nfq_start DELAY_MS EVERY EXTRA_MS [MATCH...]: the router holds each
+# datagram of the tunnel (or each forwarded packet that the iptables MATCH
+# takes) DELAY_MS, every EVERY-th one EXTRA_MS more.  NFQ_PID, NFQ_LOG.
 rt_nfq_start() {
 	# Built by make check (check_PROGRAMS) with the configured compiler.
-	local bin=${TOUD_NFQ_DELAY:-} out
+	local bin=${TOUD_NFQ_DELAY:-} out m
 	need_cmd iptables
 	[ -n "$bin" ] && [ -x "$bin" ] ||
 	    bail_out "nfq-delay not built${bin:+ at $bin}: run the test through make check, with libnetfilter-queue-dev installed when configuring (scripts/deps.sh)"
@@ -304,7 +305,9 @@ rt_nfq_start() {
 	wait_for 5 grep -q ready "$NFQ_LOG" || bail_out "nfq-delay did not start: $(cat "$NFQ_LOG")"
 	# --queue-bypass: should the program die, packets flow undelayed
 	# instead of being dropped.
-	out=$(nsx r iptables -w -A FORWARD -p udp --dport "$RT_PORT" -j NFQUEUE --queue-num 0 \
+	m=("${@:4}")
+	[ ${#m[@]} -gt 0 ] || m=(-p udp --dport "$RT_PORT")
+	out=$(nsx r iptables -w -A FORWARD "${m[@]}" -j NFQUEUE --queue-num 0 \
 	    --queue-bypass 2>&1) || bail_out "iptables NFQUEUE rule: $out"
 }
 
