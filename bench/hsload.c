@@ -12,8 +12,8 @@
  *       an answer, as toud's own handshake timer does), then send one
  *       keepalive so that the server sees the session carry data; stop
  *       after -t seconds at the latest, keep the sessions -H seconds more,
- *       and close them.  Prints one line of figures; exits 0 when every
- *       client came up.
+ *       and close them (-H -1: keep them until the process is stopped).
+ *       Prints one line of figures; exits 0 when every client came up.
  *
  * Threading: one thread, one epoll loop over the clients' sockets. */
 #include <arpa/inet.h>
@@ -313,8 +313,9 @@ run(int argc, char **argv)
 	    " ms, median-ish mean %" PRIu64 " ms; %" PRIu64 " attempts\n", up, n, last,
 	    last ? up * 1000.0 / (double)last : 0.0, first, up ? sum / (uint64_t)up : 0, attempts);
 	fflush(stdout);
-	if (hold > 0)
-		(void)loop(ep, cls, n, now_ms() + (uint64_t)(hold * 1000), UINT64_MAX, false);
+	if (hold > 0 || hold < 0)
+		(void)loop(ep, cls, n, hold < 0 ? UINT64_MAX : now_ms() + (uint64_t)(hold * 1000),
+		    UINT64_MAX, false);
 	for (i = 0; i < n; i++) {
 		if (cls[i].s) {
 			dtls_sess_close(cls[i].s);
