@@ -706,15 +706,18 @@ fetch_check() {
 	return $rc
 }
 
-# ping_all NODE ADDR COUNT: every echo answered.
+# ping_all NODE ADDR COUNT: every echo answered, one after the other, each
+# within 2 s.  (One ping -c COUNT would not do: once some replies are in,
+# ping waits only twice the round trip for the rest, so on a crowded
+# machine a late reply counts as lost.)
 ping_all() {
-	local out
-	out=$(nsx "$1" ping -n -q -c "$3" -i 0.2 -W 2 "$2" 2>&1)
-	if [[ "$out" == *" $3 received"* ]]; then
-		return 0
-	fi
-	echo "$out"
-	return 1
+	local i out
+	for ((i = 1; i <= $3; i++)); do
+		out=$(nsx "$1" ping -n -q -c 1 -W 2 "$2" 2>&1) || {
+			echo "echo $i of $3 unanswered within 2 s: $out"
+			return 1
+		}
+	done
 }
 
 # ping_check NODE ADDR [DESC]: wait up to 10 s for a first answer (routes,
