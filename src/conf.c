@@ -756,6 +756,20 @@ conf_route_table(const struct conf_iface *i, const struct ipprefix *p, uint32_t 
 	return p->len == 0 ? full_table : CONF_TABLE_MAIN;
 }
 
+bool
+conf_iface_covers(const struct conf_iface *i, const struct ipprefix *p)
+{
+	size_t k;
+
+	for (k = 0; k < i->n_address; k++) {
+		const struct ipprefix *a = &i->address[k].p;
+
+		if (a->len <= p->len && util_prefix_contains(a, &p->addr))
+			return true;
+	}
+	return false;
+}
+
 uint32_t
 conf_effective_fwmark(const struct conf *c, uint32_t full_table)
 {

@@ -243,6 +243,10 @@ bool conf_full_tunnel(const struct conf *c, int family);
  * prefix of length 0 under table = auto. */
 uint32_t conf_route_table(const struct conf_iface *i, const struct ipprefix *p,
     uint32_t full_table);
+/* Whether prefix p lies inside the prefix of one of the interface's own
+ * addresses: the kernel's connected route for that address sends p into
+ * the TUN already (in the main table). */
+bool conf_iface_covers(const struct conf_iface *i, const struct ipprefix *p);
 /* The mark toud puts on its UDP sockets: fwmark if set, else full_table
  * when the configuration is a full tunnel of either family, else 0. */
 uint32_t conf_effective_fwmark(const struct conf *c, uint32_t full_table);

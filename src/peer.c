@@ -157,11 +157,17 @@ peer_prefix(const struct conf_peer *cf, size_t i)
 	return i < cf->n_address ? &cf->address[i].p : &cf->allowed_ips[i - cf->n_address].p;
 }
 
-/* The routing table of prefix m (masked) of p's, 0 for none. */
+/* The routing table of prefix m (masked) of p's, 0 for none.  A prefix
+ * inside one of the interface's own needs no route in the main table: the
+ * kernel's connected route takes it into the TUN, so thousands of peers
+ * inside the interface prefix cost no route each. */
 static uint32_t
 peer_route_table(const struct peer *p, const struct ipprefix *m)
 {
-	return conf_route_table(&p->toud->conf->iface, m, p->toud->full_table);
+	const struct conf_iface *ifc = &p->toud->conf->iface;
+	uint32_t table = conf_route_table(ifc, m, p->toud->full_table);
+
+	return table == CONF_TABLE_MAIN && conf_iface_covers(ifc, m) ? 0 : table;
 }
 
 /* A route of ours could not be added because one exists: say whose, and

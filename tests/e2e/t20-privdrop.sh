@@ -41,6 +41,12 @@ has_route() {
 	routes "$1" | grep -q "^$2 dev tou0 "
 }
 
+# no_route NODE PREFIX: no toud route to PREFIX.
+# shellcheck disable=SC2317
+no_route() {
+	! routes "$1" | grep -q "^$2 "
+}
+
 # status_field PID FIELD: a line of /proc/PID/status, whitespace squeezed.
 status_field() {
 	awk -v f="$2:" '$1 == f { $1 = ""; sub(/^ /, ""); print; exit }' "/proc/$1/status"
@@ -103,8 +109,13 @@ if out=$("$TOUCTL" -s "$(sock_of a)" reload 2>&1); then
 else
 	not_ok "touctl reload (as root) adds peer c" "$out"
 fi
-for p in 10.77.0.3 fd77::3 192.168.53.0/24; do
-	check "route to $p (proto 116) installed" has_route a "$p"
+check "route to 192.168.53.0/24 (proto 116) installed" has_route a 192.168.53.0/24
+# c's tunnel addresses lie in a's own prefixes: the connected routes take
+# them into tou0, and toud adds none of its own.
+for p in 10.77.0.3 fd77::3; do
+	check "no route of toud's to $p" no_route a "$p"
+	is "$(nsx a ip route get "$p" | grep -o 'dev [^ ]*' | head -n 1)" "dev tou0" \
+	    "$p goes into tou0 all the same"
 done
 is "$(tq a peers.c.name)" c "a shows peer c"
 check "toud on a is still unprivileged ($(status_field "$pid" Uid))" \

@@ -15,7 +15,9 @@ need_root
 
 netns_add a
 conf_interface a 6080 10.77.0.1/24 fd77::1/64
-conf_peer a b "10.200.0.2:6080" "10.77.0.2, fd77::2"
+# b's allowed-ips get a route of a's own (its addresses lie in a's prefixes,
+# which the kernel's connected routes cover).
+conf_peer a b "10.200.0.2:6080" "10.77.0.2, fd77::2" 192.168.60.0/24
 
 # start_fails CONF: run toud on CONF in namespace a, expecting it to give
 # up at start; OUT is what it wrote, RC its status.
@@ -67,13 +69,13 @@ said "a TUN device another toud holds" 'tun device "tou0": in use by another pro
 
 # Another name and addresses; a peer prefix the first toud routes already.
 sed -i -e 's|^name = .*|name = tou1|' -e 's|^address = 10.77.0.1/24|address = 10.79.0.1/24|' \
-    -e '/^address = fd77::1\/64/d' -e 's|^address = 10.77.0.2, fd77::2|address = 10.79.0.2\nallowed-ips = 10.77.0.2/32|' "$f2"
+    -e '/^address = fd77::1\/64/d' -e 's|^address = 10.77.0.2, fd77::2|address = 10.79.0.2|' "$f2"
 start_fails "$f2"
-said "a route another toud installed" "a route to 10.77.0.2/32 exists already and is another toud's (dev tou0)"
+said "a route another toud installed" "a route to 192.168.60.0/24 exists already and is another toud's (dev tou0)"
 no_tun tou1
 # ... and one the administrator made.
 nsx a ip route add 10.88.0.0/24 dev lo || bail_out "ip route add"
-sed -i 's|^allowed-ips = 10.77.0.2/32|allowed-ips = 10.88.0.0/24|' "$f2"
+sed -i 's|^allowed-ips = 192.168.60.0/24|allowed-ips = 10.88.0.0/24|' "$f2"
 start_fails "$f2"
 said "a route someone else installed" "a route to 10.88.0.0/24 exists already and is not toud's (dev lo, proto 3)"
 no_tun tou1

@@ -150,8 +150,8 @@ t "every notification comes from toud's pid" 'r["messages"] and all(m["pid"] == 
 t "toud was frozen (SIGSTOP) for the READY=1 snapshot" 'r.get("stopped_at_ready")'
 t "at READY=1: tou0 exists and is up" '"UP" in ready["link"]["json"][0]["flags"]'
 t "at READY=1: tou0 has 10.77.0.1/24 and fd77::1/64" 'addrs(ready) == ["10.77.0.1/24", "fd77::1/64"]'
-t "at READY=1: routes to the peer (10.77.0.2, fd77::2) and its allowed-ips through tou0" \
-    'set(["10.77.0.2", "fd77::2", "192.168.50.0/24"]) <= set(routes(ready))'
+t "at READY=1: the peer's allowed-ips routed through tou0, its addresses by tou0's own prefixes" \
+    'set(["10.77.0.0/24", "fd77::/64", "192.168.50.0/24"]) <= set(routes(ready)) and not set(["10.77.0.2", "fd77::2"]) & set(routes(ready))'
 t "at READY=1: UDP port 6080 bound (IPv4 and IPv6) by toud" \
     'len(udp(ready)) == 2 and all("pid=%d," % pid in l for l in udp(ready))'
 t "at READY=1: the control socket exists" 'all(ready["paths"].values())'
@@ -204,7 +204,7 @@ t "user = nobody: READY=1 from toud's pid" 'len(msgs("READY")) == 1 and msgs("RE
 t "user = nobody: READY=1 is sent as uid $NOBODY_UID, after the privilege drop" \
     "msgs('READY')[0]['uid'] == $NOBODY_UID and proc(ready, 'Uid') == ['$NOBODY_UID'] * 4"
 t "user = nobody: at READY=1 tou0 is up with its addresses and routes" \
-    'addrs(ready) == ["10.77.0.1/24", "fd77::1/64"] and set(["10.77.0.2", "fd77::2", "192.168.50.0/24"]) <= set(routes(ready))'
+    'addrs(ready) == ["10.77.0.1/24", "fd77::1/64"] and set(["10.77.0.0/24", "fd77::/64", "192.168.50.0/24"]) <= set(routes(ready))'
 t "user = nobody: only CAP_NET_ADMIN left (effective, permitted; no bounding, ambient)" \
     'cap(ready, "CapEff") == 1 << 12 and cap(ready, "CapPrm") == 1 << 12 and cap(ready, "CapBnd") == 0 and cap(ready, "CapAmb") == 0'
 t "WATCHDOG_PID of another process: no WATCHDOG=1" 'msgs("WATCHDOG") == []'
@@ -219,8 +219,8 @@ t "user = nobody: after the exit the control socket is removed" 'not any(exit_["
 ns_new c
 mkdir "$WORK/ctl-c"
 conf c "$WORK/ctl-c"
-# Someone else's route to the peer's tunnel address: toud must refuse.
-ip -n "${PREFIX}c" route add 10.77.0.2/32 via 10.200.0.2 dev ul0 || bail_out "route in ${PREFIX}c"
+# Someone else's route to the peer's allowed-ips: toud must refuse.
+ip -n "${PREFIX}c" route add 192.168.50.0/24 via 10.200.0.2 dev ul0 || bail_out "route in ${PREFIX}c"
 run c c "$WORK/ctl-c" --ready-timeout 5
 diag "run 3: exit $(q 'r["exit"]'); messages: $(q '[m["data"].replace("\n", "|") for m in r["messages"]]')"
 diag "$(grep -v '^<7>' "$WORK/c.log" | tail -n 3)"
@@ -229,7 +229,7 @@ t "failed start: exit status 1, without SIGTERM" 'r["exit"]["code"] == 1 and r["
 t "failed start: no READY=1" 'msgs("READY") == []'
 t "failed start: no tou0, no UDP socket left" 'exit_["link"]["rc"] != 0 and udp(exit_) == []'
 t "failed start: the foreign route is untouched, toud's own are gone" \
-    'toud_routes(exit_) == ["10.77.0.2 dev ul0 proto boot"]'
+    'toud_routes(exit_) == ["192.168.50.0/24 dev ul0 proto boot"]'
 
 echo "1..$N"
 [ "$FAIL" -eq 0 ]

@@ -1073,6 +1073,26 @@ START_TEST(test_routing)
 	ck_assert_uint_eq(conf_route_table(&c->iface, &def4, 51820), 51820);
 	ck_assert_uint_eq(conf_effective_fwmark(c, 51820), 0);
 	conf_free(c);
+	/* inside an interface prefix: the connected route covers it */
+	c = good("[interface]\naddress = 10.77.0.1/24\naddress = 10.78.0.1/32\n"
+	    "address = fd77::1/64\nprivate-key = /k\ncertificate = /c\n");
+	{
+		static const struct { const char *p; bool covered; } v[] = {
+			{ "10.77.0.2/32", true }, { "10.77.0.128/25", true },
+			{ "10.77.0.0/24", true }, { "10.77.0.0/23", false },
+			{ "10.77.1.2/32", false }, { "10.78.0.2/32", false },
+			{ "fd77::2/128", true }, { "fd77:0:0:1::2/128", false },
+			{ "0.0.0.0/0", false }, { "::/0", false },
+		};
+		struct ipprefix q;
+		size_t k;
+
+		for (k = 0; k < ARRAY_SIZE(v); k++) {
+			ck_assert_int_eq(util_prefix_parse(v[k].p, &q), 0);
+			ck_assert_msg(conf_iface_covers(&c->iface, &q) == v[k].covered, "%s", v[k].p);
+		}
+	}
+	conf_free(c);
 
 	/* table = auto with 0.0.0.0/0: a full tunnel of IPv4 only; the mark
 	 * is the table's number unless fwmark says otherwise */
