@@ -175,6 +175,9 @@ conn_fail(struct tcp_conn *c, const char *why)
 		x->t->events[EVENT_TCP_HANDSHAKE_FAILED]++;
 		log_debug_rl("tcp %s: handshake failed: %s", c->name, why);
 	}
+	if (!p && c->peer && c->outgoing)
+		log_debug("peer \"%s\": tcp connection to %s, set aside, ended: %s", c->peer->name,
+		    c->name, why);
 	if (p) {
 		p->tcp = NULL;
 		c->peer = NULL;
@@ -302,6 +305,17 @@ conn_established(struct tcp_conn *c)
 		conn_fail(c, "no peer for its key");
 		return;
 	}
+	/* One of ours set aside (below) while a reload took endpoint-tcp
+	 * away: nothing would ever bring the peer back to UDP. */
+	if (c->outgoing && !p->cf->endpoint_tcp_host) {
+		conn_fail(c, "endpoint-tcp was removed");
+		return;
+	}
+	if (!(c->stage = malloc(TCP_STAGE_MAX)) ||
+	    !(c->ev_flush = event_new(x->t->base, -1, 0, conn_flush_cb, c))) {
+		conn_fail(c, "out of memory");
+		return;
+	}
 	old = p->tcp;
 	if (old && old != c && conn_keep_old(old, c, now)) {
 		conn_crossed(p, old, c);
@@ -311,13 +325,10 @@ conn_established(struct tcp_conn *c)
 	if (old && old != c && old->phase != TCP_UP && old->outgoing && !c->by_lower) {
 		/* Ours is still authenticating and would stay: set aside,
 		 * it takes over once up, or fails alone. */
+		log_debug("peer \"%s\": tcp connection %s set aside while %s carries", p->name,
+		    old->name, c->name);
 		p->tcp = NULL;
 		old = NULL;
-	}
-	if (!(c->stage = malloc(TCP_STAGE_MAX)) ||
-	    !(c->ev_flush = event_new(x->t->base, -1, 0, conn_flush_cb, c))) {
-		conn_fail(c, "out of memory");
-		return;
 	}
 	c->peer = p;
 	if (old && old != c) {
