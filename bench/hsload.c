@@ -313,7 +313,7 @@ run(int argc, char **argv)
 	    " ms, median-ish mean %" PRIu64 " ms; %" PRIu64 " attempts\n", up, n, last,
 	    last ? up * 1000.0 / (double)last : 0.0, first, up ? sum / (uint64_t)up : 0, attempts);
 	fflush(stdout);
-	if (hold > 0 || hold < 0)
+	if (hold != 0)
 		(void)loop(ep, cls, n, hold < 0 ? UINT64_MAX : now_ms() + (uint64_t)(hold * 1000),
 		    UINT64_MAX, false);
 	for (i = 0; i < n; i++) {

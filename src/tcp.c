@@ -276,10 +276,16 @@ conn_error(struct tcp_conn *c, short what, char *buf, size_t len)
  *   - else the new one replaces the old; where the two have opposite
  *     directions and the old one is that young, that too ends a crossing. */
 static bool
+conn_crossing(const struct tcp_conn *old, const struct tcp_conn *c, uint64_t now)
+{
+	return old->outgoing != c->outgoing &&
+	    (old->phase != TCP_UP || now - old->up_ms < TCP_HANDSHAKE_MS);
+}
+
+static bool
 conn_keep_old(const struct tcp_conn *old, const struct tcp_conn *c, uint64_t now)
 {
-	return old->phase == TCP_UP && old->outgoing && !c->outgoing &&
-	    now - old->up_ms < TCP_HANDSHAKE_MS && old->by_lower;
+	return old->phase == TCP_UP && old->by_lower && conn_crossing(old, c, now);
 }
 
 /* A crossing was resolved: say which connection stays. */
@@ -316,13 +322,13 @@ conn_established(struct tcp_conn *c)
 		conn_fail(c, "out of memory");
 		return;
 	}
-	old = p->tcp;
-	if (old && old != c && conn_keep_old(old, c, now)) {
+	old = p->tcp == c ? NULL : p->tcp;      /* an outgoing one is p->tcp already */
+	if (old && conn_keep_old(old, c, now)) {
 		conn_crossed(p, old, c);
 		conn_free(c);
 		return;
 	}
-	if (old && old != c && old->phase != TCP_UP && old->outgoing && !c->by_lower) {
+	if (old && old->phase != TCP_UP && old->outgoing && !c->by_lower) {
 		/* Ours is still authenticating and would stay: set aside,
 		 * it takes over once up, or fails alone. */
 		log_debug("peer \"%s\": tcp connection %s set aside while %s carries", p->name,
@@ -331,9 +337,8 @@ conn_established(struct tcp_conn *c)
 		old = NULL;
 	}
 	c->peer = p;
-	if (old && old != c) {
-		if (old->outgoing != c->outgoing &&
-		    (old->phase != TCP_UP || now - old->up_ms < TCP_HANDSHAKE_MS))
+	if (old) {
+		if (conn_crossing(old, c, now))
 			conn_crossed(p, c, old);
 		else
 			log_info("peer \"%s\": tcp connection %s replaces %s", p->name, c->name,
