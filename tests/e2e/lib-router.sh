@@ -189,6 +189,22 @@ rt_nft() {
 	out=$(nsx r nft -f - 2>&1 <<<"$1") || bail_out "nft in r: $out"
 }
 
+# rt_block_udp TABLE: the router drops every UDP packet it would forward,
+# counted, in nftables table TABLE (delete the table to lift it).
+rt_block_udp() {
+	rt_nft "table ip $1 {
+	chain block {
+		type filter hook forward priority -20; policy accept;
+		meta l4proto udp counter drop
+	}
+}"
+}
+
+# transport_is NODE PEER udp|tcp: what NODE's peer PEER's traffic takes.
+transport_is() {
+	[ "$(tq "$1" "peers.$2.transport")" = "$3" ]
+}
+
 # rt_nft_packets TABLE [WORD]: the sum of the packet counters in TABLE (of
 # its rules that contain WORD).
 rt_nft_packets() {

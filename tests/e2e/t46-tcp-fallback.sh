@@ -25,10 +25,6 @@ cap_count() {
 	tcpdump -r "$CAP" -n "$@" 2>/dev/null | wc -l
 }
 
-transport_is() {
-	[ "$(tq "$1" "peers.$2.transport")" = "$3" ]
-}
-
 rt_topo
 conf_interface c "$RT_PORT" "$RT_C_TUN/24"
 rt_conf_peer c s "$RT_S_UL:$RT_PORT" "$RT_S_TUN" 0
@@ -51,12 +47,7 @@ rt_fetch_start c "http://$RT_S_TUN:8080/big" "$E2E_DIR/big.out" --max-time 120
 wait_for 20 test -s "$E2E_DIR/big.out" || diag "the download has not started"
 sleep 1
 
-rt_nft "table ip t46_block {
-	chain block {
-		type filter hook forward priority -20; policy accept;
-		meta l4proto udp counter drop
-	}
-}"
+rt_block_udp t46_block
 # What reaches the server from now until the download ends.
 capture_start s ul0 blocked "host $RT_C_UL"
 if wait_for 30 transport_is c s tcp; then

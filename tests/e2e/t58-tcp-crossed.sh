@@ -19,12 +19,7 @@ need_cmd ping nft ss
 
 TCP_PORT=443
 rt_topo
-rt_nft "table ip t58_block {
-	chain block {
-		type filter hook forward priority -20; policy accept;
-		meta l4proto udp counter drop
-	}
-}"
+rt_block_udp t58_block
 rt_nfq_start 200 0 0 -p tcp -m multiport --ports "$TCP_PORT"
 
 conf_interface c "$RT_PORT" "$RT_C_TUN/24"
@@ -38,22 +33,11 @@ echo "endpoint-tcp = $RT_C_UL:$TCP_PORT" >>"$(conf_file s)"
 toud_start s || bail_out "toud on s did not start"
 toud_start c || bail_out "toud on c did not start"
 
-transport_is() {
-	[ "$(tq "$1" "peers.$2.transport")" = "$3" ]
-}
-
 # conns NODE: NODE's established TCP connections to or from port 443, as
 # "LOCAL PEER", sorted.
 conns() {
 	nsx "$1" ss -H -t -n state established "( sport = :$TCP_PORT or dport = :$TCP_PORT )" |
 	    awk '{ print $3, $4 }' | sed 's/\[::ffff:\([0-9.]*\)\]/\1/g' | sort
-}
-
-# count_of NODE PATH: an event counter, 0 while show leaves it out.
-count_of() {
-	local v
-	v=$(tq "$1" "$2")
-	[[ "$v" =~ ^[0-9]+$ ]] && echo "$v" || echo 0
 }
 
 one_conn_each() {
@@ -74,7 +58,7 @@ else
 	not_ok "one TCP connection joins them" "c: $(conns c); s: $(conns s)"
 fi
 kept=$(conns c)
-crossed=$(( $(count_of c peers.s.events.tcp_crossed) + $(count_of s peers.c.events.tcp_crossed) ))
+crossed=$(( $(tq c peers.s.events.tcp_crossed) + $(tq s peers.c.events.tcp_crossed) ))
 cmp_ok "$crossed" -ge 1 "the connections crossed, and that was counted ($crossed)"
 
 # The lower fingerprint opened the one kept: its peer port is 443.
