@@ -350,7 +350,7 @@ function inner.dissector(tvb, pinfo, tree)
 	return dissect_inner(tvb, pinfo, tree)
 end
 
--- Records of sessions with a preshared key (doc/protocol.md 1.3): their
+-- Records of sessions with a preshared key (doc/protocol.md 1.4): their
 -- keys are not in the TLS key log, so the DTLS dissector cannot open them.
 -- toud writes them to the same key log as
 --   TOUD_PSK_DATA_KEYS <client random> <client write key> <server write key>

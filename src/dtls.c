@@ -934,7 +934,7 @@ dtls_sess_export(struct dtls_sess *s, const char *label, uint8_t *out, size_t le
 }
 
 /* With a key log: the data keys of a session with a preshared key, which
- * the TLS key log no longer gives (doc/protocol.md 1.3 has the format). */
+ * the TLS key log no longer gives (doc/protocol.md 1.4 has the format). */
 static void
 keylog_psk_keys(struct dtls_sess *s, const struct record_keys *ck, const struct record_keys *sk)
 {

@@ -152,7 +152,7 @@ struct record_rx *dtls_sess_record_rx(struct dtls_sess *s);
  * a key log, write them there as a line
  *   TOUD_PSK_DATA_KEYS <client random> <client write key> <server write key>
  *       <client write IV> <server write IV>
- * (hex; doc/protocol.md 1.3).  Call it once the handshake completed and
+ * (hex; doc/protocol.md 1.4).  Call it once the handshake completed and
  * before any data record was sealed or opened.  0 or -errno. */
 #define DTLS_KEYLOG_PSK_LABEL "TOUD_PSK_DATA_KEYS"
 int dtls_sess_set_psk(struct dtls_sess *s, const uint8_t *psk);

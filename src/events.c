@@ -20,6 +20,7 @@ static const char *const event_names[EVENT__MAX] = {
 	[EVENT_PATH_FAILED] = "path_failed",
 	[EVENT_PATH_RESPONSE_SENT] = "path_response_sent",
 	[EVENT_PATH_RESPONSE_STALE] = "path_response_stale",
+	[EVENT_PATH_NO_ID] = "path_no_id",
 	[EVENT_TUN_GSO_REFUSED] = "tun_gso_refused",
 	[EVENT_SEND_THREAD_BATCHES] = "send_thread_batches",
 	[EVENT_TUN_THREAD_BATCHES] = "tun_thread_batches",

@@ -20,6 +20,7 @@ enum toud_event {
 	EVENT_PATH_FAILED,              /* a new address never answered: the endpoint stayed */
 	EVENT_PATH_RESPONSE_SENT,       /* we answered the peer's challenge */
 	EVENT_PATH_RESPONSE_STALE,      /* a response that answers no running probe */
+	EVENT_PATH_NO_ID,               /* a new address not challenged: no unused ID in the peer's window */
 	EVENT_TUN_GSO_REFUSED,          /* the TUN refused a merged packet: sent as segments */
 	EVENT_SEND_THREAD_BATCHES,      /* a batch of UDP sends went to the send thread */
 	EVENT_TUN_THREAD_BATCHES,       /* a batch of TUN writes went to the TUN thread */

@@ -68,7 +68,7 @@ void handshake_failed(struct session *s, const char *why);
 /* The first records of established session s all failed authentication
  * although its handshake authenticated the peer: the two sides derived
  * different data keys, so their preshared keys differ (doc/protocol.md
- * 1.3).  Says so in the log and the peer's last_error. */
+ * 1.4).  Says so in the log and the peer's last_error. */
 #define HANDSHAKE_PSK_PROBES 2          /* failed records, none opened, that say so */
 void handshake_psk_mismatch(struct session *s);
 

@@ -424,8 +424,16 @@ peer_authenticated_rx(struct peer *p, struct session *s, const union sockaddr_un
 	struct path_probe *pp = &p->probe;
 	uint8_t token[PATH_TOKEN_LEN];
 	char a[UTIL_ADDRSTRLEN], b[UTIL_ADDRSTRLEN];
+	uint32_t wire_index;
 
 	session_ids_received(s, index);
+	/* The peer moved to a newer ID on this path: follow it, even on a
+	 * record that arrived late (a challenge overtaken by data), or the
+	 * peer's next path may find no fresh ID left.  (The outer ID is not
+	 * authenticated: an on-path attacker can make both ends move, within
+	 * the window, as it could drop their traffic.) */
+	if (index > s->tx_index && util_sa_equal(&s->addr, from))
+		session_ids_use(s, index);
 	if (seq <= s->max_seq && s->max_seq)
 		return;
 	s->max_seq = seq;
@@ -434,12 +442,6 @@ peer_authenticated_rx(struct peer *p, struct session *s, const union sockaddr_un
 			s->local = *local;
 		if (path_probing_for(pp, s->id))
 			path_old_newest(pp);
-		/* The peer moved to a newer ID on this path: follow it.  (The
-		 * outer ID is not authenticated: an on-path attacker can make
-		 * both ends move, within the window, as it could drop their
-		 * traffic.) */
-		if (index > s->tx_index)
-			session_ids_use(s, index);
 		return;
 	}
 	/* No one is at port 0, and a challenge there would fail to send. */
@@ -454,6 +456,19 @@ peer_authenticated_rx(struct peer *p, struct session *s, const union sockaddr_un
 		path_received(pp, wire_len);
 		return;
 	}
+	/* The new path gets an ID of its own: the peer's if it already
+	 * moved to one nobody used, else the next unused one of ours (kept
+	 * from then on, answered or not).  None left in the peer's window
+	 * (ours went to addresses that did not answer): the address waits
+	 * until the peer uses a newer ID, as any other would send one ID to
+	 * two addresses. */
+	wire_index = index > s->tx_max_index ? index : session_ids_fresh(s);
+	if (!wire_index) {
+		p->events[EVENT_PATH_NO_ID]++;
+		log_debug_rl("peer \"%s\": records from %s: no unused session ID left, not validating yet",
+		    p->name, util_sa_fmt(from, b, sizeof(b)));
+		return;
+	}
 	if (RAND_bytes(token, sizeof(token)) != 1)
 		return;
 	if (now - p->roam_log_ms >= ROAM_LOG_MS) {
@@ -462,15 +477,8 @@ peer_authenticated_rx(struct peer *p, struct session *s, const union sockaddr_un
 		p->roam_log_ms = now;
 	}
 	path_start(pp, s->id, from, local, token, wire_len);
-	/* The new path gets an ID of its own: the peer's if it already
-	 * moved to one nobody used, else the next unused one of ours (kept
-	 * from then on, answered or not).  None left in the peer's window:
-	 * the current one, until the peer catches up. */
-	if (index > s->tx_max_index)
-		pp->wire_index = index;
-	else if (!(pp->wire_index = session_ids_fresh(s)))
-		pp->wire_index = s->tx_index;
-	session_ids_begin(s, pp->wire_index);
+	pp->wire_index = wire_index;
+	session_ids_begin(s, wire_index);
 	peer_timers_path_due(p, now);
 }
 

@@ -172,7 +172,7 @@ int record_keys_derive(enum record_cipher c, const char *md, const uint8_t *mast
     size_t master_len, const uint8_t client_random[32], const uint8_t server_random[32],
     struct record_keys *client_write, struct record_keys *server_write);
 
-/* The keys of a session with a preshared key (doc/protocol.md 1.3): all
+/* The keys of a session with a preshared key (doc/protocol.md 1.4): all
  * of them, the permutation keys too, from
  *   HKDF-SHA256(salt = psk, IKM = exporter, info = RECORD_PSK_INFO)
  * where exporter is RECORD_PSK_EXPORTER_LEN bytes of the handshake's RFC

@@ -292,7 +292,7 @@ record_status_drop(enum record_status st)
 /* A data record of session s was refused (counted under bad_record).
  * While none of its records has opened, a record that failed to
  * authenticate is what a preshared-key mismatch looks like
- * (doc/protocol.md 1.3): each of the first HANDSHAKE_PSK_PROBES such
+ * (doc/protocol.md 1.4): each of the first HANDSHAKE_PSK_PROBES such
  * refusals is answered with a keepalive, so that the other side sees its
  * own failures, and the last of them is reported. */
 static void

@@ -370,7 +370,7 @@ def ctr_encrypt(cipher, key, iv, data):
 
 
 def psk_record(cipher, key, iv, seq, plain):
-    """An application-data record sealed as doc/protocol.md 1.1 and 1.3 say."""
+    """An application-data record sealed as doc/protocol.md 1.1 and 1.4 say."""
     hdr = struct.pack("!BHH", 23, 0xfefd, 1) + seq.to_bytes(6, "big")
     if cipher == "chacha20":
         nonce = bytes(a ^ b for a, b in zip(iv, b"\0\0\0\0" + hdr[3:11]))

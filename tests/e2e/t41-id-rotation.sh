@@ -74,6 +74,7 @@ cmp_ok "$(tq c peers.s.id_rotations)" -ge 4 "the client changed its ID $(tq c pe
 cmp_ok "$(tq s peers.c.events.path_validated)" -ge 4 "every new address was validated before use"
 is "$(tq s peers.c.events.path_failed)" 0 "no validation failed"
 is "$(tq s peers.c.wire_id)" "$(tq c peers.s.wire_id)" "both ends send with the same ID now"
+diag "addresses not challenged for want of an unused ID: server $(tq s peers.c.events.path_no_id), client $(tq c peers.s.events.path_no_id)"
 
 # The capture, by path (the client's side as the server sees it).
 out=$(python3 - "$E2E_DIR/rs0.pcap" "$RT_S_UL" "$RT_PORT" <<'PY'

@@ -1292,6 +1292,109 @@ START_TEST(ids_stay_in_the_window)
 }
 END_TEST
 
+/* Whether any ID of n's records in [first, last) went to two addresses. */
+static bool
+an_id_to_two_addresses(const struct node *n, unsigned first, unsigned last)
+{
+	unsigned i, k;
+
+	for (i = first; i < last; i++)
+		for (k = i + 1; k < last; k++)
+			if (rec_wire_id(n, i) == rec_wire_id(n, k) &&
+			    !util_sa_equal(&n->out[i].to, &n->out[k].to))
+				return true;
+	return false;
+}
+
+/* B's own IDs in A's window all went to an address that never answered
+ * (x): records from yet another address (y) are delivered but not
+ * challenged, since any ID B could send there went elsewhere; once A
+ * moves to a newer ID, y is challenged with a fresh one.  No ID of B's
+ * ever goes to two addresses. */
+START_TEST(ids_none_left_waits)
+{
+	struct peer *pa = peer_of(&A), *pb = peer_of(&B);
+	union sockaddr_union x, y;
+	size_t bytes;
+	unsigned i, n_x;
+
+	bring_up();
+	sa_set(&x, "198.51.100.7", 7000);
+	sa_set(&y, "203.0.113.9", 9000);
+	ck_assert(!pb->cur->initiator);
+	A.n_out = B.n_out = 0;
+	for (i = 0; i < 4; i++)
+		tun_send(&A, true, 60 + i);
+	spin(&A);
+	ck_assert_uint_eq(A.n_out, 4);
+	deliver_range(&A, &B, 0, 1, &x);                /* a NAT rebinding: x */
+	spin(&B);
+	ck_assert_int_eq(pb->probe.state, PATH_PROBING);
+	ck_assert_uint_eq(pb->probe.wire_index, 2);
+	n_x = sent_to(&B, 0, B.n_out, &x, &bytes);
+	ck_assert_uint_ge(n_x, 1);
+	/* x goes silent; A's records now come from y, still under ID 0. */
+	deliver_range(&A, &B, 1, 3, &y);
+	spin(&B);
+	ck_assert_int_eq(tun_recv(&B), 60);
+	ck_assert_int_eq(tun_recv(&B), 61);
+	ck_assert_int_eq(tun_recv(&B), 62);
+	ck_assert_uint_eq(pb->events[EVENT_PATH_NO_ID], 2);
+	ck_assert(util_sa_equal(&pb->probe.addr, &x));
+	ck_assert_uint_eq(sent_to(&B, 0, B.n_out, &y, &bytes), 0);
+	tun_send(&B, false, 64);
+	spin(&B);
+	ck_assert_uint_eq(sent_to(&B, 0, B.n_out, &y, &bytes), 0);
+	/* A moves to its next ID (1): B challenges y with its next, 4. */
+	session_ids_use(pa->cur, session_ids_fresh(pa->cur));
+	ck_assert_uint_eq(pa->cur->tx_index, 1);
+	A.n_out = 0;
+	tun_send(&A, true, 65);
+	spin(&A);
+	deliver_range(&A, &B, 0, A.n_out, &y);
+	spin(&B);
+	ck_assert_int_eq(tun_recv(&B), 65);
+	ck_assert(util_sa_equal(&pb->probe.addr, &y));
+	ck_assert_uint_eq(pb->probe.wire_index, 4);
+	ck_assert_uint_ge(sent_to(&B, 0, B.n_out, &y, &bytes), 1);
+	ck_assert(!an_id_to_two_addresses(&B, 0, B.n_out));
+	ck_assert_uint_eq(pb->events[EVENT_PATH_NO_ID], 2);
+}
+END_TEST
+
+/* A challenge overtaken by data: B challenges A's new address (x) with
+ * ID 2, then sends data towards the old one, where A's newest record
+ * came from.  A gets the data first and the challenge late, and still
+ * moves its own sending to ID 2, or B's next path would find no ID of
+ * its own left in A's window. */
+START_TEST(ids_follow_a_late_record)
+{
+	struct peer *pa = peer_of(&A), *pb = peer_of(&B);
+	unsigned i, n;
+	union sockaddr_union x;
+
+	bring_up();
+	sa_set(&x, "198.51.100.7", 7000);
+	A.n_out = B.n_out = 0;
+	tun_send(&A, true, 70);
+	tun_send(&A, true, 71);
+	spin(&A);
+	deliver_range(&A, &B, 0, 1, &x);
+	spin(&B);
+	ck_assert_uint_eq(pb->probe.wire_index, 2);
+	deliver_range(&A, &B, 1, 2, NULL);              /* the newest from the old address */
+	tun_send(&B, false, 72);
+	spin(&B);
+	n = B.n_out;
+	ck_assert_uint_ge(n, 2);
+	ck_assert_uint_eq(rec_wire_id(&B, n - 1), pb->cur->wire_id);    /* the data: ID 0 */
+	for (i = n; i-- > 0;)                           /* newest first */
+		deliver_range(&B, &A, i, i + 1, NULL);
+	ck_assert_int_eq(tun_recv(&A), 72);
+	ck_assert_uint_eq(pa->cur->tx_index, 2);
+}
+END_TEST
+
 /* A response that answers no probe (a forged token, or a late one) moves
  * nothing and is counted. */
 START_TEST(path_response_must_match)
@@ -2309,6 +2412,8 @@ peer_suite(void)
 	tcase_add_test(tc, ids_follow_the_path);
 	tcase_add_test(tc, ids_skip_a_taken_id);
 	tcase_add_test(tc, ids_stay_in_the_window);
+	tcase_add_test(tc, ids_none_left_waits);
+	tcase_add_test(tc, ids_follow_a_late_record);
 	tcase_add_test(tc, server_id_in_every_id);
 	tcase_add_test(tc, no_server_id_as_derived);
 	tcase_add_test(tc, reload_changes_key);
