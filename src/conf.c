@@ -3,6 +3,7 @@
  * files), and derive the TUN MTU. */
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,13 +36,29 @@ conf_verr(const struct conf *c, struct conf_error *err, int line, const char *fm
 	va_list ap;
 
 	if (err) {
-		util_strlcpy(err->file, c->file ? c->file : "", sizeof(err->file));
-		err->line = line;
+		util_strlcpy(err->file, conf_line_of(c, line, &err->line), sizeof(err->file));
 		va_start(ap, fmt);
 		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
 		va_end(ap);
 	}
 	return -EINVAL;
+}
+
+#define CONF_AT_MAX 300         /* a file name of struct conf_error, a line */
+
+/* Where another section's line is, for a message: "line N" in the main
+ * file, "FILE:N" in an included one. */
+static const char *
+conf_at(const struct conf *c, int line, char *buf, size_t len)
+{
+	int local;
+	const char *file = conf_line_of(c, line, &local);
+
+	if (file == c->file || !c->file || strcmp(file, c->file) == 0)
+		snprintf(buf, len, "line %d", local);
+	else
+		snprintf(buf, len, "%s:%d", file, local);
+	return buf;
 }
 
 /* 127.0.0.0/8, ::1, and 127.0.0.0/8 mapped into IPv6. */
@@ -192,6 +209,7 @@ static int
 conf_validate_auth(const struct conf *c, const struct conf_peer *peer,
     size_t *const first[CONF_SAME_N], struct conf_error *err)
 {
+	char at[CONF_AT_MAX];
 	size_t x;
 
 	if (peer->has_fingerprint && peer->ca)
@@ -225,12 +243,12 @@ conf_validate_auth(const struct conf *c, const struct conf_peer *peer,
 	 * twice would let the handshake pick either. */
 	if ((x = first[CONF_SAME_CA][peer - c->peers]) != CONF_NONE)
 		return conf_verr(c, err, peer->line, "peer '%s': same "
-		    "ca and name as peer '%s' (line %d)", peer->name,
-		    c->peers[x].name, c->peers[x].line);
+		    "ca and name as peer '%s' (%s)", peer->name,
+		    c->peers[x].name, conf_at(c, c->peers[x].line, at, sizeof(at)));
 	if ((x = first[CONF_SAME_FINGERPRINT][peer - c->peers]) != CONF_NONE)
 		return conf_verr(c, err, peer->line, "peer '%s': same "
-		    "fingerprint as peer '%s' (line %d)", peer->name,
-		    c->peers[x].name, c->peers[x].line);
+		    "fingerprint as peer '%s' (%s)", peer->name,
+		    c->peers[x].name, conf_at(c, c->peers[x].line, at, sizeof(at)));
 	return 0;
 }
 
@@ -351,7 +369,7 @@ conf_validate_claims(const struct conf *c, struct conf_error *err)
 	const struct conf_claim **by;
 	struct conf_claim *cl;
 	size_t n = 0, x, y, k;
-	char a[UTIL_ADDRSTRLEN + 4], b[UTIL_ADDRSTRLEN + 4];
+	char a[UTIL_ADDRSTRLEN + 4], b[UTIL_ADDRSTRLEN + 4], at[CONF_AT_MAX];
 	int r = 0;
 
 	for (x = 0; x < c->n_peers; x++)
@@ -388,18 +406,18 @@ conf_validate_claims(const struct conf *c, struct conf_error *err)
 		conf_claim_fmt(&cl[y], b, sizeof(b));
 		if (cl[k].peer != cl[y].peer && cl[k].p->p.len == cl[y].p->p.len)
 			r = conf_verr(c, err, cl[k].p->line, "peer '%s': %s %s "
-			    "is also claimed by peer '%s' (line %d)",
+			    "is also claimed by peer '%s' (%s)",
 			    cl[k].peer->name, cl[k].key, a, cl[y].peer->name,
-			    cl[y].p->line);
+			    conf_at(c, cl[y].p->line, at, sizeof(at)));
 		else if (cl[k].peer != cl[y].peer)
 			r = conf_verr(c, err, cl[k].p->line, "peer '%s': %s %s "
-			    "overlaps %s of peer '%s' (line %d)",
+			    "overlaps %s of peer '%s' (%s)",
 			    cl[k].peer->name, cl[k].key, a, b, cl[y].peer->name,
-			    cl[y].p->line);
+			    conf_at(c, cl[y].p->line, at, sizeof(at)));
 		else
 			r = conf_verr(c, err, cl[k].p->line, "peer '%s': %s %s "
-			    "is listed twice (first at line %d)",
-			    cl[k].peer->name, cl[k].key, a, cl[y].p->line);
+			    "is listed twice (first at %s)",
+			    cl[k].peer->name, cl[k].key, a, conf_at(c, cl[y].p->line, at, sizeof(at)));
 	}
 	free(by);
 	free(cl);
@@ -425,6 +443,7 @@ static int
 conf_validate_peers(const struct conf *c, size_t *const first[CONF_SAME_N],
     struct conf_error *err)
 {
+	char at[CONF_AT_MAX];
 	size_t x, y;
 	int r;
 
@@ -433,8 +452,8 @@ conf_validate_peers(const struct conf *c, size_t *const first[CONF_SAME_N],
 
 		if ((y = first[CONF_SAME_NAME][x]) != CONF_NONE)
 			return conf_verr(c, err, peer->line, "duplicate peer "
-			    "name '%s' (first at line %d)", peer->name,
-			    c->peers[y].line);
+			    "name '%s' (first at %s)", peer->name,
+			    conf_at(c, c->peers[y].line, at, sizeof(at)));
 		if ((r = conf_validate_auth(c, peer, first, err)) < 0)
 			return r;
 		if (peer->n_address == 0 && peer->n_allowed_ips == 0)
@@ -492,26 +511,36 @@ conf_resolve(char **path, const char *dir)
 	return 0;
 }
 
-static int
-conf_resolve_all(struct conf *c, const char *file)
+/* The directory of file, absolute (malloc'd); NULL and errno. */
+static char *
+conf_dir_of(const char *file)
 {
 	const char *slash = strrchr(file, '/');
 	char *dir = NULL, cwd[4096];
+
+	if (file[0] == '/')
+		dir = strndup(file, slash == file ? 1 : (size_t)(slash - file));
+	else if (!getcwd(cwd, sizeof(cwd)))
+		return NULL;
+	else if (!slash)
+		dir = strdup(cwd);
+	else if (asprintf(&dir, "%s%s%.*s", cwd, strcmp(cwd, "/") ? "/" : "",
+	    (int)(slash - file), file) < 0)
+		dir = NULL;
+	if (!dir)
+		errno = ENOMEM;
+	return dir;
+}
+
+static int
+conf_resolve_all(struct conf *c, const char *file)
+{
+	char *dir;
 	size_t x;
 	int r;
 
-	if (file[0] == '/') {
-		dir = strndup(file, slash == file ? 1 : (size_t)(slash - file));
-	} else if (!getcwd(cwd, sizeof(cwd))) {
+	if (!(dir = conf_dir_of(file)))
 		return -errno;
-	} else if (!slash) {
-		dir = strdup(cwd);
-	} else if (asprintf(&dir, "%s%s%.*s", cwd, strcmp(cwd, "/") ? "/" : "",
-	    (int)(slash - file), file) < 0) {
-		dir = NULL;
-	}
-	if (!dir)
-		return -ENOMEM;
 	r = -ENOMEM;
 	if (conf_resolve(&c->iface.private_key, dir) < 0 ||
 	    conf_resolve(&c->iface.certificate, dir) < 0 ||
@@ -649,6 +678,100 @@ out:
 	return 0;
 }
 
+/* What glob(3) could not read, for the message (errfunc has no argument
+ * to carry it; configurations load on one thread). */
+static struct {
+	char path[128];
+	int err;
+} glob_failed;
+
+static int
+conf_glob_err(const char *path, int e)
+{
+	util_strlcpy(glob_failed.path, path, sizeof(glob_failed.path));
+	glob_failed.err = e;
+	return 1;
+}
+
+/* The peers of one included file; its relative key paths are relative to
+ * its own directory. */
+static int
+conf_include_file(struct conf *c, const char *path, struct conf_error *err)
+{
+	size_t first = c->n_peers, x;
+	char *text = NULL, *dir;
+	size_t len = 0;
+	int r;
+
+	if ((r = conf_read(path, &text, &len, err)) < 0)
+		return r;
+	r = conf_parse_peers(c, path, text, len, err);
+	free(text);
+	if (r < 0)
+		return r;
+	if (!(dir = conf_dir_of(path))) {
+		conf_verr(c, err, 0, "%s: %s", path, strerror(errno));
+		return -ENOMEM;
+	}
+	for (x = first; x < c->n_peers && r == 0; x++)
+		if (conf_resolve(&c->peers[x].ca, dir) < 0 ||
+		    conf_resolve(&c->peers[x].psk_file, dir) < 0) {
+			conf_verr(c, err, 0, "out of memory");
+			r = -ENOMEM;
+		}
+	free(dir);
+	return r;
+}
+
+/* Every file each include pattern of c matches, in glob order.  A pattern
+ * that matches nothing adds nothing (a directory of peers may be empty);
+ * a directory that cannot be read is an error. */
+static int
+conf_include_all(struct conf *c, const char *file, struct conf_error *err)
+{
+	char *dir = NULL, *pat;
+	size_t k, x;
+	int r = 0;
+
+	if (c->iface.n_include && !(dir = conf_dir_of(file))) {
+		r = -errno;
+		conf_verr(c, err, 0, "cannot find the directory of %s: %s", file,
+		    strerror(-r));
+		return r;
+	}
+	for (k = 0; k < c->iface.n_include && r == 0; k++) {
+		const struct conf_include *inc = &c->iface.include[k];
+		glob_t g;
+		int gr;
+
+		if (inc->pattern[0] == '/')
+			pat = strdup(inc->pattern);
+		else if (asprintf(&pat, "%s%s%s", dir, strcmp(dir, "/") ? "/" : "",
+		    inc->pattern) < 0)
+			pat = NULL;
+		if (!pat) {
+			conf_verr(c, err, inc->line, "out of memory");
+			r = -ENOMEM;
+			break;
+		}
+		memset(&glob_failed, 0, sizeof(glob_failed));
+		gr = glob(pat, GLOB_ERR, conf_glob_err, &g);
+		if (gr == GLOB_ABORTED)
+			r = conf_verr(c, err, inc->line, "include: cannot read %s: %s",
+			    glob_failed.path[0] ? glob_failed.path : pat,
+			    strerror(glob_failed.err ? glob_failed.err : EIO));
+		else if (gr == GLOB_NOSPACE)
+			r = conf_verr(c, err, inc->line, "include: out of memory");
+		for (x = 0; gr == 0 && x < g.gl_pathc && r == 0; x++)
+			r = conf_include_file(c, g.gl_pathv[x], err);
+		if (gr == 0)
+			globfree(&g);
+		free(pat);
+	}
+	free(dir);
+	return r;
+}
+
 int
 conf_load(const char *path, bool check_files, struct conf **out,
     struct conf_error *err, conf_warn_fn *warn, void *warn_arg)
@@ -668,6 +791,8 @@ conf_load(const char *path, bool check_files, struct conf **out,
 	free(text);
 	if (r < 0)
 		return r;
+	if ((r = conf_include_all(c, path, err)) < 0)
+		goto fail;
 	if ((r = conf_validate(c, err)) < 0)
 		goto fail;
 	if ((r = conf_resolve_all(c, path)) < 0) {

@@ -162,6 +162,25 @@ struct conf_iface {
 	char **dns_search;
 	size_t n_dns_search;
 	int dns_search_line;
+	/* include = PATTERN, ...: files of [peer] sections that conf_load()
+	 * reads, each match in glob(3) order; relative to the file's
+	 * directory.  Not part of the effective configuration: conf_print()
+	 * shows the peers themselves, and a reload compares those. */
+	struct conf_include *include;
+	size_t n_include;
+};
+
+struct conf_include {
+	char *pattern;
+	int line;
+};
+
+/* A file that peers came from (include): its lines are numbered on from
+ * the main file's, its first line being base + 1, so every *_line of the
+ * configuration names one file (conf_line_of()). */
+struct conf_source {
+	char *file;
+	int base;
 };
 
 struct conf {
@@ -169,6 +188,9 @@ struct conf {
 	struct conf_iface iface;
 	struct conf_peer *peers;
 	size_t n_peers;
+	struct conf_source *sources;       /* included files, in the order read */
+	size_t n_sources;
+	int n_lines;                       /* lines numbered so far, over all files */
 };
 
 /* An error: "FILE:LINE: message" (line 0: "FILE: message"). */
@@ -187,6 +209,14 @@ const char *conf_error_fmt(const struct conf_error *e, char *buf, size_t len);
 int conf_parse(const char *file, const char *text, size_t len, struct conf **out,
     struct conf_error *err);
 void conf_free(struct conf *c);
+/* conf_parse.c: parse text from `file` (an included one) into c: [peer]
+ * sections only, numbered on after c's lines, with messages naming file
+ * and its own line.  0, or -EINVAL and *err (c keeps what was added). */
+int conf_parse_peers(struct conf *c, const char *file, const char *text, size_t len,
+    struct conf_error *err);
+/* conf_parse.c: the file a line of c is in (c->file or an included one),
+ * and its line there in *local. */
+const char *conf_line_of(const struct conf *c, int line, int *local);
 
 /* conf.c: whole-config checks that need no files: duplicate peer names, an
  * address or allowed-ip claimed by two peers, a peer address equal to one of

@@ -29,7 +29,9 @@ struct conf_parser {
 	struct conf *c;
 	struct conf_error *err;
 	const char *file;
-	int line;
+	int line;                     /* over all files: base + the line in this one */
+	int base;                     /* lines of the files parsed before this one */
+	bool peers_only;              /* an included file: [peer] sections only */
 	enum conf_section sec;
 	size_t peer;                  /* index of the current peer */
 	size_t peer_cap;              /* c->peers has room for this many */
@@ -54,7 +56,7 @@ conf_perr(struct conf_parser *p, const char *fmt, ...)
 
 	if (p->err) {
 		util_strlcpy(p->err->file, p->file, sizeof(p->err->file));
-		p->err->line = p->line;
+		p->err->line = p->line > p->base ? p->line - p->base : 0;
 		va_start(ap, fmt);
 		vsnprintf(p->err->msg, sizeof(p->err->msg), fmt, ap);
 		va_end(ap);
@@ -1059,6 +1061,27 @@ conf_set_dns_search(struct conf_parser *p, const struct conf_key *k, const char 
 	return 0;
 }
 
+/* include = PATTERN: kept for conf_load() to read (no I/O here). */
+static int
+conf_set_include(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	struct conf_iface *i = &p->c->iface;
+	struct conf_include *l;
+
+	if (i->n_include >= CONF_MAX_VALUES)
+		return conf_perr(p, "%s: too many values in %s (more than %d)",
+		    k->name, p->where, CONF_MAX_VALUES);
+	if (!(l = realloc(i->include, (i->n_include + 1) * sizeof(*l))))
+		return conf_perr(p, "out of memory");
+	i->include = l;
+	l[i->n_include].line = p->line;
+	l[i->n_include].pattern = NULL;
+	if (conf_strdup(p, &l[i->n_include].pattern, v) < 0)
+		return -ENOMEM;
+	i->n_include++;
+	return 0;
+}
+
 /* The "seen" mask of struct conf_parser has one bit per entry. */
 static const struct conf_key conf_keys[] = {
 	{ "name", SEC_IFACE, false, conf_set_iface_name },
@@ -1088,6 +1111,7 @@ static const struct conf_key conf_keys[] = {
 	{ "dns", SEC_IFACE, true, conf_set_dns },
 	{ "dns-search", SEC_IFACE, true, conf_set_dns_search },
 	{ "listen-tcp", SEC_IFACE, false, conf_set_listen_tcp },
+	{ "include", SEC_IFACE, true, conf_set_include },
 	{ "fingerprint", SEC_PEER, false, conf_set_fingerprint },
 	{ "ca", SEC_PEER, false, conf_set_ca },
 	{ "name", SEC_PEER, false, conf_set_cert_name },
@@ -1190,6 +1214,9 @@ conf_section(struct conf_parser *p, char *s)
 	p->seen = 0;
 
 	if (strcasecmp(word, "interface") == 0) {
+		if (p->peers_only)
+			return conf_perr(p, "[interface] belongs in the main file %s, not in an "
+			    "included one (only [peer] sections)", c->file);
 		if (*name)
 			return conf_perr(p, "unexpected name '%s' after [interface]",
 			    conf_quote(name, q, sizeof(q)));
@@ -1280,6 +1307,12 @@ conf_free(struct conf *c)
 	for (i = 0; i < c->iface.n_dns_search; i++)
 		free(c->iface.dns_search[i]);
 	free(c->iface.dns_search);
+	for (i = 0; i < c->iface.n_include; i++)
+		free(c->iface.include[i].pattern);
+	free(c->iface.include);
+	for (i = 0; i < c->n_sources; i++)
+		free(c->sources[i].file);
+	free(c->sources);
 	free(c->file);
 	free(c);
 }
@@ -1309,13 +1342,88 @@ conf_new(const char *file)
 	return c;
 }
 
+/* Every line of text, numbered on from p->line. */
+static int
+conf_lines(struct conf_parser *p, const char *text, size_t len)
+{
+	const char *nl;
+	size_t pos = 0;
+	int r;
+
+	/* A UTF-8 byte order mark, as some editors write: not part of line 1. */
+	if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0)
+		pos = 3;
+	while (pos < len) {
+		if (p->line == INT_MAX)
+			return conf_perr(p, "too many lines");
+		p->line++;
+		nl = memchr(text + pos, '\n', len - pos);
+		r = conf_line(p, text + pos, nl ? (size_t)(nl - (text + pos)) : len - pos);
+		if (r < 0)
+			return r;
+		pos = nl ? (size_t)(nl - text) + 1 : len;
+	}
+	return 0;
+}
+
+int
+conf_parse_peers(struct conf *c, const char *file, const char *text, size_t len,
+    struct conf_error *err)
+{
+	struct conf_parser p;
+	struct conf_source *src;
+	int r;
+
+	memset(&p, 0, sizeof(p));
+	p.c = c;
+	p.err = err;
+	p.file = file;
+	p.peers_only = true;
+	p.peer_cap = c->n_peers;        /* grows from here by doubling */
+	p.line = p.base = c->n_lines;
+	if (!(src = reallocarray(c->sources, c->n_sources + 1, sizeof(*src)))) {
+		conf_perr(&p, "out of memory");
+		return -ENOMEM;
+	}
+	c->sources = src;
+	if (!(src[c->n_sources].file = strdup(file))) {
+		conf_perr(&p, "out of memory");
+		return -ENOMEM;
+	}
+	src[c->n_sources++].base = p.base;
+	r = conf_lines(&p, text, len);
+	/* One line between files: an empty file still has a line of its own. */
+	c->n_lines = p.line < INT_MAX ? p.line + 1 : p.line;
+	return r;
+}
+
+const char *
+conf_line_of(const struct conf *c, int line, int *local)
+{
+	size_t lo = 0, hi = c->n_sources;
+
+	/* The last source whose base is below line (bases only grow). */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (c->sources[mid].base < line)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || line <= 0) {
+		*local = line;
+		return c->file ? c->file : "";
+	}
+	*local = line - c->sources[lo - 1].base;
+	return c->sources[lo - 1].file;
+}
+
 int
 conf_parse(const char *file, const char *text, size_t len, struct conf **out,
     struct conf_error *err)
 {
 	struct conf_parser p;
-	const char *nl;
-	size_t pos = 0;
 	int r;
 
 	memset(&p, 0, sizeof(p));
@@ -1326,17 +1434,9 @@ conf_parse(const char *file, const char *text, size_t len, struct conf **out,
 		conf_perr(&p, "out of memory");
 		return -ENOMEM;
 	}
-	/* A UTF-8 byte order mark, as some editors write: not part of line 1. */
-	if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0)
-		pos = 3;
-	while (pos < len) {
-		p.line++;
-		nl = memchr(text + pos, '\n', len - pos);
-		r = conf_line(&p, text + pos, nl ? (size_t)(nl - (text + pos)) : len - pos);
-		if (r < 0)
-			goto fail;
-		pos = nl ? (size_t)(nl - text) + 1 : len;
-	}
+	if ((r = conf_lines(&p, text, len)) < 0)
+		goto fail;
+	p.c->n_lines = p.line;
 	if (!p.c->iface.line) {
 		p.line = 0;
 		r = conf_perr(&p, "missing section [interface]");

@@ -1286,6 +1286,114 @@ collect(const struct conf_error *w, void *arg)
 }
 
 /* Key files: checked only with check_files; the key's mode is warned about. */
+/* include = PATTERN: peers one file each.  Files in glob order after the
+ * main file's peers; their relative paths relative to their own
+ * directory; messages name the included file and its line, also where a
+ * check spans two files; [interface] only in the main file; a pattern
+ * that matches nothing adds nothing, a directory that does not exist is
+ * an error; conf_print() shows the peers, not the pattern. */
+START_TEST(test_include)
+{
+	char dir[] = "/tmp/check_conf.XXXXXX", path[64], sub[64], f[128], want[1024];
+	char text[1024], *printed;
+	struct conf_error err;
+	struct conf *c, *c2;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/tou.conf", dir);
+	snprintf(sub, sizeof(sub), "%s/peers.d", dir);
+	ck_assert_int_eq(mkdir(sub, 0755), 0);
+	snprintf(text, sizeof(text), "[interface]\naddress = 10.77.0.1/24\n"
+	    "certificate = cert.pem\nprivate-key = key.pem\ninclude = peers.d/*.conf\n"
+	    "[peer main]\nca = ca.pem\nname = main\naddress = 10.77.0.2\n");
+	write_file(path, text, 0644);
+	snprintf(f, sizeof(f), "%s/b.conf", sub);
+	write_file(f, "[peer b]\nca = /etc/ca-b.pem\nname = b\naddress = 10.77.0.4\n", 0644);
+	snprintf(f, sizeof(f), "%s/a.conf", sub);
+	write_file(f, "# peer a\n[peer a]\nca = a-ca.pem\nname = a\naddress = 10.77.0.3\n", 0644);
+	snprintf(f, sizeof(f), "%s/notes.txt", sub);
+	write_file(f, "not a configuration\n", 0644);
+	ck_assert_msg(conf_load(path, false, &c, &err, NULL, NULL) == 0, "%s", fmt_err(&err));
+	ck_assert_uint_eq(c->n_peers, 3);
+	ck_assert_str_eq(c->peers[0].name, "main");
+	ck_assert_str_eq(c->peers[1].name, "a");
+	ck_assert_str_eq(c->peers[2].name, "b");
+	snprintf(want, sizeof(want), "%s/ca.pem", dir);
+	ck_assert_str_eq(c->peers[0].ca, want);
+	snprintf(want, sizeof(want), "%s/a-ca.pem", sub);
+	ck_assert_str_eq(c->peers[1].ca, want);
+	ck_assert_str_eq(c->peers[2].ca, "/etc/ca-b.pem");
+	/* the effective configuration: the peers, no pattern */
+	ck_assert_ptr_nonnull(printed = conf_print(c));
+	ck_assert_ptr_null(strstr(printed, "include"));
+	ck_assert_ptr_nonnull(strstr(printed, "[peer a]"));
+	ck_assert_int_eq(conf_parse("p.conf", printed, strlen(printed), &c2, &err), 0);
+	ck_assert(conf_equal(c, c2));
+	conf_free(c2);
+	free(printed);
+	conf_free(c);
+
+	/* a mistake in an included file: that file, its line */
+	snprintf(f, sizeof(f), "%s/c.conf", sub);
+	write_file(f, "[peer c]\nname = c\nbogus = 1\n", 0644);
+	ck_assert_int_eq(conf_load(path, false, &c, &err, NULL, NULL), -EINVAL);
+	snprintf(want, sizeof(want), "%s:3: unknown key 'bogus' in [peer c]", f);
+	ck_assert_str_eq(fmt_err(&err), want);
+	/* a check across two files names both */
+	write_file(f, "\n[peer c]\nca = c.pem\nname = c\naddress = 10.77.0.3\n", 0644);
+	ck_assert_int_eq(conf_load(path, false, &c, &err, NULL, NULL), -EINVAL);
+	snprintf(want, sizeof(want), "%s:5: peer 'c': address 10.77.0.3 is also claimed "
+	    "by peer 'a' (%s/a.conf:5)", f, sub);
+	ck_assert_str_eq(fmt_err(&err), want);
+	write_file(f, "[peer a]\nca = c.pem\nname = c\naddress = 10.77.0.5\n", 0644);
+	ck_assert_int_eq(conf_load(path, false, &c, &err, NULL, NULL), -EINVAL);
+	snprintf(want, sizeof(want), "%s:1: duplicate peer name 'a' (first at %s/a.conf:2)",
+	    f, sub);
+	ck_assert_str_eq(fmt_err(&err), want);
+	write_file(f, "[peer main2]\nca = c.pem\nname = c\naddress = 10.77.0.2\n", 0644);
+	ck_assert_int_eq(conf_load(path, false, &c, &err, NULL, NULL), -EINVAL);
+	snprintf(want, sizeof(want), "%s:4: peer 'main2': address 10.77.0.2 is also "
+	    "claimed by peer 'main' (line 9)", f);
+	ck_assert_str_eq(fmt_err(&err), want);
+	write_file(f, "[interface]\naddress = 10.77.0.9/24\n", 0644);
+	ck_assert_int_eq(conf_load(path, false, &c, &err, NULL, NULL), -EINVAL);
+	snprintf(want, sizeof(want), "%s:1: [interface] belongs in the main file %s, not in "
+	    "an included one (only [peer] sections)", f, path);
+	ck_assert_str_eq(fmt_err(&err), want);
+	write_file(f, "include = x\n", 0644);
+	ck_assert_int_eq(conf_load(path, false, &c, &err, NULL, NULL), -EINVAL);
+	snprintf(want, sizeof(want), "%s:1: key 'include' outside of any section", f);
+	ck_assert_str_eq(fmt_err(&err), want);
+	unlink(f);
+
+	/* nothing matches: no peers from there; no such directory: an error */
+	snprintf(text, sizeof(text), "[interface]\naddress = 10.77.0.1/24\n"
+	    "certificate = cert.pem\nprivate-key = key.pem\ninclude = peers.d/*.peer, %s/*.conf\n",
+	    sub);
+	write_file(path, text, 0644);
+	ck_assert_msg(conf_load(path, false, &c, &err, NULL, NULL) == 0, "%s", fmt_err(&err));
+	ck_assert_uint_eq(c->n_peers, 2);
+	conf_free(c);
+	snprintf(text, sizeof(text), "[interface]\naddress = 10.77.0.1/24\n"
+	    "certificate = cert.pem\nprivate-key = key.pem\ninclude = missing/*.conf\n");
+	write_file(path, text, 0644);
+	ck_assert_int_eq(conf_load(path, false, &c, &err, NULL, NULL), -EINVAL);
+	snprintf(want, sizeof(want), "%s:5: include: cannot read %s/missing: "
+	    "No such file or directory", path, dir);
+	ck_assert_str_eq(fmt_err(&err), want);
+
+	snprintf(f, sizeof(f), "%s/a.conf", sub);
+	unlink(f);
+	snprintf(f, sizeof(f), "%s/b.conf", sub);
+	unlink(f);
+	snprintf(f, sizeof(f), "%s/notes.txt", sub);
+	unlink(f);
+	rmdir(sub);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
 START_TEST(test_key_files)
 {
 	char dir[] = "/tmp/check_conf.XXXXXX", path[256], key[256], cert[256], text[1024];
@@ -1816,6 +1924,7 @@ conf_suite(void)
 	tcase_add_test(tc, test_relative_path);
 	tcase_add_test(tc, test_load_errors);
 	tcase_add_test(tc, test_preshared_key);
+	tcase_add_test(tc, test_include);
 	tcase_set_timeout(tc, 60);             /* the largest file is 64 MiB */
 	suite_add_tcase(s, tc);
 	return s;
