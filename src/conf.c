@@ -681,7 +681,7 @@ out:
 /* What glob(3) could not read, for the message (errfunc has no argument
  * to carry it; configurations load on one thread). */
 static struct {
-	char path[128];
+	char path[256];
 	int err;
 } glob_failed;
 
@@ -693,10 +693,31 @@ conf_glob_err(const char *path, int e)
 	return 1;
 }
 
+/* dir (taken literally: its *, ?, [ and \\ escaped) / pattern; NULL on
+ * ENOMEM. */
+static char *
+conf_glob_join(const char *dir, const char *pattern)
+{
+	size_t n = strlen(dir), k = 0, i;
+	char *s = malloc(2 * n + 1 + strlen(pattern) + 1);
+
+	if (!s)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		if (strchr("*?[\\", dir[i]))
+			s[k++] = '\\';
+		s[k++] = dir[i];
+	}
+	if (strcmp(dir, "/") != 0)
+		s[k++] = '/';
+	strcpy(s + k, pattern);
+	return s;
+}
+
 /* The peers of one included file; its relative key paths are relative to
  * its own directory. */
 static int
-conf_include_file(struct conf *c, const char *path, struct conf_error *err)
+conf_include_file(struct conf *c, const char *path, int include_line, struct conf_error *err)
 {
 	size_t first = c->n_peers, x;
 	char *text = NULL, *dir;
@@ -705,7 +726,7 @@ conf_include_file(struct conf *c, const char *path, struct conf_error *err)
 
 	if ((r = conf_read(path, &text, &len, err)) < 0)
 		return r;
-	r = conf_parse_peers(c, path, text, len, err);
+	r = conf_parse_peers(c, path, include_line, text, len, err);
 	free(text);
 	if (r < 0)
 		return r;
@@ -746,9 +767,8 @@ conf_include_all(struct conf *c, const char *file, struct conf_error *err)
 
 		if (inc->pattern[0] == '/')
 			pat = strdup(inc->pattern);
-		else if (asprintf(&pat, "%s%s%s", dir, strcmp(dir, "/") ? "/" : "",
-		    inc->pattern) < 0)
-			pat = NULL;
+		else
+			pat = conf_glob_join(dir, inc->pattern);
 		if (!pat) {
 			conf_verr(c, err, inc->line, "out of memory");
 			r = -ENOMEM;
@@ -763,7 +783,7 @@ conf_include_all(struct conf *c, const char *file, struct conf_error *err)
 		else if (gr == GLOB_NOSPACE)
 			r = conf_verr(c, err, inc->line, "include: out of memory");
 		for (x = 0; gr == 0 && x < g.gl_pathc && r == 0; x++)
-			r = conf_include_file(c, g.gl_pathv[x], err);
+			r = conf_include_file(c, g.gl_pathv[x], inc->line, err);
 		if (gr == 0)
 			globfree(&g);
 		free(pat);
@@ -793,13 +813,15 @@ conf_load(const char *path, bool check_files, struct conf **out,
 		return r;
 	if ((r = conf_include_all(c, path, err)) < 0)
 		goto fail;
-	if ((r = conf_validate(c, err)) < 0)
-		goto fail;
+	/* Before validating: every file's relative paths resolved, so two
+	 * peers naming one CA file from different directories compare. */
 	if ((r = conf_resolve_all(c, path)) < 0) {
 		conf_verr(c, err, 0, "cannot resolve relative key paths: %s",
 		    strerror(-r));
 		goto fail;
 	}
+	if ((r = conf_validate(c, err)) < 0)
+		goto fail;
 	if (check_files && (r = conf_check_files(c, err, warn, warn_arg)) < 0)
 		goto fail;
 	*out = c;

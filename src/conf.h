@@ -181,6 +181,7 @@ struct conf_include {
 struct conf_source {
 	char *file;
 	int base;
+	int include_line;                  /* the include that matched it */
 };
 
 struct conf {
@@ -188,6 +189,7 @@ struct conf {
 	struct conf_iface iface;
 	struct conf_peer *peers;
 	size_t n_peers;
+	size_t peers_cap;                  /* peers has room for this many */
 	struct conf_source *sources;       /* included files, in the order read */
 	size_t n_sources;
 	int n_lines;                       /* lines numbered so far, over all files */
@@ -212,8 +214,8 @@ void conf_free(struct conf *c);
 /* conf_parse.c: parse text from `file` (an included one) into c: [peer]
  * sections only, numbered on after c's lines, with messages naming file
  * and its own line.  0, or -EINVAL and *err (c keeps what was added). */
-int conf_parse_peers(struct conf *c, const char *file, const char *text, size_t len,
-    struct conf_error *err);
+int conf_parse_peers(struct conf *c, const char *file, int include_line, const char *text,
+    size_t len, struct conf_error *err);
 /* conf_parse.c: the file a line of c is in (c->file or an included one),
  * and its line there in *local. */
 const char *conf_line_of(const struct conf *c, int line, int *local);

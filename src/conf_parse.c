@@ -34,7 +34,6 @@ struct conf_parser {
 	bool peers_only;              /* an included file: [peer] sections only */
 	enum conf_section sec;
 	size_t peer;                  /* index of the current peer */
-	size_t peer_cap;              /* c->peers has room for this many */
 	uint64_t seen;                /* scalar keys already set: bit i is conf_keys[i] */
 	char where[CONF_NAME_MAX + 16]; /* "[interface]" or "[peer NAME]" */
 };
@@ -1239,13 +1238,15 @@ conf_section(struct conf_parser *p, char *s)
 		    conf_quote(name, q, sizeof(q)), CONF_NAME_MAX);
 	if (c->n_peers >= CONF_MAX_PEERS)
 		return conf_perr(p, "too many peers (more than %d)", CONF_MAX_PEERS);
-	if (c->n_peers == p->peer_cap) {     /* doubling: many peers parse in linear time */
-		p->peer_cap = p->peer_cap ? 2 * p->peer_cap : 16;
-		if (!(peers = reallocarray(c->peers, p->peer_cap, sizeof(*peers)))) {
+	if (c->n_peers == c->peers_cap) {    /* doubling: many peers parse in linear time */
+		size_t cap = c->peers_cap ? 2 * c->peers_cap : 16;
+
+		if (!(peers = reallocarray(c->peers, cap, sizeof(*peers)))) {
 			conf_perr(p, "out of memory");
 			return -ENOMEM;
 		}
 		c->peers = peers;
+		c->peers_cap = cap;
 	}
 	peers = c->peers;
 	p->peer = c->n_peers++;
@@ -1367,8 +1368,8 @@ conf_lines(struct conf_parser *p, const char *text, size_t len)
 }
 
 int
-conf_parse_peers(struct conf *c, const char *file, const char *text, size_t len,
-    struct conf_error *err)
+conf_parse_peers(struct conf *c, const char *file, int include_line, const char *text,
+    size_t len, struct conf_error *err)
 {
 	struct conf_parser p;
 	struct conf_source *src;
@@ -1379,7 +1380,6 @@ conf_parse_peers(struct conf *c, const char *file, const char *text, size_t len,
 	p.err = err;
 	p.file = file;
 	p.peers_only = true;
-	p.peer_cap = c->n_peers;        /* grows from here by doubling */
 	p.line = p.base = c->n_lines;
 	if (!(src = reallocarray(c->sources, c->n_sources + 1, sizeof(*src)))) {
 		conf_perr(&p, "out of memory");
@@ -1390,7 +1390,8 @@ conf_parse_peers(struct conf *c, const char *file, const char *text, size_t len,
 		conf_perr(&p, "out of memory");
 		return -ENOMEM;
 	}
-	src[c->n_sources++].base = p.base;
+	src[c->n_sources].base = p.base;
+	src[c->n_sources++].include_line = include_line;
 	r = conf_lines(&p, text, len);
 	/* One line between files: an empty file still has a line of its own. */
 	c->n_lines = p.line < INT_MAX ? p.line + 1 : p.line;

@@ -111,8 +111,8 @@ psk_load_conf(struct conf *c, struct conf_error *err)
 		if (!p->psk_file)
 			continue;
 		if ((r = psk_read(p->psk_file, owner, p->psk, why, sizeof(why))) < 0) {
-			util_strlcpy(err->file, c->file ? c->file : "", sizeof(err->file));
-			err->line = p->psk_line;
+			util_strlcpy(err->file, conf_line_of(c, p->psk_line, &err->line),
+			    sizeof(err->file));
 			snprintf(err->msg, sizeof(err->msg), "peer \"%s\": preshared-key '%s': %s",
 			    p->name, p->psk_file, why);
 			return r;

@@ -122,7 +122,7 @@ check_authorize(void *arg, const uint8_t fp[DTLS_FP_LEN], struct x509_store_ctx_
 	return arg;
 }
 
-#define TOUD_CHECK_PEER_FILES 128 /* ca and preshared-key files check_readable_as_user() opens */
+#define TOUD_CHECK_PEER_FILES 128 /* ca, preshared-key and included files check_readable_as_user() opens */
 
 /* Root checks what the service user will read: the unit starts toud as
  * `user`, so a file only root can read passes a check by root and fails
@@ -146,6 +146,10 @@ check_readable_as_user(const struct conf *c, const struct passwd *pw)
 	if (ifc->encryption == CONF_ENC_DTLS && ifc->certificate)
 		keys[n] = "certificate", paths[n] = ifc->certificate,
 		lines[n++] = ifc->certificate_line;
+	/* included files: read again at every reload, as the user */
+	for (i = 0; i < c->n_sources && n < sizeof(paths) / sizeof(paths[0]); i++)
+		keys[n] = "include", paths[n] = c->sources[i].file,
+		lines[n++] = c->sources[i].include_line;
 	for (i = 0; i < c->n_peers && n + 2 <= sizeof(paths) / sizeof(paths[0]); i++) {
 		if (c->peers[i].ca)
 			keys[n] = "ca", paths[n] = c->peers[i].ca, lines[n++] = c->peers[i].ca_line;
@@ -179,12 +183,16 @@ check_readable_as_user(const struct conf *c, const struct passwd *pw)
 				log_check("%s: cannot open it as user %s: %s; it must be readable "
 				    "by user %s (mode 0644, in a directory it may enter)", c->file,
 				    pw->pw_name, strerror(errno), pw->pw_name);
-			else
+			else {
+				int e = errno, line;
+				const char *file = conf_line_of(c, lines[i], &line);
+
 				log_check("%s:%d: %s: cannot open '%s' as user %s: %s; it must be "
-				    "readable by user %s: 'chown -R %s: %.*s'", c->file, lines[i],
-				    keys[i], paths[i], pw->pw_name, strerror(errno), pw->pw_name,
+				    "readable by user %s: 'chown -R %s: %.*s'", file, line,
+				    keys[i], paths[i], pw->pw_name, strerror(e), pw->pw_name,
 				    pw->pw_name, slash && slash != paths[i] ?
 				    (int)(slash - paths[i]) : 1, slash ? paths[i] : ".");
+			}
 			_exit(1);
 		}
 		_exit(0);
@@ -261,8 +269,8 @@ warn_endpoints_routed(const struct conf *c)
 					hi = mid;
 			}
 			for (; lo < n && util_prefix_contains(&cp->p, &eps[lo].a); lo++) {
-				util_strlcpy(w.file, c->file, sizeof(w.file));
-				w.line = cp->line;
+				util_strlcpy(w.file, conf_line_of(c, cp->line, &w.line),
+				    sizeof(w.file));
 				snprintf(w.msg, sizeof(w.msg), "peer '%s': %s covers the endpoint "
 				    "%s of peer '%s': its datagrams would be routed into the tunnel",
 				    p->name, util_prefix_fmt(&cp->p, buf, sizeof(buf)),

@@ -156,7 +156,20 @@ if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
 	err=$("$TOUD" -t -c "$work/nobody.conf" 2>&1)
 	[ $? -eq 0 ] && [ -z "$err" ] && ok "root: the user's own preshared key passes" ||
 	    nok "root, nobody's preshared key: '$err'"
-	chown -R 0:0 "$work/a" "$work/psk"
+	# So is a file of peers (include), here in a directory only root may enter.
+	mkdir -m 700 "$work/tou.d"
+	printf '[peer carol]\naddress = 10.9.0.3\nfingerprint = sha256:%064d\n' 3 \
+	    >"$work/tou.d/carol.conf"
+	sed -i "/^user/a include = $work/tou.d/*.conf" "$work/nobody.conf"
+	err=$("$TOUD" -t -c "$work/nobody.conf" 2>&1)
+	case "$err" in *"$work/nobody.conf:6: include: cannot open '$work/tou.d/carol.conf' as user nobody: Permission denied;"*"'chown -R nobody: $work/tou.d'")
+		ok "root: a file of peers only root can read fails -t, with the fix: $err";;
+		*) nok "root, root's file of peers: '$err'";; esac
+	chown -R nobody: "$work/tou.d"
+	err=$("$TOUD" -t -c "$work/nobody.conf" 2>&1)
+	[ $? -eq 0 ] && [ -z "$err" ] && ok "root: the user's own file of peers passes" ||
+	    nok "root, nobody's file of peers: '$err'"
+	chown -R 0:0 "$work/a" "$work/psk" "$work/tou.d"
 	chmod 700 "$work"
 else
 	ok "# SKIP not root: the files as the configured user"

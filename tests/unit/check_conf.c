@@ -1285,7 +1285,6 @@ collect(const struct conf_error *w, void *arg)
 	conf_error_fmt(w, ws->last, sizeof(ws->last));
 }
 
-/* Key files: checked only with check_files; the key's mode is warned about. */
 /* include = PATTERN: peers one file each.  Files in glob order after the
  * main file's peers; their relative paths relative to their own
  * directory; messages name the included file and its line, also where a
@@ -1305,12 +1304,15 @@ START_TEST(test_include)
 	ck_assert_int_eq(mkdir(sub, 0755), 0);
 	snprintf(text, sizeof(text), "[interface]\naddress = 10.77.0.1/24\n"
 	    "certificate = cert.pem\nprivate-key = key.pem\ninclude = peers.d/*.conf\n"
-	    "[peer main]\nca = ca.pem\nname = main\naddress = 10.77.0.2\n");
+	    "[peer main]\nca = peers.d/ca.pem\nname = main\naddress = 10.77.0.2\n");
 	write_file(path, text, 0644);
 	snprintf(f, sizeof(f), "%s/b.conf", sub);
 	write_file(f, "[peer b]\nca = /etc/ca-b.pem\nname = b\naddress = 10.77.0.4\n", 0644);
 	snprintf(f, sizeof(f), "%s/a.conf", sub);
-	write_file(f, "# peer a\n[peer a]\nca = a-ca.pem\nname = a\naddress = 10.77.0.3\n", 0644);
+	write_file(f, "# peer a\n[peer a]\nca = a-ca.pem\nname = a\naddress = 10.77.0.3\n"
+	    "preshared-key = a.psk\n", 0644);
+	snprintf(f, sizeof(f), "%s/0-empty.conf", sub);
+	write_file(f, "", 0644);
 	snprintf(f, sizeof(f), "%s/notes.txt", sub);
 	write_file(f, "not a configuration\n", 0644);
 	ck_assert_msg(conf_load(path, false, &c, &err, NULL, NULL) == 0, "%s", fmt_err(&err));
@@ -1318,10 +1320,12 @@ START_TEST(test_include)
 	ck_assert_str_eq(c->peers[0].name, "main");
 	ck_assert_str_eq(c->peers[1].name, "a");
 	ck_assert_str_eq(c->peers[2].name, "b");
-	snprintf(want, sizeof(want), "%s/ca.pem", dir);
+	snprintf(want, sizeof(want), "%s/ca.pem", sub);
 	ck_assert_str_eq(c->peers[0].ca, want);
 	snprintf(want, sizeof(want), "%s/a-ca.pem", sub);
 	ck_assert_str_eq(c->peers[1].ca, want);
+	snprintf(want, sizeof(want), "%s/a.psk", sub);
+	ck_assert_str_eq(c->peers[1].psk_file, want);
 	ck_assert_str_eq(c->peers[2].ca, "/etc/ca-b.pem");
 	/* the effective configuration: the peers, no pattern */
 	ck_assert_ptr_nonnull(printed = conf_print(c));
@@ -1340,9 +1344,9 @@ START_TEST(test_include)
 	snprintf(want, sizeof(want), "%s:3: unknown key 'bogus' in [peer c]", f);
 	ck_assert_str_eq(fmt_err(&err), want);
 	/* a check across two files names both */
-	write_file(f, "\n[peer c]\nca = c.pem\nname = c\naddress = 10.77.0.3\n", 0644);
+	write_file(f, "\n\n[peer c]\nca = c.pem\nname = c\naddress = 10.77.0.3\n", 0644);
 	ck_assert_int_eq(conf_load(path, false, &c, &err, NULL, NULL), -EINVAL);
-	snprintf(want, sizeof(want), "%s:5: peer 'c': address 10.77.0.3 is also claimed "
+	snprintf(want, sizeof(want), "%s:6: peer 'c': address 10.77.0.3 is also claimed "
 	    "by peer 'a' (%s/a.conf:5)", f, sub);
 	ck_assert_str_eq(fmt_err(&err), want);
 	write_file(f, "[peer a]\nca = c.pem\nname = c\naddress = 10.77.0.5\n", 0644);
@@ -1354,6 +1358,11 @@ START_TEST(test_include)
 	ck_assert_int_eq(conf_load(path, false, &c, &err, NULL, NULL), -EINVAL);
 	snprintf(want, sizeof(want), "%s:4: peer 'main2': address 10.77.0.2 is also "
 	    "claimed by peer 'main' (line 9)", f);
+	ck_assert_str_eq(fmt_err(&err), want);
+	write_file(f, "[peer c]\nca = ca.pem\nname = main\naddress = 10.77.0.5\n", 0644);
+	ck_assert_int_eq(conf_load(path, false, &c, &err, NULL, NULL), -EINVAL);
+	snprintf(want, sizeof(want), "%s:1: peer 'c': same ca and name as peer 'main' (line 6)",
+	    f);
 	ck_assert_str_eq(fmt_err(&err), want);
 	write_file(f, "[interface]\naddress = 10.77.0.9/24\n", 0644);
 	ck_assert_int_eq(conf_load(path, false, &c, &err, NULL, NULL), -EINVAL);
@@ -1381,6 +1390,13 @@ START_TEST(test_include)
 	snprintf(want, sizeof(want), "%s:5: include: cannot read %s/missing: "
 	    "No such file or directory", path, dir);
 	ck_assert_str_eq(fmt_err(&err), want);
+	/* no wildcard to match there: nothing matches, nothing added */
+	snprintf(text, sizeof(text), "[interface]\naddress = 10.77.0.1/24\n"
+	    "certificate = cert.pem\nprivate-key = key.pem\ninclude = missing/dave.conf\n");
+	write_file(path, text, 0644);
+	ck_assert_msg(conf_load(path, false, &c, &err, NULL, NULL) == 0, "%s", fmt_err(&err));
+	ck_assert_uint_eq(c->n_peers, 0);
+	conf_free(c);
 
 	snprintf(f, sizeof(f), "%s/a.conf", sub);
 	unlink(f);
@@ -1388,12 +1404,15 @@ START_TEST(test_include)
 	unlink(f);
 	snprintf(f, sizeof(f), "%s/notes.txt", sub);
 	unlink(f);
+	snprintf(f, sizeof(f), "%s/0-empty.conf", sub);
+	unlink(f);
 	rmdir(sub);
 	unlink(path);
 	rmdir(dir);
 }
 END_TEST
 
+/* Key files: checked only with check_files; the key's mode is warned about. */
 START_TEST(test_key_files)
 {
 	char dir[] = "/tmp/check_conf.XXXXXX", path[256], key[256], cert[256], text[1024];
