@@ -243,8 +243,8 @@ ambiguous(struct toud *t, const uint8_t *fp, struct peer *p1, struct peer *p2)
 	memcpy(hs->ambiguous_fp, fp, sizeof(hs->ambiguous_fp));
 	hs->ambiguous = true;
 	log_warnx(HS_REFUSED "%s", hs->ambiguous_why);
-	snprintf(p1->last_error, sizeof(p1->last_error), HS_REFUSED "%s", hs->ambiguous_why);
-	snprintf(p2->last_error, sizeof(p2->last_error), HS_REFUSED "%s", hs->ambiguous_why);
+	peer_error_set(p1, HS_REFUSED "%s", hs->ambiguous_why);
+	peer_error_set(p2, HS_REFUSED "%s", hs->ambiguous_why);
 }
 
 void
@@ -734,7 +734,7 @@ handshake_psk_mismatch(struct session *s)
 	log_warnx("peer \"%s\" (%s): session %016llx: preshared-key mismatch: its first "
 	    "records fail authentication (%s)", p->name, sess_addr(s, buf, sizeof(buf)),
 	    (unsigned long long)s->id, hint);
-	snprintf(p->last_error, sizeof(p->last_error), "preshared-key mismatch: %s", hint);
+	peer_error_set(p, "preshared-key mismatch: %s", hint);
 	event_count(s->t, p, EVENT_PSK_MISMATCH);
 }
 
@@ -793,7 +793,10 @@ failure_reason(const struct session *s, const struct peer *p, const char *why, c
 	} else if (p && p->unreachable_ms && p->unreachable_ms >= s->created_ms &&
 	    util_sa_equal(&s->addr, &p->endpoint)) {
 		/* No answer because nothing listens: the ICMP said so. */
-		snprintf(out, len, "%s (ICMP port unreachable)", p->unreachable);
+		char what[PEER_UNREACHABLE_MAX];
+
+		snprintf(out, len, "%s (ICMP port unreachable)",
+		    peer_unreachable_fmt(p, what, sizeof(what)));
 	} else {
 		snprintf(out, len, "%s", why);
 	}
@@ -836,7 +839,7 @@ fail(struct session *s, const char *why)
 		else
 			log_debug("peer \"%s\" (%s): handshake failed: %s", p->name,
 			    sess_addr(s, buf, sizeof(buf)), reason);
-		snprintf(p->last_error, sizeof(p->last_error), "handshake failed: %s", reason);
+		peer_error_set(p, "handshake failed: %s", reason);
 		session_free(s);
 		return p;
 	}
@@ -846,9 +849,8 @@ fail(struct session *s, const char *why)
 	 * precisely (a certificate two peers accept, see ambiguous()). */
 	at = peer_find_by_endpoint(s->t, &s->addr);
 	if (at && !at->cur && !at->next) {
-		if (strncmp(at->last_error, HS_REFUSED, strlen(HS_REFUSED)) != 0)
-			snprintf(at->last_error, sizeof(at->last_error),
-			    "handshake from its endpoint failed: %s", reason);
+		if (strncmp(peer_error(at), HS_REFUSED, strlen(HS_REFUSED)) != 0)
+			peer_error_set(at, "handshake from its endpoint failed: %s", reason);
 		/* Its handshakes fail on this side too: dead, not idle (no
 		 * retry is armed: the other side initiates). */
 		peer_event(at, PEER_EV_HANDSHAKE_FAILED);
@@ -899,8 +901,7 @@ handshake_reauthorize(struct toud *t)
 				continue;
 			log_warnx("peer \"%s\": session %016llx ended: its key is no longer "
 			    "accepted for this peer", p->name, (unsigned long long)s->id);
-			snprintf(p->last_error, sizeof(p->last_error),
-			    "session ended: key no longer accepted");
+			peer_error_set(p, "session ended: key no longer accepted");
 			session_end(s);
 			here++;
 		}

@@ -347,9 +347,9 @@ metrics_peer_times(struct metrics_out *o)
 	metrics_family(o, "toud_peer_last_error_info", "gauge", "Why the peer's last handshake "
 	    "failed (last_error of touctl show), as the label error; absent when none.");
 	for (i = 0; i < t->n_peers; i++)
-		if (t->peers[i]->last_error[0])
+		if (*peer_error(t->peers[i]))
 			metrics_u64(o, "toud_peer_last_error_info", (const char *const[]){ "peer",
-			    t->peers[i]->name, "error", t->peers[i]->last_error, NULL }, 1);
+			    t->peers[i]->name, "error", peer_error(t->peers[i]), NULL }, 1);
 }
 
 int

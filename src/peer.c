@@ -3,6 +3,7 @@
  * them, and state changes: peer_event() is the only writer of p->state,
  * applying the table in peer_fsm.c. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -147,7 +148,34 @@ peer_free(struct peer *p)
 	peer_timers_free(p);
 	keys_ca_free(p->ca_store);
 	free(p->pending_mem);
+	free(p->pending);
+	free(p->last_error);
 	free(p);
+}
+
+void
+peer_error_set(struct peer *p, const char *fmt, ...)
+{
+	char buf[PEER_ERROR_MAX];
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (p->last_error && strcmp(p->last_error, buf) == 0)
+		return;
+	if (!(s = strdup(buf)))
+		return;         /* keeps the one it had: out of memory is said elsewhere */
+	free(p->last_error);
+	p->last_error = s;
+}
+
+void
+peer_error_clear(struct peer *p)
+{
+	free(p->last_error);
+	p->last_error = NULL;
 }
 
 /* The i-th prefix of p: addresses first, then allowed-ips. */
@@ -297,11 +325,24 @@ peer_find_by_endpoint(struct toud *t, const union sockaddr_union *sa)
 
 #define PEER_UNREACHABLE_LOG_MS 60000
 
+const char *
+peer_unreachable_fmt(const struct peer *p, char *buf, size_t len)
+{
+	char a[UTIL_ADDRSTRLEN];
+	struct ipaddr addr;
+	uint16_t port;
+
+	util_sa_to_addr(&p->endpoint, &addr, &port);
+	snprintf(buf, len, "nothing listens on UDP %u at %s", port,
+	    util_addr_fmt(&addr, a, sizeof(a)));
+	return buf;
+}
+
 void
 peer_unreachable(struct toud *t, const union sockaddr_union *dest, uint64_t now)
 {
 	struct peer *p = peer_find_by_endpoint(t, dest);
-	char buf[UTIL_ADDRSTRLEN];
+	char buf[UTIL_ADDRSTRLEN], what[PEER_UNREACHABLE_MAX];
 	struct ipaddr a;
 	uint16_t port;
 	bool log;
@@ -314,15 +355,13 @@ peer_unreachable(struct toud *t, const union sockaddr_union *dest, uint64_t now)
 	}
 	log = !p->unreachable_ms || now - p->unreachable_ms >= PEER_UNREACHABLE_LOG_MS;
 	p->unreachable_ms = now;
-	snprintf(p->unreachable, sizeof(p->unreachable), "nothing listens on UDP %u at %s", port,
-	    util_addr_fmt(&a, buf, sizeof(buf)));
-	if (!p->cur && !strstr(p->last_error, p->unreachable))
-		snprintf(p->last_error, sizeof(p->last_error), "%s (ICMP port unreachable)",
-		    p->unreachable);
+	peer_unreachable_fmt(p, what, sizeof(what));       /* dest is its endpoint */
+	if (!p->cur && !strstr(peer_error(p), what))
+		peer_error_set(p, "%s (ICMP port unreachable)", what);
 	if (log)
-		log_warnx("peer \"%s\": %s (ICMP port unreachable)", p->name, p->unreachable);
+		log_warnx("peer \"%s\": %s (ICMP port unreachable)", p->name, what);
 	else
-		log_debug_rl("peer \"%s\": %s (ICMP port unreachable)", p->name, p->unreachable);
+		log_debug_rl("peer \"%s\": %s (ICMP port unreachable)", p->name, what);
 }
 
 struct peer *
@@ -383,8 +422,14 @@ peer_pending_push(struct peer *p, const uint8_t *payload, size_t len, uint8_t to
 		/* Once per peer, the first time it has to wait for a handshake. */
 		p->pending_size = p->toud->tun_mtu + 64;
 		p->pending_mem = malloc(p->pending_size * PEER_PENDING_MAX);
-		if (!p->pending_mem)
+		p->pending = calloc(PEER_PENDING_MAX, sizeof(*p->pending));
+		if (!p->pending_mem || !p->pending) {
+			free(p->pending_mem);
+			free(p->pending);
+			p->pending_mem = NULL;
+			p->pending = NULL;
 			return -ENOMEM;
+		}
 	}
 	if (len > p->pending_size)
 		return -EMSGSIZE;

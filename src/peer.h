@@ -111,20 +111,20 @@ struct peer {
 	/* Why the peer is not up, for `touctl show`: the last handshake
 	 * failure ("" once a session is up), and when the next handshake
 	 * attempt is due (monotonic ms; 0 = none scheduled). */
-	char last_error[320];
+	char *last_error;                  /* NULL: none; peer_error() reads it */
 	uint64_t next_attempt_ms;
 	/* The last ICMP port unreachable from its endpoint: when (monotonic
 	 * ms; 0 = none) and "nothing listens on UDP PORT at HOST". */
-	uint64_t unreachable_ms;
-	char unreachable[96];
+	uint64_t unreachable_ms;           /* what it said: peer_unreachable_fmt() */
 	struct evdns_getaddrinfo_request *dns_req;   /* resolve.c, in flight */
 	bool scope_missing;                /* resolve.c: fe80::…%IF whose IF is not there (said) */
 
 	/* Packets waiting for the handshake: a ring of PEER_PENDING_MAX
-	 * buffers of pending_size bytes, allocated on first use. */
+	 * buffers of pending_size bytes and their lengths, allocated on
+	 * first use (an idle peer keeps neither). */
 	uint8_t *pending_mem;
 	size_t pending_size;
-	struct { size_t len; uint8_t tos; } pending[PEER_PENDING_MAX];
+	struct peer_pending { size_t len; uint8_t tos; } *pending;
 	unsigned pending_head, pending_n;
 
 	struct event *ev_keepalive;        /* peer_timers.c */
@@ -137,6 +137,23 @@ struct peer {
 	struct event *ev_ping;             /* touctl ping's deadline */
 	struct event *ev_transport;        /* the switching policy's look (endpoint-tcp) */
 };
+
+/* Why the peer is not up (touctl show's last_error): set (printf, cut at
+ * PEER_ERROR_MAX bytes), cleared, read ("" when none).  On the heap: most
+ * peers never have one. */
+#define PEER_ERROR_MAX 320
+void peer_error_set(struct peer *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void peer_error_clear(struct peer *p);
+static inline const char *
+peer_error(const struct peer *p)
+{
+	return p->last_error ? p->last_error : "";
+}
+
+/* "nothing listens on UDP PORT at HOST" for p's endpoint, the last ICMP
+ * port unreachable's (p->unreachable_ms) */
+#define PEER_UNREACHABLE_MAX 96
+const char *peer_unreachable_fmt(const struct peer *p, char *buf, size_t len);
 
 /* Create a peer from its configuration: endpoint (a literal address, or a
  * name resolved now; failure leaves it without one and logs), addresses. */

@@ -74,6 +74,46 @@
 #define UDP_PROBE_MIN_MS 1000
 #define UDP_PROBE_MAX_MS 16000
 
+static void keepalive_cb(evutil_socket_t, short, void *);
+static void liveness_cb(evutil_socket_t, short, void *);
+static void retry_cb(evutil_socket_t, short, void *);
+static void rekey_cb(evutil_socket_t, short, void *);
+static void dead_cb(evutil_socket_t, short, void *);
+static void passive_cb(evutil_socket_t, short, void *);
+static void path_cb(evutil_socket_t, short, void *);
+static void ping_cb(evutil_socket_t, short, void *);
+static void transport_cb(evutil_socket_t, short, void *);
+
+/* Arm the timer in *ev, made the first time it is needed: a configured
+ * peer that nothing happens to keeps none (tens of thousands of idle
+ * peers cost no timers).  -ENOMEM, said, if it cannot be made. */
+static int
+timer_arm(struct peer *p, struct event **ev, event_callback_fn cb, uint64_t ms)
+{
+	if (!*ev && !(*ev = evtimer_new(p->toud->base, cb, p))) {
+		log_err("peer \"%s\": no memory for a timer", p->name);
+		return -ENOMEM;
+	}
+	timer_arm_ms(*ev, ms);
+	return 0;
+}
+
+/* ARM(p, keepalive, ms): p->ev_keepalive, with keepalive_cb. */
+#define ARM(p, name, ms) timer_arm((p), &(p)->ev_##name, name##_cb, (ms))
+
+static void
+timer_disarm(struct event *ev)
+{
+	if (ev)
+		evtimer_del(ev);
+}
+
+static bool
+timer_pending(const struct event *ev)
+{
+	return ev && evtimer_pending(ev, NULL);
+}
+
 static uint64_t
 liveness_ms(const struct peer *p)
 {
@@ -97,10 +137,10 @@ keepalive_cb(evutil_socket_t fd, short what, void *arg)
 	if (p->has_endpoint && now - p->last_tx_ms >= interval) {
 		if (tx_control(p->toud, p, GUE_CTYPE_KEEPALIVE, NULL, 0) < 0)
 			log_debug_rl("peer \"%s\": keepalive not sent", p->name);
-		timer_arm_ms(p->ev_keepalive, interval);
+		ARM(p, keepalive, interval);
 		return;
 	}
-	timer_arm_ms(p->ev_keepalive, p->has_endpoint ? p->last_tx_ms + interval - now : interval);
+	ARM(p, keepalive, p->has_endpoint ? p->last_tx_ms + interval - now : interval);
 }
 
 static void
@@ -112,12 +152,12 @@ liveness_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	if (now - p->last_rx_ms < window) {
-		timer_arm_ms(p->ev_liveness, p->last_rx_ms + window - now);
+		ARM(p, liveness, p->last_rx_ms + window - now);
 		return;
 	}
 	if (p->toud->dtls && p->cur && !p->cf->keepalive) {
 		/* A quiet peer with a session is still up. */
-		timer_arm_ms(p->ev_liveness, window);
+		ARM(p, liveness, window);
 		return;
 	}
 	peer_event(p, p->cf->keepalive ? PEER_EV_DEAD : PEER_EV_QUIET);
@@ -135,7 +175,7 @@ dead_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (!p->unanswered_ms || peer_timers_check_dead(p, now))
 		return;
-	timer_arm_ms(p->ev_dead, p->unanswered_ms + peer_timers_dead_ms(p) - now);
+	ARM(p, dead, p->unanswered_ms + peer_timers_dead_ms(p) - now);
 }
 
 void
@@ -147,8 +187,8 @@ peer_timers_data_sent(struct peer *p, uint64_t now)
 	if (p->unanswered_ms)
 		return;
 	p->unanswered_ms = now;
-	if (!evtimer_pending(p->ev_dead, NULL))
-		timer_arm_ms(p->ev_dead, peer_timers_dead_ms(p));
+	if (!timer_pending(p->ev_dead))
+		ARM(p, dead, peer_timers_dead_ms(p));
 }
 
 void
@@ -159,7 +199,7 @@ peer_timers_authenticated_rx(struct peer *p, uint64_t now)
 	if (p->state != PEER_UP) {
 		/* The first packet in a while. */
 		peer_event(p, PEER_EV_UP);
-		timer_arm_ms(p->ev_liveness, liveness_ms(p));
+		ARM(p, liveness, liveness_ms(p));
 	}
 }
 
@@ -173,8 +213,8 @@ peer_timers_data_received(struct peer *p, uint64_t now)
 		tx_control(p->toud, p, GUE_CTYPE_KEEPALIVE, NULL, 0);
 		return;
 	}
-	if (!evtimer_pending(p->ev_passive, NULL))
-		timer_arm_ms(p->ev_passive, PEER_PASSIVE_KEEPALIVE_MS);
+	if (!timer_pending(p->ev_passive))
+		ARM(p, passive, PEER_PASSIVE_KEEPALIVE_MS);
 }
 
 bool
@@ -245,7 +285,7 @@ peer_timers_auth_changed(struct peer *p)
 	p->hs_failures = 0;
 	p->hs_retry_ms = 0;
 	p->next_attempt_ms = 0;
-	evtimer_del(p->ev_retry);
+	timer_disarm(p->ev_retry);
 	if (!p->cur && (p->pending_n || p->cf->keepalive || p->reconnect))
 		handshake_initiate(p, toud_now(p->toud));
 }
@@ -258,7 +298,7 @@ peer_timers_closed_by_peer(struct peer *p)
 		return;
 	peer_event(p, PEER_EV_CLOSED);
 	/* Said until a session is up again, so `show` tells why it went. */
-	snprintf(p->last_error, sizeof(p->last_error), "closed by the peer");
+	peer_error_set(p, "closed by the peer");
 	if (p->next)
 		peer_event(p, PEER_EV_HANDSHAKE_STARTED);
 	/* It is going away, probably to restart.  Where we know its address
@@ -269,7 +309,7 @@ peer_timers_closed_by_peer(struct peer *p)
 	p->reconnect = true;
 	p->hs_retry_ms = 0;
 	p->next_attempt_ms = toud_now(p->toud) + RECONNECT_MS;
-	timer_arm_ms(p->ev_retry, RECONNECT_MS);
+	ARM(p, retry, RECONNECT_MS);
 }
 
 void
@@ -301,14 +341,14 @@ peer_timers_handshake_failed(struct peer *p, const char *why)
 	delay += jitter(delay / 4);
 	p->hs_failures++;
 	p->hs_retry_ms = now + delay;
-	if (why && !p->last_error[0])
-		snprintf(p->last_error, sizeof(p->last_error), "handshake failed: %s", why);
+	if (why && !*peer_error(p))
+		peer_error_set(p, "handshake failed: %s", why);
 	/* The retry starts a handshake only if there is a reason to. */
 	p->next_attempt_ms = p->pending_n || p->cf->keepalive || p->reconnect ? p->hs_retry_ms : 0;
 	resolve_peer(p);                /* the name may point elsewhere now */
 	if (!p->cur)
 		peer_event(p, PEER_EV_HANDSHAKE_FAILED);
-	timer_arm_ms(p->ev_retry, delay);
+	ARM(p, retry, delay);
 }
 
 uint64_t
@@ -368,7 +408,7 @@ rekey_cb(evutil_socket_t fd, short what, void *arg)
 		/* Past its maximum age and no replacement came up: end it. */
 		log_warnx("peer \"%s\": session %016llx ended at its maximum age", p->name,
 		    (unsigned long long)p->cur->id);
-		snprintf(p->last_error, sizeof(p->last_error), "session reached its maximum age");
+		peer_error_set(p, "session reached its maximum age");
 		session_end(p->cur);
 		sessions_ended(p, PEER_EV_SESSIONS_ENDED);
 		return;
@@ -376,7 +416,7 @@ rekey_cb(evutil_socket_t fd, short what, void *arg)
 	if (handshake_needs_rekey(p, now))
 		handshake_initiate(p, now);
 	if (p->cur)
-		timer_arm_ms(p->ev_rekey, rekey_next(p, now));
+		ARM(p, rekey, rekey_next(p, now));
 }
 
 void
@@ -386,12 +426,12 @@ peer_timers_handshake_done(struct peer *p)
 	p->hs_retry_ms = 0;
 	p->reconnect = false;
 	p->next_attempt_ms = 0;
-	p->last_error[0] = '\0';
+	peer_error_clear(p);
 	p->unanswered_ms = 0;
 	peer_event(p, PEER_EV_UP);
-	timer_arm_ms(p->ev_liveness, liveness_ms(p));
-	timer_arm_ms(p->ev_rekey, rekey_next(p, toud_now(p->toud)));
-	evtimer_del(p->ev_retry);
+	ARM(p, liveness, liveness_ms(p));
+	ARM(p, rekey, rekey_next(p, toud_now(p->toud)));
+	timer_disarm(p->ev_retry);
 	/* On TCP, a new UDP session is worth a probe at once. */
 	if (p->transport == TRANSPORT_TCP)
 		p->udp_probe_ms = 0;
@@ -406,8 +446,8 @@ peer_timers_sessions_ended(struct peer *p)
 void
 peer_timers_reset(struct peer *p)
 {
-	evtimer_del(p->ev_rekey);
-	evtimer_del(p->ev_dead);
+	timer_disarm(p->ev_rekey);
+	timer_disarm(p->ev_dead);
 	p->unanswered_ms = 0;
 }
 
@@ -455,9 +495,9 @@ peer_timers_path_due(struct peer *p, uint64_t now)
 		break;
 	}
 	if (pp->state == PATH_PROBING)
-		timer_arm_ms(p->ev_path, pp->next_ms > now ? pp->next_ms - now : 0);
+		ARM(p, path, pp->next_ms > now ? pp->next_ms - now : 0);
 	else
-		evtimer_del(p->ev_path);
+		timer_disarm(p->ev_path);
 }
 
 /* --- the transport policy ---------------------------------------------- */
@@ -528,7 +568,7 @@ transport_cb(evutil_socket_t fd, short what, void *arg)
 		p->tcp_retry_ms = now + backoff_ms(TCP_RETRY_MIN_MS, TCP_RETRY_MAX_MS,
 		    p->tcp_failures++);
 	}
-	timer_arm_ms(p->ev_transport, PEER_TRANSPORT_TICK_MS);
+	ARM(p, transport, PEER_TRANSPORT_TICK_MS);
 }
 
 void
@@ -545,7 +585,7 @@ peer_timers_tcp_up(struct peer *p)
 	p->udp_probe_ms = now + UDP_PROBE_MIN_MS;
 	peer_transport(p, TRANSPORT_TCP, tcp_outgoing(p) ? "UDP does not answer" :
 	    "the peer connected over TCP");
-	p->last_error[0] = '\0';
+	peer_error_clear(p);
 	peer_timers_authenticated_rx(p, now);
 	tx_send_staged(p);
 }
@@ -610,66 +650,44 @@ peer_timers_ping(struct peer *p, peer_ping_fn *fn, void *arg)
 		return r;
 	p->ping_fn = fn;
 	p->ping_arg = arg;
-	timer_arm_ms(p->ev_ping, PEER_PING_TIMEOUT_MS);
+	ARM(p, ping, PEER_PING_TIMEOUT_MS);
 	return 0;
 }
 
 void
 peer_timers_ping_done(struct peer *p)
 {
-	if (p->ev_ping)
-		evtimer_del(p->ev_ping);
+		timer_disarm(p->ev_ping);
 }
 
 int
 peer_timers_init(struct peer *p)
 {
-	struct event_base *base = p->toud->base;
-
-	p->ev_liveness = evtimer_new(base, liveness_cb, p);
-	p->ev_retry = evtimer_new(base, retry_cb, p);
-	p->ev_rekey = evtimer_new(base, rekey_cb, p);
-	p->ev_dead = evtimer_new(base, dead_cb, p);
-	p->ev_passive = evtimer_new(base, passive_cb, p);
-	p->ev_path = evtimer_new(base, path_cb, p);
-	p->ev_ping = evtimer_new(base, ping_cb, p);
-	p->ev_transport = evtimer_new(base, transport_cb, p);
 	path_reset(&p->probe);
-	if (!p->ev_liveness || !p->ev_retry || !p->ev_rekey || !p->ev_dead || !p->ev_passive ||
-	    !p->ev_path || !p->ev_ping || !p->ev_transport)
+	if (p->cf->endpoint_tcp_host && ARM(p, transport, PEER_TRANSPORT_TICK_MS) < 0)
 		return -ENOMEM;
-	if (p->cf->endpoint_tcp_host)
-		timer_arm_ms(p->ev_transport, PEER_TRANSPORT_TICK_MS);
-	if (p->cf->keepalive) {
-		p->ev_keepalive = evtimer_new(base, keepalive_cb, p);
-		if (!p->ev_keepalive)
-			return -ENOMEM;
-		/* The first keepalive goes out at once: it opens the NAT
-		 * mapping and tells the peer where we are. */
-		timer_arm_ms(p->ev_keepalive, 0);
-	}
+	/* The first keepalive goes out at once: it opens the NAT mapping and
+	 * tells the peer where we are. */
+	if (p->cf->keepalive && ARM(p, keepalive, 0) < 0)
+		return -ENOMEM;
 	return 0;
 }
 
 void
 peer_timers_reconfigure(struct peer *p)
 {
-	if (p->cf->endpoint_tcp_host && !evtimer_pending(p->ev_transport, NULL))
-		timer_arm_ms(p->ev_transport, PEER_TRANSPORT_TICK_MS);
+	if (p->cf->endpoint_tcp_host && !timer_pending(p->ev_transport))
+		ARM(p, transport, PEER_TRANSPORT_TICK_MS);
 	/* A reload took endpoint-tcp away: nothing would probe UDP again. */
 	if (!p->cf->endpoint_tcp_host && tcp_outgoing(p)) {
 		peer_transport(p, TRANSPORT_UDP, "endpoint-tcp removed");
 		tcp_close(p);
 	}
-	if (p->cf->keepalive && !p->ev_keepalive) {
-		p->ev_keepalive = evtimer_new(p->toud->base, keepalive_cb, p);
-		if (p->ev_keepalive)
-			timer_arm_ms(p->ev_keepalive, 0);
-	} else if (!p->cf->keepalive && p->ev_keepalive) {
+	if (p->cf->keepalive) {
+		ARM(p, keepalive, 0);     /* at once, or re-evaluated with the new interval */
+	} else if (p->ev_keepalive) {
 		event_free(p->ev_keepalive);
 		p->ev_keepalive = NULL;
-	} else if (p->ev_keepalive) {
-		timer_arm_ms(p->ev_keepalive, 0);     /* re-evaluate with the new interval */
 	}
 }
 

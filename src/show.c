@@ -350,7 +350,7 @@ show_json_peer(FILE *b, const struct peer *p, uint64_t now_ms)
 	fputs(",\n      \"cipher\": ", b);
 	show_json_str_or_null(b, show_cipher(p));
 	fputs(",\n      \"last_error\": ", b);
-	show_json_str_or_null(b, p->last_error[0] ? p->last_error : NULL);
+	show_json_str_or_null(b, *peer_error(p) ? peer_error(p) : NULL);
 	fputs(",\n      \"next_attempt\": ", b);
 	if (show_next_attempt(p, now_ms, &v))
 		fprintf(b, "%" PRIu64, v);
@@ -607,9 +607,9 @@ show_text_peer(FILE *b, const struct peer *p, uint64_t now_ms)
 	if (p->cf->keepalive)
 		fprintf(b, "  keepalive: every %u seconds\n", p->cf->keepalive);
 	fprintf(b, "  preshared key: %s\n", p->cf->has_psk ? "yes" : "no");
-	if (p->last_error[0]) {
+	if (*peer_error(p)) {
 		fputs("  last error: ", b);
-		show_text_str(b, p->last_error);
+		show_text_str(b, peer_error(p));
 		fwrite("\n", 1, 1, b);
 	}
 	if (show_next_attempt(p, now_ms, &v))

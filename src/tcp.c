@@ -186,7 +186,7 @@ conn_fail(struct tcp_conn *c, const char *why)
 		else
 			log_warnx("peer \"%s\": tcp connection to %s failed: %s", p->name, c->name,
 			    why);
-		snprintf(p->last_error, sizeof(p->last_error), "tcp %s: %s", c->name, why);
+		peer_error_set(p, "tcp %s: %s", c->name, why);
 	}
 	conn_free(c);
 	if (p)

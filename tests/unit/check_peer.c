@@ -716,7 +716,7 @@ START_TEST(reconnect_after_close)
 	ck_assert_uint_eq(B.t.events[EVENT_SESSION_CLOSED], 1);
 	/* B knows A's address: it reconnects 1 s later. */
 	ck_assert(pb->reconnect);
-	ck_assert_str_eq(pb->last_error, "closed by the peer");
+	ck_assert_str_eq(peer_error(pb), "closed by the peer");
 	ck_assert_uint_eq(pb->next_attempt_ms, fake_now + 1000);
 	fake_now += 1000;
 	ck_assert_int_eq(handshake_initiate(pb, fake_now), 0);
@@ -726,7 +726,7 @@ START_TEST(reconnect_after_close)
 	ck_assert_ptr_nonnull(pa->cur);
 	ck_assert_uint_eq(pa->cur->id, pb->cur->id);
 	ck_assert(!pb->reconnect);
-	ck_assert_str_eq(pb->last_error, "");
+	ck_assert_str_eq(peer_error(pb), "");
 	ck_assert_uint_eq(pb->next_attempt_ms, 0);
 }
 END_TEST
@@ -1451,9 +1451,9 @@ START_TEST(reload_changes_key)
 	ck_assert_uint_ge(B.t.drops[DROP_HANDSHAKE] + pb->drops[DROP_HANDSHAKE], 1);
 	ck_assert_str_ne(state(&B), "up");
 	/* A hears why: B rejected its key. */
-	ck_assert_msg(strncmp(pa->last_error, "handshake failed: rejected by the other side (alert: ",
+	ck_assert_msg(strncmp(peer_error(pa), "handshake failed: rejected by the other side (alert: ",
 	    strlen("handshake failed: rejected by the other side (alert: ")) == 0, "%s",
-	    pa->last_error);
+	    peer_error(pa));
 }
 END_TEST
 
@@ -1585,7 +1585,7 @@ START_TEST(reauthorize_ends_session)
 	ck_assert_uint_eq(handshake_reauthorize(&B.t), 1);
 	ck_assert_ptr_null(pb->cur);
 	ck_assert_str_eq(state(&B), "idle");
-	ck_assert_str_eq(pb->last_error, "session ended: key no longer accepted");
+	ck_assert_str_eq(peer_error(pb), "session ended: key no longer accepted");
 	/* Nothing is left to end. */
 	ck_assert_uint_eq(handshake_reauthorize(&B.t), 0);
 }
@@ -1613,7 +1613,7 @@ START_TEST(wrong_pin_diagnosed)
 	fp_hex(other, want);
 	snprintf(msg, sizeof(msg), "handshake failed: its key %s does not match the pinned %s",
 	    got, want);
-	ck_assert_str_eq(pa->last_error, msg);
+	ck_assert_str_eq(peer_error(pa), msg);
 	/* B answered as responder and learnt of the rejection by an alert. */
 	ck_assert_ptr_null(pb->cur);
 	ck_assert_uint_ge(B.t.events[EVENT_HANDSHAKE_FAILED], 1);
@@ -1652,7 +1652,7 @@ START_TEST(no_answer_diagnosed)
 	fake_now += SESSION_HANDSHAKE_MS;
 	hs_timeout(&A, pa);
 	ck_assert_ptr_null(pa->next);
-	ck_assert_str_eq(pa->last_error,
+	ck_assert_str_eq(peer_error(pa),
 	    "handshake failed: no answer: nothing came back from the endpoint within 10 s");
 	ck_assert_uint_eq(pa->events[EVENT_HANDSHAKE_FAILED], 1);
 	ck_assert_str_eq(state(&A), "dead");
@@ -1666,7 +1666,7 @@ START_TEST(no_answer_diagnosed)
 		A.n_out = 0;
 		fake_now += SESSION_HANDSHAKE_MS;
 		hs_timeout(&A, pa);
-		ck_assert(starts_with(pa->last_error, "handshake failed: no answer: "));
+		ck_assert(starts_with(peer_error(pa), "handshake failed: no answer: "));
 		/* 30, 60, 90 s after the first: logged again at 60, and
 		 * then not before 120. */
 		ck_assert_uint_eq(pa->hs_log_ms, i == 0 ? first : first + 60000);
@@ -1691,7 +1691,7 @@ START_TEST(cookie_stuck_diagnosed)
 	A.n_out = 0;
 	fake_now += SESSION_HANDSHAKE_MS;
 	hs_timeout(&A, pa);
-	ck_assert(starts_with(pa->last_error, "handshake failed: no answer: "));
+	ck_assert(starts_with(peer_error(pa), "handshake failed: no answer: "));
 
 	fake_now += 5000;
 	t1 = fake_now + SESSION_HANDSHAKE_MS;
@@ -1708,9 +1708,9 @@ START_TEST(cookie_stuck_diagnosed)
 	ck_assert_uint_eq(pa->next->hs_rx_cookie_requests, 1);
 	fake_now = t1;
 	hs_timeout(&A, pa);
-	ck_assert_msg(starts_with(pa->last_error, "handshake failed: cookie exchange stuck: 1 cookie "
+	ck_assert_msg(starts_with(peer_error(pa), "handshake failed: cookie exchange stuck: 1 cookie "
 	    "request came back, but no answer to the ClientHello that carried the cookie"), "%s",
-	    pa->last_error);
+	    peer_error(pa));
 	ck_assert_uint_eq(pa->hs_log_ms, t1);  /* a new kind: logged within the minute */
 	ck_assert_str_eq(pa->hs_log_kind, "cookie exchange stuck");
 	ck_assert_uint_eq(session_half_open(&B.t), 0);
@@ -1786,11 +1786,11 @@ START_TEST(cipher_mismatch_diagnosed)
 	ck_assert_ptr_null(pa->cur);
 	ck_assert_ptr_null(pa->next);
 	ck_assert_ptr_null(pb->cur);
-	ck_assert_str_eq(pa->last_error, "handshake failed: version/cipher mismatch: the other side "
+	ck_assert_str_eq(peer_error(pa), "handshake failed: version/cipher mismatch: the other side "
 	    "shares no cipher suite or group with this one (alert: handshake failure)");
 	ck_assert_str_eq(pa->hs_log_kind, "version/cipher mismatch");
 	ck_assert_uint_eq(B.t.events[EVENT_HANDSHAKE_FAILED], 1);
-	ck_assert_str_eq(pb->last_error, "handshake from its endpoint failed: version/cipher "
+	ck_assert_str_eq(peer_error(pb), "handshake from its endpoint failed: version/cipher "
 	    "mismatch: none of the other side's cipher suites is one of toud's");
 	ck_assert_int_eq(pb->state, PEER_DEAD);       /* not idle: its handshakes fail */
 	ck_assert_uint_eq(pb->hs_log_ms, fake_now);
@@ -1808,9 +1808,9 @@ START_TEST(version_mismatch_diagnosed)
 	pump_mangled(true);
 	ck_assert_ptr_null(pa->cur);
 	ck_assert_ptr_null(pb->cur);
-	ck_assert_str_eq(pa->last_error, "handshake failed: version/cipher mismatch: the other side "
+	ck_assert_str_eq(peer_error(pa), "handshake failed: version/cipher mismatch: the other side "
 	    "does not take DTLS 1.2 (alert: protocol version)");
-	ck_assert_str_eq(pb->last_error, "handshake from its endpoint failed: version/cipher "
+	ck_assert_str_eq(peer_error(pb), "handshake from its endpoint failed: version/cipher "
 	    "mismatch: the other side offers no DTLS 1.2, the one version toud speaks");
 }
 END_TEST
@@ -2131,12 +2131,12 @@ START_TEST(cert_matches_two_peers)
 	ck_assert_uint_ge(A.t.events[EVENT_HANDSHAKE_FAILED], 1);
 	ck_assert_uint_ge(A.t.drops[DROP_HANDSHAKE], 1);
 	ck_assert_uint_eq(session_half_open(&A.t), 0);
-	ck_assert_str_eq(pb->last_error, want);
-	ck_assert_str_eq(pc->last_error, want);
-	ck_assert_msg(strncmp(pa->last_error, "handshake failed: rejected by the other side",
-	    strlen("handshake failed: rejected by the other side")) == 0, "%s", pa->last_error);
+	ck_assert_str_eq(peer_error(pb), want);
+	ck_assert_str_eq(peer_error(pc), want);
+	ck_assert_msg(strncmp(peer_error(pa), "handshake failed: rejected by the other side",
+	    strlen("handshake failed: rejected by the other side")) == 0, "%s", peer_error(pa));
 	/* A starts, to b: the key it meets is b's pin, but c accepts it too. */
-	pb->last_error[0] = '\0';
+	peer_error_clear(pb);
 	ck_assert_int_eq(handshake_initiate(pb, fake_now), 0);
 	pump();
 	ck_assert_ptr_null(pb->cur);
@@ -2144,7 +2144,7 @@ START_TEST(cert_matches_two_peers)
 	ck_assert_int_eq(tun_recv(&B), -1);
 	snprintf(want, sizeof(want),
 	    "handshake failed: its key %s matches both peer \"b\" and peer \"c\"", fb);
-	ck_assert_str_eq(pb->last_error, want);
+	ck_assert_str_eq(peer_error(pb), want);
 	ck_assert_uint_ge(pb->drops[DROP_HANDSHAKE], 1);
 }
 END_TEST
@@ -2198,7 +2198,7 @@ START_TEST(max_age_end)
 		ck_assert_ptr_null(pb->cur);
 		ck_assert_ptr_null(pb->next);
 		ck_assert_str_eq(state(&B), dead ? "dead" : "idle");
-		ck_assert_str_eq(pb->last_error, "session reached its maximum age");
+		ck_assert_str_eq(peer_error(pb), "session reached its maximum age");
 		/* its close_notify reaches A, which drops the session too */
 		ck_assert_uint_gt(B.n_out, 0);
 		deliver(&B, &A);
