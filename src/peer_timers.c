@@ -645,19 +645,23 @@ peer_timers_ping(struct peer *p, peer_ping_fn *fn, void *arg)
 		return -EBUSY;
 	if (RAND_bytes(p->ping_token, sizeof(p->ping_token)) != 1)
 		return -EIO;
+	/* The deadline first: a ping without one would never end. */
+	if (ARM(p, ping, PEER_PING_TIMEOUT_MS) < 0)
+		return -ENOMEM;
 	if ((r = tx_path_message(s, GUE_CTYPE_CHALLENGE, p->ping_token, &s->addr, &s->local,
-	    0)) < 0)
+	    0)) < 0) {
+		timer_disarm(p->ev_ping);
 		return r;
+	}
 	p->ping_fn = fn;
 	p->ping_arg = arg;
-	ARM(p, ping, PEER_PING_TIMEOUT_MS);
 	return 0;
 }
 
 void
 peer_timers_ping_done(struct peer *p)
 {
-		timer_disarm(p->ev_ping);
+	timer_disarm(p->ev_ping);
 }
 
 int
