@@ -3,7 +3,6 @@
  * them, and state changes: peer_event() is the only writer of p->state,
  * applying the table in peer_fsm.c. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -151,31 +150,6 @@ peer_free(struct peer *p)
 	free(p->pending);
 	free(p->last_error);
 	free(p);
-}
-
-void
-peer_error_set(struct peer *p, const char *fmt, ...)
-{
-	char buf[PEER_ERROR_MAX];
-	va_list ap;
-	char *s;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	if (p->last_error && strcmp(p->last_error, buf) == 0)
-		return;
-	if (!(s = strdup(buf)))
-		return;         /* keeps the one it had: out of memory is said elsewhere */
-	free(p->last_error);
-	p->last_error = s;
-}
-
-void
-peer_error_clear(struct peer *p)
-{
-	free(p->last_error);
-	p->last_error = NULL;
 }
 
 /* The i-th prefix of p: addresses first, then allowed-ips. */

@@ -21,8 +21,12 @@
 #ifndef TOUD_PEER_H
 #define TOUD_PEER_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "drop.h"
 #include "events.h"
@@ -142,12 +146,39 @@ struct peer {
  * PEER_ERROR_MAX bytes), cleared, read ("" when none).  On the heap: most
  * peers never have one. */
 #define PEER_ERROR_MAX 320
-void peer_error_set(struct peer *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void peer_error_clear(struct peer *p);
 static inline const char *
 peer_error(const struct peer *p)
 {
 	return p->last_error ? p->last_error : "";
+}
+
+static inline void
+peer_error_clear(struct peer *p)
+{
+	free(p->last_error);
+	p->last_error = NULL;
+}
+
+/* Inline, as a plain field's assignment was: tcp.c and the others that
+ * say why a peer is down take no call into peer.c for it (tests/cli/knot.sh). */
+static inline void peer_error_set(struct peer *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static inline void
+peer_error_set(struct peer *p, const char *fmt, ...)
+{
+	char buf[PEER_ERROR_MAX], *s;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (p->last_error && strcmp(p->last_error, buf) == 0)
+		return;
+	if (!(s = strdup(buf)))
+		return;         /* keeps the one it had */
+	free(p->last_error);
+	p->last_error = s;
 }
 
 /* "nothing listens on UDP PORT at HOST" for p's endpoint, the last ICMP
