@@ -14,6 +14,14 @@
  *       after -t seconds at the latest, keep the sessions -H seconds more,
  *       and close them (-H -1: keep them until the process is stopped).
  *       Prints one line of figures; exits 0 when every client came up.
+ *   hsload inproc DIR N
+ *       the same handshakes without sockets, one after the other, between
+ *       clients 1 .. N-1 and a server with key 0 in this process: the
+ *       server side's CPU per handshake (cookie exchange, handshake, the
+ *       first data record), and what parsing one client certificate
+ *       (d2i_X509, as libssl does) costs of it.  Where a daemon's figure
+ *       stands above this one, the rest is the daemon's own (sockets,
+ *       loop, limits); this one against the crypto floor is the library's.
  *
  * Threading: one thread, one epoll loop over the clients' sockets. */
 #include <arpa/inet.h>
@@ -26,9 +34,14 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/rand.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 
 #include "dtls.h"
 #include "gue.h"
@@ -329,6 +342,238 @@ run(int argc, char **argv)
 	return up == n ? 0 : 1;
 }
 
+/* In process: records between one client and the server, in memory. */
+struct hop {
+	uint8_t b[BUF_LEN];
+	size_t len;
+	bool to_server;
+};
+
+struct wire {
+	struct hop q[64];
+	unsigned n;
+};
+
+static void
+wire_push(struct wire *w, bool to_server, const uint8_t *rec, size_t len,
+    struct record_sealer *seal)
+{
+	struct hop *h;
+
+	if (w->n == ARRAY_SIZE(w->q) || len > sizeof(h->b))
+		return;
+	h = &w->q[w->n++];
+	memcpy(h->b, rec, len);
+	h->len = len;
+	h->to_server = to_server;
+	if (seal && record_finish(seal, h->b, len) != RECORD_OK)
+		w->n--;
+}
+
+static void
+to_client_out(void *arg, const uint8_t *rec, size_t len, const union sockaddr_union *to,
+    struct record_sealer *seal)
+{
+	(void)to;
+	wire_push(arg, false, rec, len, seal);
+}
+
+static void
+to_server_out(void *arg, const uint8_t *rec, size_t len, const union sockaddr_union *to,
+    struct record_sealer *seal)
+{
+	(void)to;
+	wire_push(arg, true, rec, len, seal);
+}
+
+static void
+listen_to_client(void *arg, uint64_t sid, const uint8_t *rec, size_t len,
+    const union sockaddr_union *to)
+{
+	(void)sid;
+	(void)to;
+	wire_push(arg, false, rec, len, NULL);
+}
+
+static uint64_t
+cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* One handshake and the client's first record; the server's CPU in ns, 0
+ * when it did not complete. */
+static uint64_t
+inproc_one(struct dtls_ctx *sc, struct dtls_ctx *cc, struct wire *w,
+    const union sockaddr_union *saddr, const union sockaddr_union *caddr)
+{
+	struct dtls_sess *cs, *ss = NULL;
+	uint8_t plain[BUF_LEN];
+	uint64_t ns = 0, t, seq;
+	bool cdone = false, sdata = false;
+	struct dtls_record r;
+	size_t outlen;
+	unsigned rounds;
+
+	w->n = 0;
+	if (!(cs = dtls_sess_client(cc, &marker, to_server_out, w, saddr)) ||
+	    dtls_sess_handshake(cs) == DTLS_ERR_HANDSHAKE) {
+		dtls_sess_free(cs);
+		return 0;
+	}
+	for (rounds = 0; rounds < 32 && w->n > 0 && !sdata; rounds++) {
+		struct wire cur = *w;
+		unsigned i;
+
+		w->n = 0;
+		for (i = 0; i < cur.n; i++) {
+			struct hop *h = &cur.q[i];
+
+			if (!h->to_server) {
+				if (dtls_sess_input(cs, h->b, h->len, plain, sizeof(plain), &outlen,
+				    &seq) == DTLS_DONE)
+					cdone = true;
+				continue;
+			}
+			t = cpu_ns();
+			if (!ss)
+				(void)dtls_listen(sc, h->b, h->len, caddr, to_client_out, w, &ss);
+			else if (dtls_sess_input(ss, h->b, h->len, plain, sizeof(plain), &outlen,
+			    &seq) == DTLS_DATA)
+				sdata = true;
+			ns += cpu_ns() - t;
+		}
+		if (cdone) {
+			uint8_t word[GUE_WORD_LEN];
+
+			gue_control_encode(word, GUE_CTYPE_KEEPALIVE);
+			if (dtls_sess_seal(cs, word, sizeof(word), &r) == 0)
+				wire_push(w, true, r.rec, r.len, r.seal);
+			cdone = false;
+		}
+	}
+	t = cpu_ns();
+	dtls_sess_free(ss);
+	ns += cpu_ns() - t;
+	dtls_sess_free(cs);
+	return sdata ? ns : 0;
+}
+
+/* The crypto floor of one server handshake with this library, in ns: an
+ * ephemeral P-256 key, one ECDH, one ECDSA signature and one verification,
+ * each from a context made once (as `openssl speed` measures them). */
+static uint64_t
+inproc_floor(void)
+{
+	EVP_PKEY_CTX *kctx, *dctx = NULL, *sctx = NULL, *vctx = NULL;
+	EVP_PKEY *a = NULL, *b = NULL, *e;
+	uint8_t md[32] = { 1 }, sig[80], secret[32];
+	size_t siglen = sizeof(sig), n;
+	uint64_t t, ns = 0;
+	int i, ok = 1;
+	const int rounds = 200;
+
+	if (!(kctx = EVP_PKEY_CTX_new_from_name(NULL, "EC", NULL)) ||
+	    EVP_PKEY_keygen_init(kctx) != 1 ||
+	    EVP_PKEY_CTX_set_group_name(kctx, "P-256") != 1 ||
+	    EVP_PKEY_keygen(kctx, &a) != 1 || EVP_PKEY_keygen(kctx, &b) != 1 ||
+	    !(dctx = EVP_PKEY_CTX_new(a, NULL)) || EVP_PKEY_derive_init(dctx) != 1 ||
+	    EVP_PKEY_derive_set_peer(dctx, b) != 1 ||
+	    !(sctx = EVP_PKEY_CTX_new(a, NULL)) || EVP_PKEY_sign_init(sctx) != 1 ||
+	    EVP_PKEY_sign(sctx, sig, &siglen, md, sizeof(md)) != 1 ||
+	    !(vctx = EVP_PKEY_CTX_new(a, NULL)) || EVP_PKEY_verify_init(vctx) != 1)
+		ok = 0;
+	t = cpu_ns();
+	for (i = 0; ok && i < rounds; i++) {
+		e = NULL;
+		n = sizeof(secret);
+		ok = EVP_PKEY_keygen(kctx, &e) == 1 &&
+		    EVP_PKEY_derive(dctx, secret, &n) == 1 &&
+		    (siglen = sizeof(sig), EVP_PKEY_sign(sctx, sig, &siglen, md, sizeof(md)) == 1) &&
+		    EVP_PKEY_verify(vctx, sig, siglen, md, sizeof(md)) == 1;
+		EVP_PKEY_free(e);
+	}
+	if (ok)
+		ns = (cpu_ns() - t) / (uint64_t)rounds;
+	EVP_PKEY_CTX_free(kctx);
+	EVP_PKEY_CTX_free(dctx);
+	EVP_PKEY_CTX_free(sctx);
+	EVP_PKEY_CTX_free(vctx);
+	EVP_PKEY_free(a);
+	EVP_PKEY_free(b);
+	return ns;
+}
+
+static int
+inproc(const char *dir, long n)
+{
+	char key[PATH_MAX], cert[PATH_MAX], err[256];
+	union sockaddr_union saddr, caddr;
+	struct dtls_ctx *sc, *cc;
+	static struct wire w;
+	uint64_t ns = 0, t, floor_ns;
+	long i, done = 0;
+	unsigned char *der = NULL;
+	const unsigned char *p;
+	X509 *x;
+	FILE *f;
+	int len, k;
+	struct dtls_ctx_config cfg = {
+		.private_key = key, .certificate = cert, .authorize = authorize,
+		.listen_output = listen_to_client, .listen_output_arg = &w,
+		.link_mtu = LINK_MTU,
+	};
+
+	if (n < 2 || sa_parse("10.200.0.1", 6080, &saddr) < 0)
+		return 2;
+	snprintf(key, sizeof(key), "%s/0/key.pem", dir);
+	snprintf(cert, sizeof(cert), "%s/0/cert.pem", dir);
+	if (!(sc = dtls_ctx_new(&cfg, err, sizeof(err)))) {
+		fprintf(stderr, "hsload: server: %s\n", err);
+		return 1;
+	}
+	for (i = 1; i < n; i++) {
+		snprintf(key, sizeof(key), "%s/%ld/key.pem", dir, i);
+		snprintf(cert, sizeof(cert), "%s/%ld/cert.pem", dir, i);
+		if (!(cc = dtls_ctx_new(&cfg, err, sizeof(err)))) {
+			fprintf(stderr, "hsload: client %ld: %s\n", i, err);
+			return 1;
+		}
+		(void)sa_parse("10.200.0.2", (uint16_t)(10000 + i), &caddr);
+		if ((t = inproc_one(sc, cc, &w, &saddr, &caddr)) != 0) {
+			ns += t;
+			done++;
+		}
+		dtls_ctx_free(cc);
+	}
+	dtls_ctx_free(sc);
+
+	/* What libssl's parse of the client's certificate costs. */
+	if (!(f = fopen(cert, "r")) || !(x = PEM_read_X509(f, NULL, NULL, NULL)) ||
+	    (len = i2d_X509(x, &der)) <= 0) {
+		fprintf(stderr, "hsload: %s: cannot read\n", cert);
+		return 1;
+	}
+	fclose(f);
+	X509_free(x);
+	t = cpu_ns();
+	for (k = 0; k < 1000; k++) {
+		p = der;
+		X509_free(d2i_X509(NULL, &p, len));
+	}
+	t = cpu_ns() - t;
+	OPENSSL_free(der);
+	floor_ns = inproc_floor();
+	printf("inproc %ld of %ld (%s): server CPU per handshake %.0f us; crypto floor %.0f us; "
+	    "certificate parse %.0f us\n", done, n - 1, OpenSSL_version(OPENSSL_VERSION),
+	    done ? (double)ns / (double)done / 1e3 : 0.0, (double)floor_ns / 1e3,
+	    (double)t / 1000 / 1e3);
+	return done == n - 1 ? 0 : 1;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -337,6 +582,9 @@ main(int argc, char **argv)
 		return genkeys(argv[2], atol(argv[3]));
 	if (argc > 1 && strcmp(argv[1], "run") == 0)
 		return run(argc - 1, argv + 1);
-	fprintf(stderr, "usage: hsload genkeys DIR N | hsload run [options] DIR N ADDR PORT\n");
+	if (argc == 4 && strcmp(argv[1], "inproc") == 0)
+		return inproc(argv[2], atol(argv[3]));
+	fprintf(stderr, "usage: hsload genkeys DIR N | hsload run [options] DIR N ADDR PORT | "
+	    "hsload inproc DIR N\n");
 	return 2;
 }

@@ -15,6 +15,11 @@
 # The crypto floor is `openssl speed ecdhp256 ecdsap256` on the same
 # machine: what one server handshake's public-key operations cost at least
 # (an ephemeral key and one ECDH, one ECDSA signature, one verification).
+# `hsload inproc` then runs the same handshakes in one process without
+# sockets: what the library and toud's DTLS code cost per server handshake,
+# against a floor it measures itself, and of that the parse of the client's
+# certificate; what the daemon spends above it is its own (sockets, the
+# loop, the cookie round, the limits).
 #
 # Usage (root): bench/scale.sh
 # Environment: SIZES="1000 10000 50000" LIVE=200 TOUD_BIN TOUCTL_BIN
@@ -85,6 +90,7 @@ start0=$START_MS rss0=$RSS heap0=$HEAP
 toud_stop a
 echo "# crypto floor per server handshake: ${floor_us} us (ECDH ${ecdh_us} us x2, sign ${sign_us} us, verify ${verify_us} us)"
 echo "# no peers: start ${start0} ms, RSS ${rss0} kB, heap ${heap0} B"
+echo "# $("$HSLOAD" inproc "$E2E_DIR/clients" "$LIVE")"
 echo "| peers | start (ms) | RSS idle (MiB) | heap per idle peer (B) | $LIVE clients up (ms) | handshakes/s | server CPU per handshake (us) | x floor | heap per live session (B) | RSS per live session (B) |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
 for n in $SIZES; do
