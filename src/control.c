@@ -166,6 +166,22 @@ control_sent_cb(struct bufferevent *bev, void *arg)
 static void
 control_event_cb(struct bufferevent *bev, short what, void *arg);
 
+/* The request is read: from now on only the writing is timed, each write
+ * that makes progress restarting the clock.  The clock starts now, not
+ * when this turn of the event loop began: libevent times events from its
+ * cached time, and rendering a large reply may have taken longer than the
+ * timeout, which expired the write before its first byte. */
+static void
+control_conn_writing(struct control_conn *cc)
+{
+	struct timeval tv = { CONTROL_TIMEOUT_S, 0 };
+
+	bufferevent_disable(cc->bev, EV_READ);
+	event_base_update_cache_time(bufferevent_get_base(cc->bev));
+	bufferevent_set_timeouts(cc->bev, NULL, &tv);
+	bufferevent_enable(cc->bev, EV_WRITE);
+}
+
 /* Take ownership of the reply out and start sending it; the connection
  * is freed once it is sent, or when the client stops reading it. */
 static void
@@ -180,7 +196,7 @@ control_conn_reply(struct control_conn *cc, char *out)
 		return;
 	}
 	bufferevent_setcb(cc->bev, NULL, control_sent_cb, control_event_cb, cc);
-	bufferevent_enable(cc->bev, EV_WRITE);
+	control_conn_writing(cc);
 }
 
 static char *control_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
