@@ -59,6 +59,9 @@ struct toud {
 
 	struct peer **peers;            /* in configuration order */
 	size_t n_peers;
+	/* Changes whenever the list changes (which peers, in what order; a
+	 * reload): a show_stream walking it by index stops there. */
+	uint64_t peers_gen;
 	size_t n_peers_up;              /* of them in state up (peer.c keeps it) */
 	/* Every live peer by the slot its peer_ref names (peer.h); a slot's
 	 * generation is the one its peer was created with.  Grown as peers

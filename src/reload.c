@@ -179,13 +179,20 @@ reload_peers(struct toud *t, struct conf *nc, struct peer **np, struct reload_co
 {
 	struct peer **old = t->peers;
 	size_t i, n_old = t->n_peers;
+	bool same = n_old == nc->n_peers;
 
 	/* CA files are read afresh, once each, for the new configuration. */
 	t->ca_cache = keys_ca_cache_new();
 	/* Take the surviving peers out of the old list first, then remove the
 	 * rest, so a prefix that moves between peers is free when added. */
-	for (i = 0; i < nc->n_peers; i++)
+	for (i = 0; i < nc->n_peers; i++) {
+		same = same && old[i] && strcmp(old[i]->name, nc->peers[i].name) == 0;
 		np[i] = take_peer(old, n_old, i, nc->peers[i].name);
+	}
+	/* The same peers in the same order is the same list, whatever their
+	 * settings: a show being streamed goes on (show.h). */
+	if (!same)
+		t->peers_gen++;
 	/* Until t->peers is the new list, nothing may walk the old one (a
 	 * state change reports the peers up): it has holes, and the removed
 	 * peers are freed here. */

@@ -427,13 +427,12 @@ show_heap_bytes(void)
 	return mi.uordblks + mi.hblkhd;
 }
 
+/* The interface, up to where the peers begin. */
 static void
-show_json(FILE *b, const struct toud *t, struct peer *const *peers,
-    size_t n, uint64_t now_ms)
+show_json_head(FILE *b, const struct toud *t)
 {
 	char fp[7 + 2 * KEYS_FP_LEN + 1], listen[UTIL_ADDRSTRLEN + 8];
 	struct offload_status off;
-	size_t i;
 
 	fputs("{\n  \"interface\": {\n    \"name\": ", b);
 	show_json_str(b, t->conf->iface.name);
@@ -475,11 +474,6 @@ show_json(FILE *b, const struct toud *t, struct peer *const *peers,
 	    t->host_changes, t->ev_netchange && evtimer_pending(t->ev_netchange, NULL) ?
 	    "true" : "false");
 	fputs("\n  },\n  \"peers\": [", b);
-	for (i = 0; i < n; i++) {
-		fputs(i ? ",\n" : "\n", b);
-		show_json_peer(b, peers[i], now_ms);
-	}
-	fputs(n ? "\n  ]\n}\n" : "]\n}\n", b);
 }
 
 /* "drops:" the losses, then "other:" what is counted but lost nothing
@@ -663,13 +657,12 @@ show_text_dns(FILE *b, const struct toud *t)
 		fprintf(b, " (not applied: %s)\n", dns_error(t) ? dns_error(t) : "unknown");
 }
 
+/* The interface, before the peers. */
 static void
-show_text(FILE *b, const struct toud *t, struct peer *const *peers,
-    size_t n, uint64_t now_ms)
+show_text_head(FILE *b, const struct toud *t)
 {
 	char fp[7 + 2 * KEYS_FP_LEN + 1], listen[UTIL_ADDRSTRLEN + 8];
 	struct offload_status off;
-	size_t i;
 
 	fputs("interface: ", b);
 	show_text_str(b, t->conf->iface.name);
@@ -703,15 +696,43 @@ show_text(FILE *b, const struct toud *t, struct peer *const *peers,
 		    " (default routes; the others in main)" : "");
 	show_text_dns(b, t);
 	show_text_drops(b, t->drops);
-	for (i = 0; i < n; i++)
-		show_text_peer(b, peers[i], now_ms);
+}
+
+/* A show is its head, each peer in turn (the i-th of n), and its end:
+ * show_render() writes them all at once, a show_stream a few peers at a
+ * time. */
+static void
+show_head(FILE *b, const struct toud *t, bool json)
+{
+	if (json)
+		show_json_head(b, t);
+	else
+		show_text_head(b, t);
+}
+
+static void
+show_item(FILE *b, const struct peer *p, size_t i, uint64_t now_ms, bool json)
+{
+	if (json) {
+		fputs(i ? ",\n" : "\n", b);
+		show_json_peer(b, p, now_ms);
+	} else {
+		show_text_peer(b, p, now_ms);
+	}
+}
+
+static void
+show_tail(FILE *b, size_t n, bool json)
+{
+	if (json)
+		fputs(n ? "\n  ]\n}\n" : "]\n}\n", b);
 }
 
 char *
 show_render(struct toud *t, const char *peer, bool json)
 {
 	struct peer *one, *const *peers = t->peers;
-	size_t n = t->n_peers, len;
+	size_t n = t->n_peers, len, i;
 	uint64_t now_ms = util_now_ms();
 	char *out = NULL;
 	FILE *f;
@@ -727,10 +748,10 @@ show_render(struct toud *t, const char *peer, bool json)
 	}
 	if (!(f = open_memstream(&out, &len)))
 		return NULL;
-	if (json)
-		show_json(f, t, peers, n, now_ms);
-	else
-		show_text(f, t, peers, n, now_ms);
+	show_head(f, t, json);
+	for (i = 0; i < n; i++)
+		show_item(f, peers[i], i, now_ms, json);
+	show_tail(f, n, json);
 	bad = ferror(f);
 	if (fclose(f) != 0 || bad) {
 		free(out);
@@ -738,4 +759,61 @@ show_render(struct toud *t, const char *peer, bool json)
 		return NULL;
 	}
 	return out;
+}
+
+/* A stream stands for the list of peers it began with: it keeps the list's
+ * generation and the index of the next peer, never a peer, and looks the
+ * peers up again for each batch.  A list that changed under it (a reload
+ * that added, removed or reordered peers) cannot be gone on with: the
+ * peers already written and those to come would be of two lists. */
+struct show_stream {
+	struct toud *t;
+	uint64_t peers_gen;
+	size_t n;                       /* t->n_peers at the start */
+	size_t next;                    /* the next peer to render */
+	bool json, begun;
+};
+
+struct show_stream *
+show_stream_new(struct toud *t, bool json)
+{
+	struct show_stream *s;
+
+	if (!(s = calloc(1, sizeof(*s))))
+		return NULL;
+	s->t = t;
+	s->peers_gen = t->peers_gen;
+	s->n = t->n_peers;
+	s->json = json;
+	return s;
+}
+
+int
+show_stream_next(struct show_stream *s, FILE *f, size_t max)
+{
+	struct toud *t = s->t;
+	uint64_t now_ms = util_now_ms();
+	size_t end;
+
+	if (t->peers_gen != s->peers_gen || t->n_peers != s->n) {
+		errno = ESTALE;
+		return -1;
+	}
+	if (!s->begun) {
+		show_head(f, t, s->json);
+		s->begun = true;
+	}
+	end = s->n - s->next > max ? s->next + max : s->n;
+	for (; s->next < end; s->next++)
+		show_item(f, t->peers[s->next], s->next, now_ms, s->json);
+	if (s->next < s->n)
+		return 1;
+	show_tail(f, s->n, s->json);
+	return 0;
+}
+
+void
+show_stream_free(struct show_stream *s)
+{
+	free(s);
 }

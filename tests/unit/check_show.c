@@ -645,6 +645,145 @@ START_TEST(checker_rejects)
 }
 END_TEST
 
+/* --- streaming: show_stream gives what show_render gives -------------------- */
+
+/* A daemon of n peers p0, p1, ..., in various states with some traffic, on
+ * the fixture's interface. */
+struct many {
+	struct fixture f;
+	struct conf *fixture_conf;
+	struct peer *peer;
+	struct peer **peers;
+};
+
+static void
+many_init(struct many *m, size_t n)
+{
+	struct conf_error err;
+	char *text = NULL;
+	size_t len, i;
+	FILE *b;
+
+	fixture_init(&m->f);
+	ck_assert_ptr_nonnull(b = open_memstream(&text, &len));
+	fputs("[interface]\nname = tou0\naddress = 10.77.0.1/16\nlisten = 6080\n"
+	    "encryption = none\n", b);
+	for (i = 0; i < n; i++)
+		fprintf(b, "\n[peer p%zu]\naddress = 10.77.%zu.%zu\n%s", i, (i + 2) >> 8,
+		    (i + 2) & 255, i % 5 == 0 ? "keepalive = 25\n" : "");
+	ck_assert_int_eq(fclose(b), 0);
+	m->fixture_conf = m->f.t.conf;
+	ck_assert_msg(conf_parse("many.conf", text, len, &m->f.t.conf, &err) == 0, "%d: %s",
+	    err.line, err.msg);
+	free(text);
+	ck_assert_ptr_nonnull(m->peer = calloc(n + 1, sizeof(*m->peer)));
+	ck_assert_ptr_nonnull(m->peers = calloc(n + 1, sizeof(*m->peers)));
+	check_peers_link(&m->f.t, m->peer, m->peers, n);
+	for (i = 0; i < n; i++) {
+		m->peer[i].state = i % 3 == 0 ? PEER_UP : i % 3 == 1 ? PEER_IDLE : PEER_DEAD;
+		m->peer[i].rx_bytes = i * 1000;
+		m->peer[i].tx_packets = i;
+		m->peer[i].drops[DROP_NO_PEER] = i % 7;
+		if (i % 2)
+			set_endpoint(&m->peer[i], "192.0.2.7", (uint16_t)(1000 + i));
+	}
+}
+
+static void
+many_free(struct many *m)
+{
+	conf_free(m->f.t.conf);
+	m->f.t.conf = m->fixture_conf;
+	fixture_free(&m->f);
+	free(m->peer);
+	free(m->peers);
+}
+
+/* The whole stream, max peers a call; checks that it took as many calls. */
+static char *
+stream_all(struct toud *t, bool json, size_t max)
+{
+	struct show_stream *st;
+	size_t len, calls = 0, n = t->n_peers;
+	char *out = NULL;
+	FILE *b;
+	int r;
+
+	ck_assert_ptr_nonnull(st = show_stream_new(t, json));
+	ck_assert_ptr_nonnull(b = open_memstream(&out, &len));
+	do {
+		r = show_stream_next(st, b, max);
+		calls++;
+	} while (r > 0);
+	ck_assert_int_eq(r, 0);
+	ck_assert_uint_eq(calls, n ? (n + max - 1) / max : 1);
+	ck_assert_int_eq(fclose(b), 0);
+	show_stream_free(st);
+	return out;
+}
+
+START_TEST(stream_equals_render)
+{
+	static const size_t sizes[] = { 0, 1, 1000 }, batches[] = { 1, 7, 128, 5000 };
+	struct many m;
+	size_t k, b;
+	char *whole, *part;
+	int json;
+
+	for (k = 0; k < ARRAY_SIZE(sizes); k++) {
+		many_init(&m, sizes[k]);
+		for (json = 0; json < 2; json++) {
+			ck_assert_ptr_nonnull(whole = show_render(&m.f.t, NULL, json));
+			mask_heap(whole);
+			if (json)
+				ck_assert(json_valid(whole));
+			for (b = 0; b < ARRAY_SIZE(batches); b++) {
+				part = stream_all(&m.f.t, json, batches[b]);
+				mask_heap(part);
+				ck_assert_msg(strcmp(whole, part) == 0,
+				    "%zu peers, %s, %zu a batch: the stream differs",
+				    sizes[k], json ? "json" : "text", batches[b]);
+				free(part);
+			}
+			free(whole);
+		}
+		many_free(&m);
+	}
+}
+END_TEST
+
+/* A stream goes on over changes to the peers, not to their list: it stops
+ * with ESTALE, and never looks at a peer of the list that replaced its own. */
+START_TEST(stream_list_changed)
+{
+	struct show_stream *st;
+	struct many m;
+	char *out = NULL;
+	size_t len;
+	FILE *b;
+
+	many_init(&m, 10);
+	ck_assert_ptr_nonnull(b = open_memstream(&out, &len));
+	ck_assert_ptr_nonnull(st = show_stream_new(&m.f.t, true));
+	ck_assert_int_eq(show_stream_next(st, b, 4), 1);
+	m.peer[5].rx_bytes = 42;                /* a peer changes: fine */
+	ck_assert_int_eq(show_stream_next(st, b, 4), 1);
+	m.f.t.peers_gen++;                      /* the list changes: no more */
+	m.f.t.peers = NULL;
+	errno = 0;
+	ck_assert_int_eq(show_stream_next(st, b, 4), -1);
+	ck_assert_int_eq(errno, ESTALE);
+	ck_assert_int_eq(show_stream_next(st, b, 4), -1);
+	show_stream_free(st);
+	m.f.t.peers = m.peers;
+	ck_assert_int_eq(fclose(b), 0);
+	ck_assert_ptr_nonnull(strstr(out, "\"rx_bytes\": 42,"));
+	ck_assert_ptr_null(strstr(out, "\"p8\""));
+	free(out);
+	many_free(&m);
+}
+END_TEST
+
 static Suite *
 show_suite(void)
 {
@@ -663,6 +802,8 @@ show_suite(void)
 	tcase_add_test(tc, escaping);
 	tcase_add_test(tc, text_units);
 	tcase_add_test(tc, checker_rejects);
+	tcase_add_test(tc, stream_equals_render);
+	tcase_add_test(tc, stream_list_changed);
 	suite_add_tcase(s, tc);
 	return s;
 }
