@@ -3,7 +3,9 @@
  * Connections are libevent bufferevents on the daemon's event loop, accepted
  * by an evconnlistener.  Nothing blocks: a client that sends no complete
  * line within the timeout, or stops reading its reply, is dropped and never
- * stalls the data path. */
+ * stalls the data path.  The show of every peer (tens of megabytes with
+ * many peers) is not rendered at once but streamed: a batch of peers each
+ * time the output runs low. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -38,6 +40,8 @@
 #define CONTROL_LINE_MAX 512    /* a request line, newline included */
 #define CONTROL_MAX_CONNS 16
 #define CONTROL_TIMEOUT_S 5     /* for the request line; then per write progress */
+#define CONTROL_STREAM_BATCH 128        /* peers rendered at a time */
+#define CONTROL_STREAM_LOW (32 * 1024)  /* output below this: render more */
 #define CONTROL_RUNDIR "/run/"
 
 struct control_conn {
@@ -48,6 +52,7 @@ struct control_conn {
 	/* ping: the peer whose answer the reply waits for, since when (us) */
 	struct peer *ping_peer;
 	uint64_t ping_start_us;
+	struct show_stream *show;       /* a show being streamed, not all written yet */
 };
 
 struct control {
@@ -134,6 +139,7 @@ control_conn_free(struct control_conn *cc)
 {
 	if (cc->ping_peer)
 		peer_ping_cancel(cc->ping_peer);
+	show_stream_free(cc->show);
 	LIST_REMOVE(cc, entry);
 	cc->c->n_conns--;
 	bufferevent_free(cc->bev);      /* closes the socket */
@@ -165,6 +171,7 @@ control_sent_cb(struct bufferevent *bev, void *arg)
 
 static void
 control_event_cb(struct bufferevent *bev, short what, void *arg);
+static char *control_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* The request is read: from now on only the writing is timed, each write
  * that makes progress restarting the clock.  The clock starts now, not
@@ -199,7 +206,90 @@ control_conn_reply(struct control_conn *cc, char *out)
 	control_conn_writing(cc);
 }
 
-static char *control_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Render batches of cc's show onto its output until there is enough to
+ * write for a while.  At the end, or when the stream cannot go on, the
+ * show is over and what remains is to send what was written.  A failure
+ * after the output began cannot be told in the status line: the reply
+ * ends with a NUL, which no output has, and an error line (control.h).
+ * 0, or -1 when nothing more can be written. */
+static int
+control_stream_fill(struct control_conn *cc)
+{
+	struct evbuffer *out = bufferevent_get_output(cc->bev);
+	char *buf, *msg;
+	size_t len;
+	int r = 1, e = 0, bad;
+	FILE *f;
+
+	while (r > 0 && evbuffer_get_length(out) < CONTROL_STREAM_LOW) {
+		buf = NULL;
+		if (!(f = open_memstream(&buf, &len))) {
+			r = -1, e = ENOMEM;
+			break;
+		}
+		r = show_stream_next(cc->show, f, CONTROL_STREAM_BATCH);
+		e = r < 0 ? errno : 0;
+		bad = ferror(f);
+		if (fclose(f) != 0 || bad)
+			r = -1, e = ENOMEM;
+		if (r >= 0 && len && evbuffer_add_reference(out, buf, len, control_free_reply,
+		    NULL) == 0)
+			continue;
+		free(buf);
+		if (r >= 0 && len)
+			r = -1, e = ENOMEM;
+	}
+	if (r > 0)
+		return 0;
+	show_stream_free(cc->show);
+	cc->show = NULL;
+	if (r < 0) {
+		log_debug("control: show cut short: %s", e == ESTALE ?
+		    "a reload changed the peers" : strerror(e));
+		msg = control_error("show: %s", e == ESTALE ? "the peers changed while "
+		    "they were listed (a reload); run it again" : strerror(e));
+		if (!msg || evbuffer_add(out, "", 1) < 0 || evbuffer_add(out, msg,
+		    strlen(msg)) < 0) {
+			free(msg);
+			return -1;
+		}
+		free(msg);
+	}
+	/* Written to the end: the connection is done once it is sent. */
+	bufferevent_setwatermark(cc->bev, EV_WRITE, 0, 0);
+	bufferevent_setcb(cc->bev, NULL, control_sent_cb, control_event_cb, cc);
+	return 0;
+}
+
+/* The output has run low: the next batch. */
+static void
+control_stream_cb(struct bufferevent *bev, void *arg)
+{
+	struct control_conn *cc = arg;
+
+	(void)bev;
+	if (control_stream_fill(cc) < 0)
+		control_conn_free(cc);
+}
+
+/* Begin the reply of cc's show: "ok", then as much of it as the output
+ * takes, then more each time the output runs low. */
+static void
+control_conn_stream(struct control_conn *cc)
+{
+	bufferevent_disable(cc->bev, EV_READ);
+	if (evbuffer_add(bufferevent_get_output(cc->bev), "ok\n", 3) < 0 ||
+	    control_stream_fill(cc) < 0) {
+		log_warnx("control: out of memory for a reply");
+		control_conn_free(cc);
+		return;
+	}
+	if (cc->show) {
+		bufferevent_setwatermark(cc->bev, EV_WRITE, CONTROL_STREAM_LOW, 0);
+		bufferevent_setcb(cc->bev, NULL, control_stream_cb, control_event_cb, cc);
+	}
+	control_conn_writing(cc);
+}
 
 /* "error: MESSAGE\n", malloc'd (NULL on ENOMEM). */
 static char *
@@ -232,9 +322,12 @@ control_quote(const char *s, char *buf, size_t len)
 	return buf;
 }
 
+/* show [PEER] [--json]: one peer's at once; that of every peer is
+ * streamed (cc->show, and NULL). */
 static char *
-control_show(struct control *c, char **argv, int argc)
+control_show(struct control_conn *cc, char **argv, int argc)
 {
+	struct control *c = cc->c;
 	const char *peer = NULL;
 	char q[64], *body, *out;
 	bool json = false;
@@ -250,6 +343,11 @@ control_show(struct control *c, char **argv, int argc)
 			peer = argv[i];
 		else
 			return control_error("usage: show [PEER] [--json]");
+	}
+	if (!peer) {
+		if (!(cc->show = show_stream_new(c->t, json)))
+			return control_error("show: %s", strerror(ENOMEM));
+		return NULL;
 	}
 	if (!(body = show_render(c->t, peer, json))) {
 		if (errno == ENOENT)
@@ -404,7 +502,8 @@ control_metrics(struct control *c, int argc)
 }
 
 /* Handle one request line (NUL-terminated, newline stripped).  NULL
- * with cc->ping_peer set: the reply comes later. */
+ * with cc->ping_peer set: the reply comes later; with cc->show set: it
+ * is to be streamed. */
 static char *
 control_dispatch(struct control_conn *cc, char *line)
 {
@@ -421,7 +520,7 @@ control_dispatch(struct control_conn *cc, char *line)
 	if (argc == 0)
 		return control_error("empty request");
 	if (strcmp(argv[0], "show") == 0)
-		return control_show(c, argv, argc);
+		return control_show(cc, argv, argc);
 	if (strcmp(argv[0], "reload") == 0)
 		return control_reload(c, argc);
 	if (strcmp(argv[0], "ping") == 0)
@@ -455,6 +554,8 @@ control_conn_request(struct control_conn *cc, const char *line, size_t len)
 		free(copy);
 		if (cc->ping_peer)
 			bufferevent_disable(cc->bev, EV_READ);  /* the answer will come */
+		else if (cc->show)
+			control_conn_stream(cc);
 		else
 			control_conn_reply(cc, out);
 	}

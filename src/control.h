@@ -4,7 +4,13 @@
  * [--json]", "reload", "export [--name NAME] [--endpoint HOST[:PORT]]",
  * or "metrics"), and reads the reply until EOF.  The reply's first
  * line is "ok" or "error: MESSAGE"; the rest is the output to print.  Only
- * root and the daemon's own user may connect (SO_PEERCRED). */
+ * root and the daemon's own user may connect (SO_PEERCRED).
+ *
+ * The show of every peer is streamed, rendered as the client reads it.
+ * If it cannot be completed after the output began (a reload changed the
+ * list of peers meanwhile), what was sent is followed by a NUL byte, which
+ * no output contains, and an "error: MESSAGE" line.  A client that stops
+ * reading for 5 s is dropped; one that keeps reading is never cut. */
 #ifndef TOUD_CONTROL_H
 #define TOUD_CONTROL_H
 
