@@ -1,13 +1,17 @@
 /* touctl.c - the command line client of toud's control socket.
  *
  * It sends one request line and prints the reply: the body of an "ok" reply
- * to stdout, the message of an "error: " reply to stderr. */
+ * to stdout, the message of an "error: " reply to stderr.  A long body (the
+ * show of many peers) is printed as it arrives, never all held here unless
+ * stdout is slower than toud. */
 #include "config.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +31,8 @@
 #include "psk.h"
 
 #define TOUCTL_TIMEOUT_S 30             /* a reload may resolve host names */
-#define TOUCTL_REPLY_MAX (64u << 20)
+#define TOUCTL_REPLY_MAX (64u << 20)      /* a reply read whole (ping, wait, an error) */
+#define TOUCTL_BACKLOG_MAX (1024u << 20)  /* a streamed body that stdout has not taken */
 #define TOUCTL_WAIT_DEFAULT_S 30        /* touctl wait: a handshake's 10 s, and retries */
 #define TOUCTL_WAIT_POLL_MS 250
 
@@ -98,20 +103,18 @@ touctl_fail(const char *path, int e)
 	exit(1);
 }
 
-/* Send the request and read the whole reply; returns its length.  With
- * soft, a socket that cannot be reached returns (size_t)-1 with errno
- * instead of exiting. */
-static size_t
-touctl_request_soft(const char *path, const char *req, char **out, bool soft)
+/* Connect and send the request: the socket.  With soft, a socket that
+ * cannot be reached returns -1 with errno instead of exiting. */
+static int
+touctl_send(const char *path, const char *req, bool soft)
 {
-	size_t len = strlen(req), off = 0, cap = 4096, n_read = 0;
-	char *buf;
+	size_t len = strlen(req), off = 0;
 	ssize_t n;
 	int fd;
 
 	if ((fd = touctl_connect(path)) < 0) {
 		if (soft)
-			return (size_t)-1;
+			return -1;
 		touctl_fail(path, errno);
 	}
 	while (off < len) {
@@ -122,6 +125,22 @@ touctl_request_soft(const char *path, const char *req, char **out, bool soft)
 			break;  /* toud may have replied and closed: read that */
 		off += (size_t)n;
 	}
+	return fd;
+}
+
+/* Send the request and read the whole reply; returns its length.  With
+ * soft, a socket that cannot be reached returns (size_t)-1 with errno
+ * instead of exiting. */
+static size_t
+touctl_request_soft(const char *path, const char *req, char **out, bool soft)
+{
+	size_t cap = 4096, n_read = 0;
+	char *buf;
+	ssize_t n;
+	int fd;
+
+	if ((fd = touctl_send(path, req, soft)) < 0)
+		return (size_t)-1;
 	if (!(buf = malloc(cap))) {
 		fprintf(stderr, "touctl: out of memory\n");
 		exit(1);
@@ -207,14 +226,185 @@ touctl_reply(const char *path, char *reply, size_t len)
 	return 1;
 }
 
+/* A reply being read to be printed as it comes (touctl_open, touctl_body). */
+struct touctl_in {
+	const char *path;
+	int fd;
+	char *buf;                      /* NUL-terminated at len */
+	size_t off, len, cap;           /* [off, len): read, not printed yet */
+	size_t nul;                     /* where a NUL ends the output; SIZE_MAX: none */
+	char last;                      /* the last byte read */
+	bool eof;
+};
+
+static void
+touctl_oom(void)
+{
+	fprintf(stderr, "touctl: out of memory\n");
+	exit(1);
+}
+
+/* Read what comes next into in (with nowait, only what is there now).
+ * Exits on a time-out or an error, as touctl_request_soft. */
+static void
+touctl_in_read(struct touctl_in *in, bool nowait)
+{
+	char *p;
+	ssize_t n;
+
+	if (in->cap - in->len < 4096 && in->off) {
+		memmove(in->buf, in->buf + in->off, in->len - in->off + 1);
+		if (in->nul != SIZE_MAX)
+			in->nul -= in->off;
+		in->len -= in->off;
+		in->off = 0;
+	}
+	if (in->cap - in->len < 4096) {
+		if (in->cap >= TOUCTL_BACKLOG_MAX) {
+			fprintf(stderr, "touctl: %s: reply too long\n", in->path);
+			exit(1);
+		}
+		if (!(p = realloc(in->buf, in->cap * 2)))
+			touctl_oom();
+		in->buf = p;
+		in->cap *= 2;
+	}
+	n = recv(in->fd, in->buf + in->len, in->cap - in->len - 1, nowait ? MSG_DONTWAIT : 0);
+	if (n < 0 && (errno == EINTR || (nowait && (errno == EAGAIN || errno == EWOULDBLOCK))))
+		return;
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+		fprintf(stderr, "touctl: %s: timed out waiting for toud\n", in->path);
+		exit(1);
+	}
+	if (n < 0) {
+		/* An error after a complete reply changes nothing. */
+		if (in->last != '\n')
+			touctl_fail(in->path, errno);
+		n = 0;
+	}
+	if (n == 0) {
+		in->eof = true;
+		return;
+	}
+	if (in->nul == SIZE_MAX && (p = memchr(in->buf + in->len, '\0', (size_t)n)))
+		in->nul = (size_t)(p - in->buf);
+	in->len += (size_t)n;
+	in->last = in->buf[in->len - 1];
+	in->buf[in->len] = '\0';
+}
+
+/* Send req and read the reply's status line.  1: "ok", and in holds what
+ * came of the body; 0: anything else, and in holds the whole reply (for
+ * touctl_reply); -1 with soft: the socket cannot be reached (errno). */
+static int
+touctl_open(struct touctl_in *in, const char *path, const char *req, bool soft)
+{
+	char *nl;
+
+	*in = (struct touctl_in){ .path = path, .nul = SIZE_MAX, .cap = 4096 };
+	if ((in->fd = touctl_send(path, req, soft)) < 0)
+		return -1;
+	if (!(in->buf = malloc(in->cap)))
+		touctl_oom();
+	in->buf[0] = '\0';
+	while (!(nl = memchr(in->buf, '\n', in->len)) && !in->eof)
+		touctl_in_read(in, false);
+	if (nl == in->buf + 2 && memcmp(in->buf, "ok", 2) == 0) {
+		in->off = 3;
+		return 1;
+	}
+	while (!in->eof && in->len < TOUCTL_REPLY_MAX)
+		touctl_in_read(in, false);
+	close(in->fd);
+	return 0;
+}
+
+/* Print the body of an "ok" reply as it arrives.  The socket is read all
+ * the while, so that a slow stdout (a pager) never keeps toud waiting,
+ * which would drop a client that stops reading: what stdout has not taken
+ * yet waits here.  Writes to anything but a file are at most PIPE_BUF,
+ * which poll's POLLOUT promises to take without blocking.  With strip,
+ * the newlines that end the body are left out.  The exit status; a body
+ * that toud ends with a NUL is followed by an error (control.h). */
+static int
+touctl_body(struct touctl_in *in, bool strip)
+{
+	struct pollfd pfd[2];
+	struct stat st;
+	size_t chunk, end;
+	char *msg;
+	ssize_t n;
+	int rc = 0;
+
+	chunk = fstat(STDOUT_FILENO, &st) == 0 && S_ISREG(st.st_mode) ? 1u << 20 : PIPE_BUF;
+	if (fflush(stdout) == EOF) {
+		fprintf(stderr, "touctl: stdout: %s\n", strerror(errno));
+		rc = 1;
+		goto out;
+	}
+	for (;;) {
+		end = in->nul != SIZE_MAX ? in->nul : in->len;
+		while (strip && end > in->off && in->buf[end - 1] == '\n')
+			end--;
+		if (in->eof && in->off >= end)
+			break;
+		pfd[0] = (struct pollfd){ .fd = in->eof ? -1 : in->fd, .events = POLLIN };
+		pfd[1] = (struct pollfd){ .fd = in->off < end ? STDOUT_FILENO : -1,
+		    .events = POLLOUT };
+		n = poll(pfd, 2, in->eof ? -1 : TOUCTL_TIMEOUT_S * 1000);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			fprintf(stderr, "touctl: %s: %s\n", in->path, n ? strerror(errno) :
+			    "timed out waiting for toud");
+			rc = 1;
+			goto out;
+		}
+		if (pfd[1].revents) {
+			n = write(STDOUT_FILENO, in->buf + in->off,
+			    end - in->off < chunk ? end - in->off : chunk);
+			if (n < 0 && errno != EINTR && errno != EAGAIN) {
+				fprintf(stderr, "touctl: stdout: %s\n", strerror(errno));
+				rc = 1;
+				goto out;
+			}
+			if (n > 0)
+				in->off += (size_t)n;
+		}
+		if (pfd[0].revents)
+			touctl_in_read(in, true);
+	}
+	if (in->nul != SIZE_MAX) {
+		msg = in->buf + in->nul + 1;
+		n = (ssize_t)strlen(msg);
+		while (n > 0 && msg[n - 1] == '\n')
+			msg[--n] = '\0';
+		if (strncmp(msg, "error: ", 7) == 0)
+			fprintf(stderr, "touctl: %s\n", msg + 7);
+		else
+			fprintf(stderr, "touctl: %s: malformed reply\n", in->path);
+		rc = 1;
+	} else if (in->last != '\n') {
+		/* Every body ends with a newline: toud went away. */
+		fprintf(stderr, "touctl: %s: the reply was cut short\n", in->path);
+		rc = 1;
+	}
+out:
+	close(in->fd);
+	return rc;
+}
+
 static int
 touctl_run(const char *path, const char *req)
 {
-	char *reply;
-	size_t len = touctl_request(path, req, &reply);
-	int rc = touctl_reply(path, reply, len);
+	struct touctl_in in;
+	int rc;
 
-	free(reply);
+	if (touctl_open(&in, path, req, false) > 0)
+		rc = touctl_body(&in, false);
+	else
+		rc = touctl_reply(path, in.buf, in.len);
+	free(in.buf);
 	return rc;
 }
 
@@ -223,22 +413,17 @@ touctl_run(const char *path, const char *req)
 static int
 touctl_show_one(const char *sock, const char *name, bool json, bool first)
 {
-	char *reply;
-	size_t len = touctl_request_soft(sock, json ? "show --json\n" : "show\n", &reply, true);
-	int rc;
+	struct touctl_in in;
+	int r = touctl_open(&in, sock, json ? "show --json\n" : "show\n", true), rc;
 
-	if (len == (size_t)-1) {
+	if (r < 0) {
 		if (errno != ECONNREFUSED && errno != ENOENT)
 			touctl_fail(sock, errno);
 		fprintf(stderr, "touctl: show --all: %s: no toud listens (%s)\n", sock,
 		    errno == ENOENT ? "it has just stopped" : "a stale socket");
 		return -1;
 	}
-	if (strncmp(reply, "ok\n", 3) == 0) {
-		size_t n = strlen(reply + 3);
-
-		while (n && reply[3 + n - 1] == '\n')
-			reply[3 + --n] = '\0';
+	if (r > 0) {
 		if (json) {
 			const char *c;
 
@@ -248,16 +433,16 @@ touctl_show_one(const char *sock, const char *name, bool json, bool first)
 					printf("\\u%04x", (unsigned char)*c);
 				else
 					putchar(*c);
-			printf("\", \"show\": %s}", reply + 3);
+			printf("\", \"show\": ");
 		} else {
-			printf("%sinstance: %s (%s)\n%s\n", first ? "" : "\n", name, sock,
-			    reply + 3);
+			printf("%sinstance: %s (%s)\n", first ? "" : "\n", name, sock);
 		}
-		free(reply);
-		return 0;
+		if ((rc = touctl_body(&in, true)) == 0)
+			fputs(json ? "}" : "\n", stdout);
+	} else {
+		rc = touctl_reply(sock, in.buf, in.len);
 	}
-	rc = touctl_reply(sock, reply, len);
-	free(reply);
+	free(in.buf);
 	return rc ? 1 : 0;
 }
 
