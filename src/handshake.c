@@ -261,7 +261,7 @@ static bool
 index_peers(struct toud *t)
 {
 	struct handshake *hs = t->hs;
-	size_t i;
+	size_t i, n_fp = 0, n_ca = 0;
 
 	if (!hs->stale && hs->by_fp && hs->of_peers == t->peers && hs->of_n == t->n_peers)
 		return true;
@@ -269,8 +269,13 @@ index_peers(struct toud *t)
 	free(hs->by_ca);
 	hs->by_ca = NULL;
 	hs->n_ca = 0;
-	if (!(hs->by_fp = fpindex_new(t->n_peers)) ||
-	    !(hs->by_ca = calloc(t->n_peers ? t->n_peers : 1, sizeof(*hs->by_ca)))) {
+	/* Sized to what they hold: most peers have a pin and no CA. */
+	for (i = 0; i < t->n_peers; i++) {
+		n_fp += t->peers[i] && t->peers[i]->cf->has_fingerprint;
+		n_ca += t->peers[i] && t->peers[i]->cf->ca;
+	}
+	if (!(hs->by_fp = fpindex_new(n_fp)) ||
+	    !(hs->by_ca = calloc(n_ca ? n_ca : 1, sizeof(*hs->by_ca)))) {
 		fpindex_free(hs->by_fp);
 		hs->by_fp = NULL;
 		return false;
