@@ -203,6 +203,7 @@ daemon_start_paths(struct toud *t)
 	if (ifc->encryption == CONF_ENC_DTLS &&
 	    (rc = handshake_init(t, tx_session_output, tx_listen_output)) < 0)
 		return rc;
+	handshake_index(t);
 	/* The TCP transport reports to the directions and the policy through
 	 * these, so that it calls nothing that calls it (peer.h). */
 	if (ifc->encryption == CONF_ENC_DTLS && (rc = tcp_init(t, &(struct tcp_ops){

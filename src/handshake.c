@@ -254,6 +254,15 @@ handshake_peers_changed(struct toud *t)
 		t->hs->stale = true;
 }
 
+static bool index_peers(struct toud *t);
+
+void
+handshake_index(struct toud *t)
+{
+	if (t->hs)
+		(void)index_peers(t);      /* without memory, the next handshake tries again */
+}
+
 /* (Re)build the index of the peers by key: O(n log n) once per change of
  * the peer list, so that a handshake costs O(log n) at any number of
  * peers.  Without memory, false: the caller scans. */
@@ -914,6 +923,7 @@ handshake_reauthorize(struct toud *t)
 			peer_timers_sessions_ended(p);
 		ended += here;
 	}
+	handshake_index(t);
 	return ended;
 }
 

@@ -79,6 +79,9 @@ struct peer *handshake_authorize(struct toud *t, const struct session *s);
 /* The peer list or a peer's key or CA changed: the index of peers by key
  * is made again before the next handshake needs it. */
 void handshake_peers_changed(struct toud *t);
+/* Make that index now, at start and after a reload, so that its memory
+ * and its O(n log n) are theirs and not the first handshake's. */
+void handshake_index(struct toud *t);
 /* The same rule for a key presented elsewhere (the TCP transport's TLS):
  * the peer whose pinned fingerprint is fp, or whose CA and name the chain
  * in xs passes; NULL for none, or for two (refused, logged). */
