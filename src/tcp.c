@@ -446,6 +446,8 @@ conn_feed(struct tcp_conn *c, const uint8_t *data, size_t len, unsigned *n)
 		if (++*n == TCP_BATCH) {
 			conn_deliver(c, *n);
 			*n = 0;
+			if (c->dead)            /* what it carried closed it */
+				return true;
 		}
 	}
 	return true;
