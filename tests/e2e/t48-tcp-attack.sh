@@ -100,6 +100,10 @@ attack_phase() {
 	# to stop moving.
 	J1=$(show_settled a 20) || J1=$(show_json a)
 	diag "$desc: a's interface events: $(json_get "$J1" "$EV")"
+	# What a still holds on its port, by state (the attacker has closed
+	# its side: a connection a kept would stay in CLOSE-WAIT).
+	diag "$desc: a's sockets on $TCP_PORT: $(nsx a ss -Htan "( sport = :$TCP_PORT )" |
+	    awk '{ n[$1]++ } END { for (s in n) printf "%s %d ", s, n[s] }')"
 }
 
 # --- (1) whole handshakes with an unknown key ---------------------------------

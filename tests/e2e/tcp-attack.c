@@ -216,6 +216,7 @@ run_halfopen(unsigned count, int hello, double secs)
 	uint8_t ch[4096], buf[4096];
 	size_t chlen = hello ? client_hello(ch, sizeof(ch)) : 0;
 	unsigned i, opened = 0, failed = 0, closed = 0, open_left = 0, closed_1s = 0;
+	unsigned open_syn = 0, open_est = 0;
 	double t0 = now_s(), last = 0;
 
 	for (i = 0; i < count; i++) {
@@ -258,14 +259,27 @@ gone:
 	}
 	for (i = 0; i < count; i++)
 		if (pfd[i].fd >= 0) {
+			struct tcp_info ti;
+			socklen_t tl = sizeof(ti);
+
+			/* How far it got: never connected (SYN-SENT), or
+			 * connected without the server ever answering again
+			 * (its SYN cookie, its side dropped before accept). */
+			if (getsockopt(pfd[i].fd, IPPROTO_TCP, TCP_INFO, &ti, &tl) == 0) {
+				if (ti.tcpi_state == TCP_SYN_SENT)
+					open_syn++;
+				else if (ti.tcpi_state == TCP_ESTABLISHED)
+					open_est++;
+			}
 			open_left++;
 			close(pfd[i].fd);
 		}
 	printf("{\"mode\": \"halfopen\", \"hello\": %s, \"seconds\": %.2f, \"count\": %u, "
 	    "\"opened\": %u, \"connect_failed\": %u, \"closed_by_server\": %u, "
-	    "\"closed_within_1s\": %u, \"last_close_s\": %.2f, \"still_open\": %u}\n",
+	    "\"closed_within_1s\": %u, \"last_close_s\": %.2f, \"still_open\": %u, "
+	    "\"still_open_syn_sent\": %u, \"still_open_established\": %u}\n",
 	    hello ? "true" : "false", now_s() - t0, count, opened, failed, closed, closed_1s,
-	    last, open_left);
+	    last, open_left, open_syn, open_est);
 	return 0;
 }
 
