@@ -73,6 +73,13 @@
 
 #define TCP_CONN_MAX 256                /* connections at once */
 #define TCP_HALF_OPEN_MAX 64            /* of them not yet authenticated */
+/* The kernel's queue of connections not yet accepted.  A burst that
+ * overflows it is not refused: the kernel answers with a SYN cookie and
+ * drops the ACK, the client believes it is connected and the server holds
+ * nothing, so a client that then waits silently is never told.  It costs
+ * no memory of toud's; the limits above apply once a connection is
+ * accepted. */
+#define TCP_BACKLOG 1024
 #define TCP_HANDSHAKE_MS 5000           /* connect, proxy and TLS, each connection */
 #define TCP_SENDQ_MAX (256 * 1024)      /* bytes in a connection's output buffer */
 #define TCP_LOWAT_BYTES 16384
@@ -782,7 +789,8 @@ listen_open(struct tcp *x, const struct conf_iface *ifc)
 		return rc;
 	}
 	x->laddr = sa;
-	x->listener = evconnlistener_new(x->t->base, accept_cb, x, LEV_OPT_CLOSE_ON_FREE, 128, fd);
+	x->listener = evconnlistener_new(x->t->base, accept_cb, x, LEV_OPT_CLOSE_ON_FREE,
+	    TCP_BACKLOG, fd);
 	if (!x->listener) {
 		close(fd);
 		return -ENOMEM;
