@@ -2,13 +2,21 @@
  * payloads inside (stream.h), for peers that UDP does not reach.
  *
  * Threading model: everything here runs on the main loop.  Each
- * connection is a libevent bufferevent with OpenSSL (a socket bufferevent,
- * or a filter over the plain one that spoke HTTP CONNECT to a proxy), with
- * deferred callbacks, so no callback runs inside another's call.  Frames
- * read are handed to the receiving direction (ops->frames) in batches;
- * frames sent are appended to the connection's output buffer, which
- * libevent writes when the socket is writable: all that is queued within
- * one turn of the loop leaves together.
+ * connection is its socket and an SSL on it, driven by two events of our
+ * own (readable, persistent; writable, only while TLS waits to write);
+ * ops callbacks run from those events, never inside a call into this
+ * module from above (tcp_send only queues).  An outgoing connection
+ * first is a plain socket bufferevent, for the name lookup, the connect
+ * and the HTTP CONNECT exchange with a proxy; its bare socket then goes to
+ * the same driver as an accepted one.
+ *
+ * The driver exists for the receiving side's sake: with OpenSSL's
+ * read-ahead and a read buffer of TCP_RBUF_LEN, one read(2) brings in
+ * several records, where libevent 2.1's OpenSSL bufferevent (which cannot
+ * use read-ahead) made two reads of every record, header then body.
+ * Frames read are handed to the receiving direction (ops->frames) in
+ * batches; frames sent are queued (c->out) and handed to TLS when the
+ * turn of the loop ends, or when the socket is writable again.
  *
  * Authentication is the DTLS rules' (keys.c, handshake.c): the peer's
  * certificate key is pinned or checked against its CA, by ops->authorize;
@@ -47,7 +55,6 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
-#include <event2/bufferevent_ssl.h>
 #include <event2/dns.h>
 #include <event2/event.h>
 #include <event2/listener.h>
@@ -90,6 +97,7 @@
 #define TCP_SLOT (RX_HEADROOM + TCP_FRAME_MAX)
 #define TCP_READ_CHUNK 16384
 #define TCP_STAGE_MAX 16384             /* a TLS record's plaintext at most */
+#define TCP_RBUF_LEN (64 * 1024)        /* TLS read-ahead: several records a read */
 /* The groups offered, best first: a hybrid post-quantum one where the
  * OpenSSL build has it (3.5), else the classic ones (3.0). */
 #define TCP_GROUPS_PQ "X25519MLKEM768:X25519:P-256"
@@ -100,9 +108,14 @@ enum tcp_phase { TCP_PROXY, TCP_TLS, TCP_UP };
 struct tcp_conn {
 	TAILQ_ENTRY(tcp_conn) entry;
 	struct tcp *tcp;
-	struct bufferevent *bev;        /* TLS; NULL while the proxy answers */
-	struct bufferevent *raw;        /* the plain socket while the proxy answers */
-	SSL *ssl;                       /* owned by bev once it exists */
+	struct bufferevent *raw;        /* outgoing: the plain socket until TLS starts */
+	int fd;                         /* the socket once TLS starts, else -1 */
+	SSL *ssl;
+	struct event *ev_read;          /* persistent while fd is ours */
+	struct event *ev_write;         /* added while TLS waits for room */
+	bool write_blocked;             /* TLS wants the socket writable first */
+	int write_len;                  /* a write TLS has begun: repeat it, this long */
+	struct evbuffer *out;           /* plaintext queued for TLS: frames, whole */
 	struct peer *peer;              /* outgoing: its peer; incoming: once authenticated */
 	struct peer *authorized;        /* who the presented key names */
 	bool outgoing;
@@ -135,8 +148,8 @@ struct tcp {
 	struct udp_msg msgs[TCP_BATCH];
 };
 
-static void conn_event(struct bufferevent *bev, short what, void *arg);
-static void conn_read(struct bufferevent *bev, void *arg);
+static void conn_read_cb(evutil_socket_t fd, short what, void *arg);
+static void conn_write_cb(evutil_socket_t fd, short what, void *arg);
 static void conn_flush_cb(evutil_socket_t fd, short what, void *arg);
 
 /* --- connections ----------------------------------------------------- */
@@ -148,6 +161,13 @@ conn_free(struct tcp_conn *c)
 
 	if (c->busy) {
 		c->dead = true;
+		if (c->ev_read)
+			event_del(c->ev_read);
+		if (c->ev_write)
+			event_del(c->ev_write);
+		if (c->ev_flush)
+			event_del(c->ev_flush);
+		evtimer_del(c->ev_deadline);
 		return;
 	}
 	if (c->peer && c->peer->tcp == c)
@@ -160,11 +180,16 @@ conn_free(struct tcp_conn *c)
 		event_free(c->ev_deadline);
 	if (c->ev_flush)
 		event_free(c->ev_flush);
+	if (c->ev_read)
+		event_free(c->ev_read);
+	if (c->ev_write)
+		event_free(c->ev_write);
 	free(c->stage);
-	if (c->bev)
-		bufferevent_free(c->bev);
-	else if (c->ssl)
-		SSL_free(c->ssl);
+	if (c->out)
+		evbuffer_free(c->out);
+	SSL_free(c->ssl);
+	if (c->fd >= 0)
+		close(c->fd);
 	if (c->raw)
 		bufferevent_free(c->raw);
 	free(c->part);
@@ -216,6 +241,7 @@ conn_new(struct tcp *x, bool outgoing)
 	if (!c)
 		return NULL;
 	c->tcp = x;
+	c->fd = -1;
 	c->outgoing = outgoing;
 	c->phase = TCP_TLS;
 	stream_rx_init(&c->srx, TCP_FRAME_MAX);
@@ -245,23 +271,15 @@ conn_sockopts(int fd)
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof(lowat));
 }
 
-/* The reason of the newest error on c, for logs. */
+/* The reason of an error on the plain socket (bufferevent event what),
+ * for logs. */
 static const char *
-conn_error(struct tcp_conn *c, short what, char *buf, size_t len)
+conn_error(short what, char *buf, size_t len)
 {
-	unsigned long e = c->bev ? bufferevent_get_openssl_error(c->bev) : 0;
 	int serr = EVUTIL_SOCKET_ERROR();
 
 	if (what & BEV_EVENT_TIMEOUT)
 		return "timed out";
-	if (e) {
-		const char *r = ERR_reason_error_string(e);
-
-		snprintf(buf, len, "TLS: %s", r ? r : "error");
-		while (bufferevent_get_openssl_error(c->bev))
-			;
-		return buf;
-	}
 	if (what & BEV_EVENT_EOF)
 		return "closed by the other end";
 	if (!serr)
@@ -324,7 +342,7 @@ conn_established(struct tcp_conn *c)
 		conn_fail(c, "endpoint-tcp was removed");
 		return;
 	}
-	if (!(c->stage = malloc(TCP_STAGE_MAX)) ||
+	if (!(c->stage = malloc(TCP_STAGE_MAX)) || !(c->out = evbuffer_new()) ||
 	    !(c->ev_flush = event_new(x->t->base, -1, 0, conn_flush_cb, c))) {
 		conn_fail(c, "out of memory");
 		return;
@@ -358,26 +376,10 @@ conn_established(struct tcp_conn *c)
 	c->up_ms = now;
 	x->n_half--;
 	evtimer_del(c->ev_deadline);
-	conn_sockopts(bufferevent_getfd(c->bev));
-	bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
+	conn_sockopts(c->fd);
 	log_info("peer \"%s\": tcp connection %s up (%s, %s)", p->name, c->name,
 	    SSL_get_version(c->ssl), SSL_get_cipher_name(c->ssl));
 	x->ops.up(p);
-}
-
-static void
-conn_event(struct bufferevent *bev, short what, void *arg)
-{
-	struct tcp_conn *c = arg;
-	char buf[160];
-
-	(void)bev;
-	if (what & BEV_EVENT_CONNECTED) {
-		if (c->phase == TCP_TLS && SSL_is_init_finished(c->ssl))
-			conn_established(c);
-		return;
-	}
-	conn_fail(c, conn_error(c, what, buf, sizeof(buf)));
 }
 
 /* Verification of the other end's certificate: the same rule as DTLS's
@@ -460,30 +462,118 @@ conn_feed(struct tcp_conn *c, const uint8_t *data, size_t len, unsigned *n)
 	return true;
 }
 
+/* --- the driver: TLS on the bare socket ------------------------------- */
+
+/* Why a call into TLS that returned ret (error err) failed, for logs. */
+static const char *
+conn_ssl_error(int ret, int err, int serr, char *buf, size_t len)
+{
+	unsigned long e = ERR_peek_last_error();
+	const char *r;
+
+	if (err == SSL_ERROR_ZERO_RETURN)
+		return "closed by the other end";
+	if (err == SSL_ERROR_SSL && e) {
+		r = ERR_reason_error_string(e);
+		snprintf(buf, len, "TLS: %s", r ? r : "error");
+		ERR_clear_error();
+		return buf;
+	}
+	ERR_clear_error();
+	if (err == SSL_ERROR_SYSCALL && serr) {
+		snprintf(buf, len, "%s", strerror(serr));
+		return buf;
+	}
+	return ret == 0 ? "closed by the other end" : "connection lost";
+}
+
+/* The last call into TLS returned ret <= 0: false when c is to close (why
+ * says why), else whether TLS waits to read or to write is noted. */
+static bool
+conn_ssl_wait(struct tcp_conn *c, int ret, const char **why, char *buf, size_t len)
+{
+	int serr = errno, err = SSL_get_error(c->ssl, ret);
+
+	switch (err) {
+	case SSL_ERROR_WANT_READ:
+		return true;
+	case SSL_ERROR_WANT_WRITE:
+		c->write_blocked = true;
+		event_add(c->ev_write, NULL);
+		return true;
+	default:
+		*why = conn_ssl_error(ret, err, serr, buf, len);
+		return false;
+	}
+}
+
+/* The handshake goes on; false when c failed (and may be gone). */
+static bool
+conn_handshake(struct tcp_conn *c)
+{
+	const char *why = NULL;
+	char buf[160];
+	int r;
+
+	ERR_clear_error();
+	c->write_blocked = false;
+	if ((r = SSL_do_handshake(c->ssl)) == 1) {
+		event_del(c->ev_write);
+		conn_established(c);
+		return true;
+	}
+	if (!c->write_blocked)
+		event_del(c->ev_write);
+	if (conn_ssl_wait(c, r, &why, buf, sizeof(buf)))
+		return true;
+	conn_fail(c, why);
+	return false;
+}
+
+/* Records in: every one TLS has buffered (read-ahead brings in several),
+ * into frames. */
 static void
-conn_read(struct bufferevent *bev, void *arg)
+conn_read_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct tcp_conn *c = arg;
-	struct evbuffer *in = bufferevent_get_input(bev);
 	uint8_t chunk[TCP_READ_CHUNK];
+	const char *why = NULL;
+	char buf[160];
 	unsigned n = 0;
-	int got;
 	bool ok = true;
+	int got;
 
-	if (c->phase != TCP_UP || !c->peer) {
-		evbuffer_drain(in, evbuffer_get_length(in));
+	(void)fd;
+	(void)what;
+	c->busy++;
+	if (c->phase == TCP_TLS && (!conn_handshake(c) || c->phase != TCP_UP))
+		goto out;
+	if (c->dead)
+		goto out;
+	if (!c->peer) {                 /* not for long: nothing reads for it */
+		c->busy--;
+		conn_fail(c, "no peer for its key");
 		return;
 	}
 	/* The slots are every connection's: a frame begun in an earlier read
 	 * waits in the connection's own buffer. */
 	if (stream_rx_partial(&c->srx))
 		memcpy(c->tcp->slots + RX_HEADROOM, c->part, stream_rx_partial(&c->srx));
-	c->busy++;
-	while (ok && !c->dead && (got = evbuffer_remove(in, chunk, sizeof(chunk))) > 0)
-		ok = conn_feed(c, chunk, (size_t)got, &n);
-	if (ok && !c->dead)
+	for (;;) {
+		ERR_clear_error();
+		if ((got = SSL_read(c->ssl, chunk, sizeof(chunk))) <= 0) {
+			if (!conn_ssl_wait(c, got, &why, buf, sizeof(buf)))
+				ok = false;
+			break;
+		}
+		if (!(ok = conn_feed(c, chunk, (size_t)got, &n)) || c->dead)
+			break;
+		/* Level-triggered: what is still in the socket wakes us again. */
+		if (!SSL_has_pending(c->ssl))
+			break;
+	}
+	if (!c->dead && (ok || why))
 		conn_deliver(c, n);
-	c->busy--;
 	if (ok && !c->dead && stream_rx_partial(&c->srx)) {
 		if (!c->part && !(c->part = malloc(TCP_FRAME_MAX)))
 			ok = false;
@@ -491,64 +581,124 @@ conn_read(struct bufferevent *bev, void *arg)
 			memcpy(c->part, c->tcp->slots + RX_HEADROOM, stream_rx_partial(&c->srx));
 	}
 	if (!ok && !c->dead) {
-		conn_fail(c, "bad frame");
+		c->busy--;
+		conn_fail(c, why ? why : "bad frame");
 		return;
 	}
-	if (c->dead)
+out:
+	if (!--c->busy && c->dead)
 		conn_free(c);
 }
 
 /* --- frames out ------------------------------------------------------ */
 
-/* The staged frames go to TLS, as one record. */
+/* Hand what is queued to TLS, a record (TCP_STAGE_MAX) at a time, until
+ * the socket takes no more.  0, or -1 with why set: c is to close. */
+static int
+conn_write(struct tcp_conn *c, const char **why, char *buf, size_t len)
+{
+	size_t queued;
+	uint8_t *p;
+	int n, r;
+
+	if (c->write_blocked)
+		return 0;               /* conn_write_cb calls again */
+	while ((queued = evbuffer_get_length(c->out)) > 0) {
+		/* A write TLS could not finish is repeated as it was begun
+		 * (SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER: the bytes may move). */
+		n = c->write_len ? c->write_len :
+		    (int)(queued < TCP_STAGE_MAX ? queued : TCP_STAGE_MAX);
+		if (!(p = evbuffer_pullup(c->out, n))) {
+			*why = "out of memory";
+			return -1;
+		}
+		ERR_clear_error();
+		if ((r = SSL_write(c->ssl, p, n)) > 0) {
+			evbuffer_drain(c->out, (size_t)r);
+			c->write_len = 0;
+			continue;
+		}
+		c->write_len = n;
+		if (!conn_ssl_wait(c, r, why, buf, len))
+			return -1;
+		return 0;
+	}
+	return 0;
+}
+
+/* The staged frames join the queue for TLS, as one record. */
 static int
 conn_flush(struct tcp_conn *c)
 {
 	int rc = 0;
 
-	if (c->staged && evbuffer_add(bufferevent_get_output(c->bev), c->stage, c->staged) < 0)
+	if (c->staged && evbuffer_add(c->out, c->stage, c->staged) < 0)
 		rc = -ENOMEM;
 	c->staged = 0;
 	return rc;
 }
 
+/* The turn of the loop ends: what it queued goes to TLS. */
 static void
 conn_flush_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct tcp_conn *c = arg;
+	const char *why = NULL;
+	char buf[160];
 
 	(void)fd;
 	(void)what;
 	if (conn_flush(c) < 0 && c->peer)
 		c->peer->drops[DROP_TCP_SENDQ]++;
+	if (conn_write(c, &why, buf, sizeof(buf)) < 0)
+		conn_fail(c, why);
+}
+
+/* The socket has room again: the handshake, or the queue, goes on. */
+static void
+conn_write_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct tcp_conn *c = arg;
+	const char *why = NULL;
+	char buf[160];
+
+	(void)fd;
+	(void)what;
+	if (c->phase == TCP_TLS) {
+		(void)conn_handshake(c);
+		return;
+	}
+	c->write_blocked = false;
+	event_del(c->ev_write);
+	if (conn_write(c, &why, buf, sizeof(buf)) < 0)
+		conn_fail(c, why);
 }
 
 int
 tcp_send(struct peer *p, const uint8_t *payload, size_t len)
 {
 	struct tcp_conn *c = p->tcp;
-	struct evbuffer *out;
 	size_t flen = STREAM_HDR_LEN + len;
 
 	if (!c || c->phase != TCP_UP)
 		return -ENOTCONN;
 	if (len == 0 || len > TCP_FRAME_MAX)
 		return -EMSGSIZE;
-	out = bufferevent_get_output(c->bev);
-	if (evbuffer_get_length(out) + c->staged + flen > TCP_SENDQ_MAX)
+	if (evbuffer_get_length(c->out) + c->staged + flen > TCP_SENDQ_MAX)
 		return -ENOBUFS;
 	if (c->staged + flen > TCP_STAGE_MAX && conn_flush(c) < 0)
 		return -ENOMEM;
+	if (!c->staged)
+		event_active(c->ev_flush, EV_TIMEOUT, 0);
 	if (flen > TCP_STAGE_MAX) {             /* only a frame near the largest */
 		uint8_t hdr[STREAM_HDR_LEN];
 
 		(void)stream_frame_header(hdr, len, TCP_FRAME_MAX);
-		if (evbuffer_add(out, hdr, sizeof(hdr)) < 0 || evbuffer_add(out, payload, len) < 0)
+		if (evbuffer_add(c->out, hdr, sizeof(hdr)) < 0 ||
+		    evbuffer_add(c->out, payload, len) < 0)
 			return -ENOMEM;
 		return 0;
 	}
-	if (!c->staged)
-		event_active(c->ev_flush, EV_TIMEOUT, 0);
 	(void)stream_frame_header(c->stage + c->staged, len, TCP_FRAME_MAX);
 	memcpy(c->stage + c->staged + STREAM_HDR_LEN, payload, len);
 	c->staged += flen;
@@ -596,24 +746,57 @@ tcp_close(struct peer *p)
 
 /* --- outgoing -------------------------------------------------------- */
 
-static void
-conn_tls_start(struct tcp_conn *c, struct bufferevent *bev)
+/* TLS starts on c's socket fd (ours from now on): the driver's events.
+ * The handshake begins when the socket is writable (ours: the
+ * ClientHello) or readable (theirs).  0 or -ENOMEM (fd is closed with c). */
+static int
+conn_tls_start(struct tcp_conn *c, int fd)
 {
-	c->bev = bev;
-	bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
-	bufferevent_setcb(bev, conn_read, NULL, conn_event, c);
-	bufferevent_enable(bev, EV_READ | EV_WRITE);
+	struct event_base *base = c->tcp->t->base;
+
+	c->fd = fd;
+	if (!SSL_set_fd(c->ssl, fd) ||
+	    !(c->ev_read = event_new(base, fd, EV_READ | EV_PERSIST, conn_read_cb, c)) ||
+	    !(c->ev_write = event_new(base, fd, EV_WRITE | EV_PERSIST, conn_write_cb, c)) ||
+	    event_add(c->ev_read, NULL) < 0)
+		return -ENOMEM;
+	if (c->outgoing && event_add(c->ev_write, NULL) < 0)
+		return -ENOMEM;
+	return 0;
 }
 
-/* The proxy's answer to CONNECT: on 2xx, TLS starts over the same socket
- * (what followed the header is already the TLS stream's). */
+/* The plain socket is connected (and past the proxy): its bare fd goes to
+ * the driver.  Nothing may be buffered: the other end says nothing before
+ * our ClientHello. */
+static void
+conn_raw_done(struct tcp_conn *c)
+{
+	int fd = bufferevent_getfd(c->raw);
+
+	if (evbuffer_get_length(bufferevent_get_input(c->raw))) {
+		conn_fail(c, c->phase == TCP_PROXY ? "the proxy sent more than its answer" :
+		    "the other end spoke first");
+		return;
+	}
+	bufferevent_disable(c->raw, EV_READ | EV_WRITE);
+	bufferevent_setfd(c->raw, -1);          /* keeps it open when freed */
+	bufferevent_free(c->raw);
+	c->raw = NULL;
+	c->phase = TCP_TLS;
+	if (fd < 0 || conn_tls_start(c, fd) < 0) {
+		if (c->fd < 0 && fd >= 0)
+			close(fd);
+		conn_fail(c, fd < 0 ? "connection lost" : "out of memory");
+	}
+}
+
+/* The proxy's answer to CONNECT: on 2xx, TLS starts over the same socket. */
 static void
 proxy_read(struct bufferevent *raw, void *arg)
 {
 	struct tcp_conn *c = arg;
 	struct evbuffer *in = bufferevent_get_input(raw);
 	size_t len = evbuffer_get_length(in), used = 0;
-	struct bufferevent *bev;
 	char why[64];
 	int status = 0;
 
@@ -631,19 +814,13 @@ proxy_read(struct bufferevent *raw, void *arg)
 		return;
 	}
 	evbuffer_drain(in, used);
-	bev = bufferevent_openssl_filter_new(c->tcp->t->base, raw, c->ssl,
-	    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
-	if (!bev) {
-		conn_fail(c, "out of memory");
-		return;
-	}
-	c->raw = NULL;
-	c->phase = TCP_TLS;
-	conn_tls_start(c, bev);
+	conn_raw_done(c);
 }
 
+/* The plain socket connected (or failed): straight to TLS, or first the
+ * CONNECT request to the proxy. */
 static void
-proxy_event(struct bufferevent *raw, short what, void *arg)
+raw_event(struct bufferevent *raw, short what, void *arg)
 {
 	struct tcp_conn *c = arg;
 	const struct conf_peer *cf = c->peer ? c->peer->cf : NULL;
@@ -651,7 +828,11 @@ proxy_event(struct bufferevent *raw, short what, void *arg)
 	int n;
 
 	if (!(what & BEV_EVENT_CONNECTED)) {
-		conn_fail(c, conn_error(c, what, buf, sizeof(buf)));
+		conn_fail(c, conn_error(what, buf, sizeof(buf)));
+		return;
+	}
+	if (c->phase != TCP_PROXY) {
+		conn_raw_done(c);
 		return;
 	}
 	conn_sockopts(bufferevent_getfd(raw));
@@ -692,23 +873,20 @@ tcp_connect(struct peer *p)
 		conn_free(c);
 		return -ENOMEM;
 	}
-	if (cf->proxy_host) {
+	/* The name lookup, the connect and any proxy's CONNECT on a plain
+	 * socket bufferevent; TLS, once there, on the bare socket. */
+	if (cf->proxy_host)
 		c->phase = TCP_PROXY;
-		bev = c->raw = bufferevent_socket_new(x->t->base, -1,
-		    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
-		if (bev)
-			bufferevent_setcb(bev, proxy_read, NULL, proxy_event, c);
-	} else {
-		bev = bufferevent_openssl_socket_new(x->t->base, -1, c->ssl,
-		    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
-		if (bev)
-			conn_tls_start(c, bev);
-	}
+	bev = c->raw = bufferevent_socket_new(x->t->base, -1,
+	    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
 	if (!bev) {
 		conn_free(c);
 		return -ENOMEM;
 	}
-	bufferevent_enable(bev, EV_READ | EV_WRITE);
+	bufferevent_setcb(bev, cf->proxy_host ? proxy_read : NULL, NULL, raw_event, c);
+	/* Without a proxy nothing is read before TLS: the connect is seen
+	 * by the write event. */
+	bufferevent_enable(bev, cf->proxy_host ? EV_READ | EV_WRITE : EV_WRITE);
 	log_info("peer \"%s\": connecting to tcp endpoint %s%s%s", p->name, c->name,
 	    cf->proxy_host ? " through proxy " : "", cf->proxy_host ? cf->proxy_host : "");
 	if (bufferevent_socket_connect_hostname(bev, x->t->dns, AF_UNSPEC, host, port) < 0) {
@@ -725,7 +903,6 @@ accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int
     void *arg)
 {
 	struct tcp *x = arg;
-	struct bufferevent *bev;
 	struct tcp_conn *c;
 	union sockaddr_union from;
 	struct ipaddr src;
@@ -752,14 +929,8 @@ accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int
 	util_sa_fmt(&from, c->name, sizeof(c->name));
 	conn_sockopts(fd);
 	SSL_set_accept_state(c->ssl);
-	bev = bufferevent_openssl_socket_new(x->t->base, fd, c->ssl, BUFFEREVENT_SSL_ACCEPTING,
-	    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
-	if (!bev) {
-		close(fd);
-		conn_free(c);
-		return;
-	}
-	conn_tls_start(c, bev);
+	if (conn_tls_start(c, fd) < 0)
+		conn_free(c);                   /* and fd with it */
 }
 
 /* The listening socket of listen-tcp: one address, or both families on
@@ -815,6 +986,19 @@ ctx_setup(struct tcp *x, const struct conf_iface *ifc)
 	}
 	SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET | SSL_OP_NO_RENEGOTIATION |
 	    SSL_OP_CIPHER_SERVER_PREFERENCE);
+#ifdef SSL_OP_IGNORE_UNEXPECTED_EOF
+	/* An end without close_notify is an end like any other (records
+	 * are authenticated whole, a frame cut short is never handed on),
+	 * as it was with libevent's allow_dirty_shutdown. */
+	SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
+#endif
+	/* The driver (conn_read_cb, conn_write): one read(2) for several
+	 * records; a write begun and refused by a full socket is repeated
+	 * from wherever the queue's bytes are by then. */
+	SSL_CTX_set_read_ahead(ctx, 1);
+	SSL_CTX_set_default_read_buffer_len(ctx, TCP_RBUF_LEN);
+	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
+	    SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 	SSL_CTX_set_num_tickets(ctx, 0);
 	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
 	SSL_CTX_set_default_passwd_cb(ctx, keys_no_passwd_cb);
