@@ -98,6 +98,7 @@
 #define TCP_READ_CHUNK 16384
 #define TCP_STAGE_MAX 16384             /* a TLS record's plaintext at most */
 #define TCP_RBUF_LEN (64 * 1024)        /* TLS read-ahead: several records a read */
+#define TCP_WRITE_MAX (64 * 1024)       /* records gathered for one write(2) */
 /* The groups offered, best first: a hybrid post-quantum one where the
  * OpenSSL build has it (3.5), else the classic ones (3.0). */
 #define TCP_GROUPS_PQ "X25519MLKEM768:X25519:P-256"
@@ -112,10 +113,10 @@ struct tcp_conn {
 	int fd;                         /* the socket once TLS starts, else -1 */
 	SSL *ssl;
 	struct event *ev_read;          /* persistent while fd is ours */
-	struct event *ev_write;         /* added while TLS waits for room */
-	bool write_blocked;             /* TLS wants the socket writable first */
-	int write_len;                  /* a write TLS has begun: repeat it, this long */
+	struct event *ev_write;         /* added while the socket has no room */
+	bool write_blocked;             /* the socket has no room: wait for ev_write */
 	struct evbuffer *out;           /* plaintext queued for TLS: frames, whole */
+	struct evbuffer *cipher;        /* TLS's records, not yet the socket's (wbio) */
 	struct peer *peer;              /* outgoing: its peer; incoming: once authenticated */
 	struct peer *authorized;        /* who the presented key names */
 	bool outgoing;
@@ -141,6 +142,7 @@ struct tcp {
 	struct evconnlistener *listener;
 	union sockaddr_union laddr;
 	struct ratelimit *rl;
+	BIO_METHOD *wbio;               /* TLS writes into c->cipher (wbio_write) */
 	TAILQ_HEAD(, tcp_conn) conns;
 	unsigned n_conns, n_half;
 	uint8_t own_fp[KEYS_FP_LEN];    /* of the interface's key: tie-breaks (conn_keep_old) */
@@ -187,6 +189,8 @@ conn_free(struct tcp_conn *c)
 	free(c->stage);
 	if (c->out)
 		evbuffer_free(c->out);
+	if (c->cipher)
+		evbuffer_free(c->cipher);
 	SSL_free(c->ssl);
 	if (c->fd >= 0)
 		close(c->fd);
@@ -487,24 +491,72 @@ conn_ssl_error(int ret, int err, int serr, char *buf, size_t len)
 	return ret == 0 ? "closed by the other end" : "connection lost";
 }
 
+/* The socket's side of TLS's writes: the records gather in c->cipher,
+ * and conn_sock_write hands them to the socket together (one write(2)
+ * for many records, where a socket BIO makes one of every record). */
+static int
+wbio_write(BIO *b, const char *data, int len)
+{
+	BIO_clear_retry_flags(b);
+	if (len < 0 || evbuffer_add(BIO_get_data(b), data, (size_t)len) < 0)
+		return -1;
+	return len;
+}
+
+static long
+wbio_ctrl(BIO *b, int cmd, long num, void *ptr)
+{
+	(void)b;
+	(void)num;
+	(void)ptr;
+	return cmd == BIO_CTRL_FLUSH ? 1 : 0;
+}
+
+static int
+wbio_create(BIO *b)
+{
+	BIO_set_init(b, 1);
+	return 1;
+}
+
+/* What TLS wrote goes to the socket, until it has no room (then ev_write
+ * waits for it).  0 or -errno. */
+static int
+conn_sock_write(struct tcp_conn *c)
+{
+	int w;
+
+	while (evbuffer_get_length(c->cipher)) {
+		if ((w = evbuffer_write(c->cipher, c->fd)) > 0)
+			continue;
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+			return -errno;
+		if (!c->write_blocked) {
+			c->write_blocked = true;
+			event_add(c->ev_write, NULL);
+		}
+		return 0;
+	}
+	if (c->write_blocked) {
+		c->write_blocked = false;
+		event_del(c->ev_write);
+	}
+	return 0;
+}
+
 /* The last call into TLS returned ret <= 0: false when c is to close (why
- * says why), else whether TLS waits to read or to write is noted. */
+ * says why); true when TLS waits for the socket to be readable. */
 static bool
 conn_ssl_wait(struct tcp_conn *c, int ret, const char **why, char *buf, size_t len)
 {
 	int serr = errno, err = SSL_get_error(c->ssl, ret);
 
-	switch (err) {
-	case SSL_ERROR_WANT_READ:
+	if (err == SSL_ERROR_WANT_READ)
 		return true;
-	case SSL_ERROR_WANT_WRITE:
-		c->write_blocked = true;
-		event_add(c->ev_write, NULL);
-		return true;
-	default:
-		*why = conn_ssl_error(ret, err, serr, buf, len);
-		return false;
-	}
+	*why = conn_ssl_error(ret, err, serr, buf, len);
+	return false;
 }
 
 /* The handshake goes on; false when c failed (and may be gone). */
@@ -513,17 +565,18 @@ conn_handshake(struct tcp_conn *c)
 {
 	const char *why = NULL;
 	char buf[160];
-	int r;
+	int r, rc;
 
 	ERR_clear_error();
-	c->write_blocked = false;
-	if ((r = SSL_do_handshake(c->ssl)) == 1) {
-		event_del(c->ev_write);
+	r = SSL_do_handshake(c->ssl);
+	if ((rc = conn_sock_write(c)) < 0) {
+		conn_fail(c, strerror(-rc));
+		return false;
+	}
+	if (r == 1) {
 		conn_established(c);
 		return true;
 	}
-	if (!c->write_blocked)
-		event_del(c->ev_write);
 	if (conn_ssl_wait(c, r, &why, buf, sizeof(buf)))
 		return true;
 	conn_fail(c, why);
@@ -572,6 +625,11 @@ conn_read_cb(evutil_socket_t fd, short what, void *arg)
 		if (!SSL_has_pending(c->ssl))
 			break;
 	}
+	/* What reading made TLS say (an answer to a KeyUpdate). */
+	if (ok && !c->dead && evbuffer_get_length(c->cipher) && (got = conn_sock_write(c)) < 0) {
+		ok = false;
+		why = strerror(-got);
+	}
 	if (!c->dead && (ok || why))
 		conn_deliver(c, n);
 	if (ok && !c->dead && stream_rx_partial(&c->srx)) {
@@ -592,36 +650,39 @@ out:
 
 /* --- frames out ------------------------------------------------------ */
 
-/* Hand what is queued to TLS, a record (TCP_STAGE_MAX) at a time, until
- * the socket takes no more.  0, or -1 with why set: c is to close. */
+/* Hand what is queued to TLS, a record (TCP_STAGE_MAX) at a time, and
+ * the records to the socket, TCP_WRITE_MAX at a time, until the socket
+ * takes no more.  0, or -1 with why set: c is to close. */
 static int
 conn_write(struct tcp_conn *c, const char **why, char *buf, size_t len)
 {
-	size_t queued;
+	struct evbuffer_iovec v;
+	size_t queued, n;
 	uint8_t *p;
-	int n, r;
+	int r;
 
-	if (c->write_blocked)
-		return 0;               /* conn_write_cb calls again */
-	while ((queued = evbuffer_get_length(c->out)) > 0) {
-		/* A write TLS could not finish is repeated as it was begun
-		 * (SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER: the bytes may move). */
-		n = c->write_len ? c->write_len :
-		    (int)(queued < TCP_STAGE_MAX ? queued : TCP_STAGE_MAX);
-		if (!(p = evbuffer_pullup(c->out, n))) {
-			*why = "out of memory";
-			return -1;
-		}
-		ERR_clear_error();
-		if ((r = SSL_write(c->ssl, p, n)) > 0) {
+	while (!c->write_blocked && (queued = evbuffer_get_length(c->out)) > 0) {
+		while (queued > 0 && evbuffer_get_length(c->cipher) < TCP_WRITE_MAX) {
+			/* A record of what lies together in the queue's first
+			 * chunk: making more of it contiguous would copy. */
+			if (evbuffer_peek(c->out, -1, NULL, &v, 1) < 1 || !v.iov_len) {
+				*why = "out of memory";
+				return -1;
+			}
+			n = v.iov_len < TCP_STAGE_MAX ? v.iov_len : TCP_STAGE_MAX;
+			p = v.iov_base;
+			ERR_clear_error();
+			if ((r = SSL_write(c->ssl, p, (int)n)) <= 0) {
+				*why = conn_ssl_error(r, SSL_get_error(c->ssl, r), errno, buf, len);
+				return -1;
+			}
 			evbuffer_drain(c->out, (size_t)r);
-			c->write_len = 0;
-			continue;
+			queued -= (size_t)r;
 		}
-		c->write_len = n;
-		if (!conn_ssl_wait(c, r, why, buf, len))
+		if ((r = conn_sock_write(c)) < 0) {
+			*why = strerror(-r);
 			return -1;
-		return 0;
+		}
 	}
 	return 0;
 }
@@ -661,6 +722,7 @@ conn_write_cb(evutil_socket_t fd, short what, void *arg)
 	struct tcp_conn *c = arg;
 	const char *why = NULL;
 	char buf[160];
+	int rc;
 
 	(void)fd;
 	(void)what;
@@ -668,9 +730,9 @@ conn_write_cb(evutil_socket_t fd, short what, void *arg)
 		(void)conn_handshake(c);
 		return;
 	}
-	c->write_blocked = false;
-	event_del(c->ev_write);
-	if (conn_write(c, &why, buf, sizeof(buf)) < 0)
+	if ((rc = conn_sock_write(c)) < 0)
+		conn_fail(c, strerror(-rc));
+	else if (conn_write(c, &why, buf, sizeof(buf)) < 0)
 		conn_fail(c, why);
 }
 
@@ -684,7 +746,8 @@ tcp_send(struct peer *p, const uint8_t *payload, size_t len)
 		return -ENOTCONN;
 	if (len == 0 || len > TCP_FRAME_MAX)
 		return -EMSGSIZE;
-	if (evbuffer_get_length(c->out) + c->staged + flen > TCP_SENDQ_MAX)
+	if (evbuffer_get_length(c->out) + evbuffer_get_length(c->cipher) + c->staged + flen >
+	    TCP_SENDQ_MAX)
 		return -ENOBUFS;
 	if (c->staged + flen > TCP_STAGE_MAX && conn_flush(c) < 0)
 		return -ENOMEM;
@@ -738,30 +801,42 @@ tcp_close(struct peer *p)
 	c->peer = NULL;
 	log_info("peer \"%s\": tcp connection %s closed", p->name, c->name);
 	/* A close_notify, so the other end sees an orderly end. */
-	if (c->phase == TCP_UP)
-		(void)SSL_shutdown(c->ssl);
+	if (c->phase == TCP_UP && SSL_shutdown(c->ssl) >= 0)
+		(void)conn_sock_write(c);
 	ERR_clear_error();
 	conn_free(c);
 }
 
 /* --- outgoing -------------------------------------------------------- */
 
-/* TLS starts on c's socket fd (ours from now on): the driver's events.
- * The handshake begins when the socket is writable (ours: the
- * ClientHello) or readable (theirs).  0 or -ENOMEM (fd is closed with c). */
+/* TLS starts on c's socket fd (ours from now on): it reads the socket
+ * itself (read-ahead), and writes into c->cipher (wbio_write); the
+ * driver's events.  0 or -ENOMEM (fd is closed with c). */
 static int
 conn_tls_start(struct tcp_conn *c, int fd)
 {
 	struct event_base *base = c->tcp->t->base;
+	BIO *rb, *wb;
 
 	c->fd = fd;
-	if (!SSL_set_fd(c->ssl, fd) ||
-	    !(c->ev_read = event_new(base, fd, EV_READ | EV_PERSIST, conn_read_cb, c)) ||
+	if (!(c->cipher = evbuffer_new()) || !(rb = BIO_new_socket(fd, BIO_NOCLOSE)))
+		return -ENOMEM;
+	if (!(wb = BIO_new(c->tcp->wbio))) {
+		BIO_free(rb);
+		return -ENOMEM;
+	}
+	BIO_set_data(wb, c->cipher);
+	SSL_set_bio(c->ssl, rb, wb);
+	if (!(c->ev_read = event_new(base, fd, EV_READ | EV_PERSIST, conn_read_cb, c)) ||
 	    !(c->ev_write = event_new(base, fd, EV_WRITE | EV_PERSIST, conn_write_cb, c)) ||
 	    event_add(c->ev_read, NULL) < 0)
 		return -ENOMEM;
-	if (c->outgoing && event_add(c->ev_write, NULL) < 0)
-		return -ENOMEM;
+	/* Ours begins with the ClientHello, once the socket has room. */
+	if (c->outgoing) {
+		if (event_add(c->ev_write, NULL) < 0)
+			return -ENOMEM;
+		c->write_blocked = true;
+	}
 	return 0;
 }
 
@@ -992,13 +1067,9 @@ ctx_setup(struct tcp *x, const struct conf_iface *ifc)
 	 * as it was with libevent's allow_dirty_shutdown. */
 	SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
 #endif
-	/* The driver (conn_read_cb, conn_write): one read(2) for several
-	 * records; a write begun and refused by a full socket is repeated
-	 * from wherever the queue's bytes are by then. */
+	/* The driver (conn_read_cb): one read(2) for several records. */
 	SSL_CTX_set_read_ahead(ctx, 1);
 	SSL_CTX_set_default_read_buffer_len(ctx, TCP_RBUF_LEN);
-	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
-	    SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 	SSL_CTX_set_num_tickets(ctx, 0);
 	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
 	SSL_CTX_set_default_passwd_cb(ctx, keys_no_passwd_cb);
@@ -1031,7 +1102,10 @@ tcp_init(struct toud *t, const struct tcp_ops *ops)
 	if (getrandom(secret, sizeof(secret), 0) != sizeof(secret) ||
 	    !(x->rl = ratelimit_new(TCP_ACCEPT_SOURCES, TCP_ACCEPT_RATE, TCP_ACCEPT_BURST, secret)) ||
 	    !(x->slots = malloc((size_t)TCP_BATCH * TCP_SLOT)) ||
-	    !(x->ctx = SSL_CTX_new(TLS_method())))
+	    !(x->ctx = SSL_CTX_new(TLS_method())) ||
+	    !(x->wbio = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "toud-tcp")) ||
+	    !BIO_meth_set_write(x->wbio, wbio_write) || !BIO_meth_set_ctrl(x->wbio, wbio_ctrl) ||
+	    !BIO_meth_set_create(x->wbio, wbio_create))
 		return -ENOMEM;
 	if ((rc = ctx_setup(x, ifc)) < 0) {
 		log_errx("tcp transport: TLS set-up: %s", keys_ssl_reason());
@@ -1066,6 +1140,8 @@ tcp_free(struct toud *t)
 		evconnlistener_free(x->listener);
 	ratelimit_free(x->rl);
 	SSL_CTX_free(x->ctx);
+	if (x->wbio)
+		BIO_meth_free(x->wbio);
 	free(x->slots);
 	free(x);
 	t->tcp = NULL;
