@@ -186,12 +186,12 @@ conn_free(struct tcp_conn *c)
 		event_free(c->ev_read);
 	if (c->ev_write)
 		event_free(c->ev_write);
+	SSL_free(c->ssl);               /* first: its write BIO points at c->cipher */
 	free(c->stage);
 	if (c->out)
 		evbuffer_free(c->out);
 	if (c->cipher)
 		evbuffer_free(c->cipher);
-	SSL_free(c->ssl);
 	if (c->fd >= 0)
 		close(c->fd);
 	if (c->raw)
@@ -565,22 +565,26 @@ conn_handshake(struct tcp_conn *c)
 {
 	const char *why = NULL;
 	char buf[160];
+	bool ok;
 	int r, rc;
 
 	ERR_clear_error();
 	r = SSL_do_handshake(c->ssl);
-	if ((rc = conn_sock_write(c)) < 0) {
-		conn_fail(c, strerror(-rc));
+	/* TLS's verdict first (errno is its until the socket is written);
+	 * then what it wrote, an alert too, goes out. */
+	ok = r == 1 || conn_ssl_wait(c, r, &why, buf, sizeof(buf));
+	if ((rc = conn_sock_write(c)) < 0 && ok) {
+		ok = false;
+		why = strerror(-rc);
+	}
+	ERR_clear_error();
+	if (!ok) {
+		conn_fail(c, why);
 		return false;
 	}
-	if (r == 1) {
+	if (r == 1)
 		conn_established(c);
-		return true;
-	}
-	if (conn_ssl_wait(c, r, &why, buf, sizeof(buf)))
-		return true;
-	conn_fail(c, why);
-	return false;
+	return true;
 }
 
 /* Records in: every one TLS has buffered (read-ahead brings in several),
@@ -724,10 +728,11 @@ conn_write_cb(evutil_socket_t fd, short what, void *arg)
 	char buf[160];
 	int rc;
 
-	(void)fd;
-	(void)what;
 	if (c->phase == TCP_TLS) {
-		(void)conn_handshake(c);
+		/* Through the reader: a handshake that ends here may have
+		 * read the peer's first records ahead, which no read event
+		 * would report. */
+		conn_read_cb(fd, what, c);
 		return;
 	}
 	if ((rc = conn_sock_write(c)) < 0)
