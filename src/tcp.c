@@ -41,8 +41,8 @@
  *
  * The frames of one turn of the loop are gathered in a buffer of one TLS
  * record's size and handed to TLS together when the turn ends (or the
- * buffer is full): a record, and a write to the socket, carries a dozen
- * frames instead of one or two, which is where the CPU went. */
+ * buffer is full): a record carries a dozen frames instead of one or two,
+ * and the records go to the socket up to TCP_WRITE_MAX in one writev(2). */
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
