@@ -98,6 +98,10 @@
 #define TCP_READ_CHUNK 16384
 #define TCP_STAGE_MAX 16384             /* a TLS record's plaintext at most */
 #define TCP_RBUF_LEN (64 * 1024)        /* TLS read-ahead: several records a read */
+/* Plaintext one read event takes at most: a sender that never lets the
+ * socket run dry does not hold the loop (timers, UDP, the other
+ * connections, our own queued frames). */
+#define TCP_READ_TURN (256 * 1024)
 #define TCP_WRITE_MAX (64 * 1024)       /* records gathered for one write(2) */
 /* The groups offered, best first: a hybrid post-quantum one where the
  * OpenSSL build has it (3.5), else the classic ones (3.0). */
@@ -598,6 +602,7 @@ conn_read_cb(evutil_socket_t fd, short what, void *arg)
 	char buf[160];
 	unsigned n = 0;
 	bool ok = true;
+	size_t taken = 0;
 	int got;
 
 	(void)fd;
@@ -628,9 +633,19 @@ conn_read_cb(evutil_socket_t fd, short what, void *arg)
 		/* Level-triggered: what is still in the socket wakes us again. */
 		if (!SSL_has_pending(c->ssl))
 			break;
+		/* What TLS read ahead is no longer in the socket: nothing
+		 * would report it, so the event comes back by itself. */
+		if ((taken += (size_t)got) >= TCP_READ_TURN) {
+			event_active(c->ev_read, EV_READ, 0);
+			break;
+		}
 	}
-	/* What reading made TLS say (an answer to a KeyUpdate). */
-	if (ok && !c->dead && evbuffer_get_length(c->cipher) && (got = conn_sock_write(c)) < 0) {
+	/* What reading made TLS say (an answer to a KeyUpdate).  Not while
+	 * the socket is full: ev_write then sends it with the queue, where
+	 * a write from here that emptied it would drop ev_write and strand
+	 * the frames still queued behind it. */
+	if (ok && !c->dead && !c->write_blocked && evbuffer_get_length(c->cipher) &&
+	    (got = conn_sock_write(c)) < 0) {
 		ok = false;
 		why = strerror(-got);
 	}
