@@ -53,10 +53,11 @@ static const char *const drop_names[DROP__MAX] = {
 	[DROP_TUN_OFFLOAD] = "tun_offload",
 	[DROP_REPLAY_OLD] = "replay_too_old",
 	[DROP_TCP_SENDQ] = "tcp_sendq_dropped",
+	[DROP_TCP_SENDQ_AQM] = "tcp_sendq_aqm",
 };
 static_assert(GUE_ERR__MAX == 10 && PKT_ERR__MAX == 7,
     "a new gue/pkt error needs a drop counter name here");
-static_assert(DROP_TCP_SENDQ + 1 == DROP__MAX,
+static_assert(DROP_TCP_SENDQ_AQM + 1 == DROP__MAX,
     "a new drop reason needs a name here and in touctl(8)");
 
 const char *

@@ -47,6 +47,7 @@ enum drop_reason {
 	DROP_TUN_OFFLOAD,       /* TUN: a virtio_net_hdr or super-packet that cannot be cut */
 	DROP_REPLAY_OLD,        /* dtls: a record older than the replay window */
 	DROP_TCP_SENDQ,         /* tcp: the connection's send queue was full */
+	DROP_TCP_SENDQ_AQM,     /* tcp: its send queue's wait stayed too long (codel.h) */
 	DROP__MAX
 };
 

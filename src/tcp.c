@@ -35,9 +35,13 @@
  *
  * Inner TCP over outer TCP: the inner connections retransmit, so the
  * carrier's queue stays short.  TCP_NODELAY; TCP_NOTSENT_LOWAT keeps the
- * kernel from holding more than a little unsent; the output buffer holds
- * at most TCP_SENDQ_MAX bytes, beyond which frames are dropped and counted
- * (tcp_sendq_dropped), as a full queue of a router drops.
+ * kernel from holding more than a little unsent, so the queue is ours,
+ * and ours drops by time as a router's AQM does: while its bytes have
+ * waited over 5 ms for a while, arriving data frames are dropped at
+ * CoDel's pace (codel.h), which tells a loss-based inner sender (CUBIC)
+ * to slow down without draining the path the way tail drops at a fixed
+ * size did (tcp_sendq_aqm).  TCP_SENDQ_MAX bounds the memory
+ * (tcp_sendq_dropped); control messages are dropped only there.
  *
  * The frames of one turn of the loop are gathered in a buffer of one TLS
  * record's size and handed to TLS together when the turn ends (or the
@@ -62,6 +66,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#include "codel.h"
 #include "conf.h"
 #include "ctx.h"
 #include "drop.h"
@@ -88,7 +93,10 @@
  * accepted. */
 #define TCP_BACKLOG 1024
 #define TCP_HANDSHAKE_MS 5000           /* connect, proxy and TLS, each connection */
-#define TCP_SENDQ_MAX (256 * 1024)      /* bytes in a connection's output buffer */
+/* Bytes a connection may hold for TLS and the socket: a bound on memory.
+ * How long they wait is the drop policy's (codel.h); this is only reached
+ * by a queue that grows faster than it can decide. */
+#define TCP_SENDQ_MAX (2 * 1024 * 1024)
 #define TCP_LOWAT_BYTES 16384
 #define TCP_ACCEPT_RATE 5               /* accepts per second per source, */
 #define TCP_ACCEPT_BURST 20             /* after a burst of this many */
@@ -121,6 +129,9 @@ struct tcp_conn {
 	bool write_blocked;             /* the socket has no room: wait for ev_write */
 	struct evbuffer *out;           /* plaintext queued for TLS: frames, whole */
 	struct evbuffer *cipher;        /* TLS's records, not yet the socket's (wbio) */
+	struct codel_fifo plain;        /* when out's bytes came */
+	struct codel_fifo sealed;       /* when cipher's came, as plaintext, to out */
+	struct codel aqm;               /* how long they wait to reach the socket */
 	struct peer *peer;              /* outgoing: its peer; incoming: once authenticated */
 	struct peer *authorized;        /* who the presented key names */
 	bool outgoing;
@@ -252,6 +263,9 @@ conn_new(struct tcp *x, bool outgoing)
 	c->fd = -1;
 	c->outgoing = outgoing;
 	c->phase = TCP_TLS;
+	codel_fifo_init(&c->plain);
+	codel_fifo_init(&c->sealed);
+	codel_init(&c->aqm);
 	stream_rx_init(&c->srx, TCP_FRAME_MAX);
 	if (!(c->ev_deadline = evtimer_new(x->t->base, deadline_cb, c)) ||
 	    !(c->ssl = SSL_new(x->ctx))) {
@@ -523,6 +537,25 @@ wbio_create(BIO *b)
 	return 1;
 }
 
+/* w bytes of records reached the socket: how long the last of them waited
+ * since it came as a frame, to the drop policy.  Records TLS wrote of its
+ * own (a KeyUpdate) are in cipher but not in sealed, which counts them as
+ * the frames' until the queue runs dry and it starts over. */
+static void
+conn_sent(struct tcp_conn *c, size_t w)
+{
+	uint64_t at = codel_fifo_take(&c->sealed, w), now;
+	size_t queued = evbuffer_get_length(c->cipher);
+
+	if (at) {
+		now = util_now_us();
+		codel_note(&c->aqm, now > at ? now - at : 0,
+		    queued + evbuffer_get_length(c->out) + c->staged, now);
+	}
+	if (!queued)
+		codel_fifo_clear(&c->sealed);
+}
+
 /* What TLS wrote goes to the socket, until it has no room (then ev_write
  * waits for it).  0 or -errno. */
 static int
@@ -531,8 +564,10 @@ conn_sock_write(struct tcp_conn *c)
 	int w;
 
 	while (evbuffer_get_length(c->cipher)) {
-		if ((w = evbuffer_write(c->cipher, c->fd)) > 0)
+		if ((w = evbuffer_write(c->cipher, c->fd)) > 0) {
+			conn_sent(c, (size_t)w);
 			continue;
+		}
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
@@ -676,7 +711,7 @@ static int
 conn_write(struct tcp_conn *c, const char **why, char *buf, size_t len)
 {
 	struct evbuffer_iovec v;
-	size_t queued, n;
+	size_t queued, n, sealed;
 	uint8_t *p;
 	int r;
 
@@ -690,12 +725,15 @@ conn_write(struct tcp_conn *c, const char **why, char *buf, size_t len)
 			}
 			n = v.iov_len < TCP_STAGE_MAX ? v.iov_len : TCP_STAGE_MAX;
 			p = v.iov_base;
+			sealed = evbuffer_get_length(c->cipher);
 			ERR_clear_error();
 			if ((r = SSL_write(c->ssl, p, (int)n)) <= 0) {
 				*why = conn_ssl_error(r, SSL_get_error(c->ssl, r), errno, buf, len);
 				return -1;
 			}
 			evbuffer_drain(c->out, (size_t)r);
+			codel_fifo_add(&c->sealed, evbuffer_get_length(c->cipher) - sealed,
+			    codel_fifo_take(&c->plain, (size_t)r));
 			queued -= (size_t)r;
 		}
 		if ((r = conn_sock_write(c)) < 0) {
@@ -712,8 +750,12 @@ conn_flush(struct tcp_conn *c)
 {
 	int rc = 0;
 
-	if (c->staged && evbuffer_add(c->out, c->stage, c->staged) < 0)
+	if (!c->staged)
+		return 0;
+	if (evbuffer_add(c->out, c->stage, c->staged) < 0)
 		rc = -ENOMEM;
+	else
+		codel_fifo_add(&c->plain, c->staged, util_now_us());
 	c->staged = 0;
 	return rc;
 }
@@ -757,7 +799,7 @@ conn_write_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 int
-tcp_send(struct peer *p, const uint8_t *payload, size_t len)
+tcp_send(struct peer *p, const uint8_t *payload, size_t len, bool data)
 {
 	struct tcp_conn *c = p->tcp;
 	size_t flen = STREAM_HDR_LEN + len;
@@ -766,6 +808,8 @@ tcp_send(struct peer *p, const uint8_t *payload, size_t len)
 		return -ENOTCONN;
 	if (len == 0 || len > TCP_FRAME_MAX)
 		return -EMSGSIZE;
+	if (data && c->aqm.dropping && codel_drop(&c->aqm, util_now_us()))
+		return -ETIMEDOUT;
 	if (evbuffer_get_length(c->out) + evbuffer_get_length(c->cipher) + c->staged + flen >
 	    TCP_SENDQ_MAX)
 		return -ENOBUFS;
@@ -780,6 +824,7 @@ tcp_send(struct peer *p, const uint8_t *payload, size_t len)
 		if (evbuffer_add(c->out, hdr, sizeof(hdr)) < 0 ||
 		    evbuffer_add(c->out, payload, len) < 0)
 			return -ENOMEM;
+		codel_fifo_add(&c->plain, flen, util_now_us());
 		return 0;
 	}
 	(void)stream_frame_header(c->stage + c->staged, len, TCP_FRAME_MAX);

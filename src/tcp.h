@@ -52,8 +52,10 @@ int tcp_connect(struct peer *p);
 /* End p's connection, without ops->down (the caller knows). */
 void tcp_close(struct peer *p);
 /* Queue one frame (payload, len bytes) on p's connection.  0, -ENOTCONN
- * (none up), -ENOBUFS (its send queue is full), -EMSGSIZE. */
-int tcp_send(struct peer *p, const uint8_t *payload, size_t len);
+ * (none up), -ENOBUFS (its send queue is full), -ETIMEDOUT (data, not a
+ * control message, dropped because the queue's wait has stayed too long:
+ * codel.h), -EMSGSIZE. */
+int tcp_send(struct peer *p, const uint8_t *payload, size_t len, bool data);
 /* Whether p's connection is up, and whether we opened it. */
 bool tcp_up(const struct peer *p);
 bool tcp_outgoing(const struct peer *p);

@@ -323,16 +323,18 @@ udp_plain(struct tx *x, struct peer *p, uint8_t *payload, size_t len, uint8_t to
 }
 
 /* tx_seal() on TCP: the payload becomes a frame of p's connection (tcp.c),
- * which leaves with everything queued in this turn of the loop.  A full
- * send queue drops it (counted): the inner TCP retransmits. */
+ * which leaves with everything queued in this turn of the loop.  The send
+ * queue may drop it, full or by its wait (counted): the inner TCP
+ * retransmits. */
 static int
 tcp_seal(struct peer *p, const uint8_t *payload, size_t len, enum tx_payload kind,
     uint64_t now)
 {
-	int rc = tcp_send(p, payload, len);
+	int rc = tcp_send(p, payload, len, kind != TX_CONTROL);
 
 	if (rc < 0) {
-		p->drops[rc == -ENOBUFS ? DROP_TCP_SENDQ : DROP_SEAL]++;
+		p->drops[rc == -ENOBUFS ? DROP_TCP_SENDQ :
+		    rc == -ETIMEDOUT ? DROP_TCP_SENDQ_AQM : DROP_SEAL]++;
 		return kind == TX_CONTROL ? rc : 0;
 	}
 	if (kind != TX_CONTROL)
