@@ -111,23 +111,35 @@ codel_note(struct codel *q, uint64_t sojourn_us, size_t backlog, uint64_t now_us
 		q->dropping = false;
 	} else if (!q->dropping && q->ok_to_drop) {
 		/* A dropping state that ended recently resumes near the
-		 * pace it had reached, as the RFC's does. */
+		 * pace it had reached, as the RFC's does.  The first drop,
+		 * due now (at the next arrival), makes count lastcount. */
 		q->dropping = true;
 		delta = (int64_t)q->count - (int64_t)q->lastcount;
-		q->count = delta > 1 && now_us - q->drop_next_us < 16 * CODEL_INTERVAL_US ?
+		q->lastcount = delta > 1 &&
+		    (int64_t)(now_us - q->drop_next_us) < 16 * CODEL_INTERVAL_US ?
 		    (uint32_t)delta : 1;
-		q->lastcount = q->count;
-		q->drop_next_us = now_us;       /* the next to arrive */
+		q->count = q->lastcount - 1;
+		q->first_drop = true;
+		q->drop_next_us = now_us;
 	}
 }
 
 bool
 codel_drop(struct codel *q, uint64_t now_us)
 {
+	uint64_t from;
+
 	if (!q->dropping || now_us < q->drop_next_us)
 		return false;
-	q->drop_next_us = control_law(now_us, q->count);
 	if (q->count < UINT32_MAX)
 		q->count++;
+	/* The law counts from when the drop was due, not from the arrival
+	 * that took it, so that the pace holds when packets are sparse;
+	 * after a pause longer than an interval, from now, lest the drops
+	 * that fell due in it come back to back. */
+	from = q->first_drop || now_us - q->drop_next_us > CODEL_INTERVAL_US ?
+	    now_us : q->drop_next_us;
+	q->first_drop = false;
+	q->drop_next_us = control_law(from, q->count);
 	return true;
 }

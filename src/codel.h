@@ -46,10 +46,11 @@ struct codel_fifo {
 struct codel {
 	uint64_t first_above_us;        /* 0, or when an interval above target ends */
 	uint64_t drop_next_us;          /* dropping: the next drop is due then */
-	uint32_t count;                 /* drops in this dropping state */
-	uint32_t lastcount;             /* count when the last one began */
+	uint32_t count;                 /* drops so far, as the control law counts */
+	uint32_t lastcount;             /* count at the start of the last state */
 	bool ok_to_drop;                /* the wait has been above target an interval */
 	bool dropping;
+	bool first_drop;                /* dropping: none yet in this state */
 };
 
 void codel_fifo_init(struct codel_fifo *f);

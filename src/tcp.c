@@ -547,7 +547,7 @@ conn_sent(struct tcp_conn *c, size_t w)
 	uint64_t at = codel_fifo_take(&c->sealed, w), now;
 	size_t queued = evbuffer_get_length(c->cipher);
 
-	if (at) {
+	if (at && c->out) {
 		now = util_now_us();
 		codel_note(&c->aqm, now > at ? now - at : 0,
 		    queued + evbuffer_get_length(c->out) + c->staged, now);
@@ -821,7 +821,10 @@ tcp_send(struct peer *p, const uint8_t *payload, size_t len, bool data)
 		uint8_t hdr[STREAM_HDR_LEN];
 
 		(void)stream_frame_header(hdr, len, TCP_FRAME_MAX);
-		if (evbuffer_add(c->out, hdr, sizeof(hdr)) < 0 ||
+		/* Room for the whole frame first: half of one would break
+		 * the stream. */
+		if (evbuffer_expand(c->out, flen) < 0 ||
+		    evbuffer_add(c->out, hdr, sizeof(hdr)) < 0 ||
 		    evbuffer_add(c->out, payload, len) < 0)
 			return -ENOMEM;
 		codel_fifo_add(&c->plain, flen, util_now_us());

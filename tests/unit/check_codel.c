@@ -1,7 +1,8 @@
 /* check_codel.c - the send queue's drop decision on a fake clock: short
  * waits and small queues never drop; a standing queue above the target
- * drops after an interval, then at interval/sqrt(n); a queue that drains
- * stops dropping; one that builds again soon resumes near its pace; a
+ * drops after an interval, then at interval/sqrt(n), counted from when
+ * each drop was due; a queue that drains stops dropping; one that builds
+ * again soon resumes near its pace, as RFC 8289 counts it; a
  * stuck queue goes on dropping; the fifo of arrival times (which byte
  * came when, more arrivals than marks, a time passed on from one fifo to
  * the next). */
@@ -137,6 +138,72 @@ START_TEST(soon_again_resumes_its_pace)
 }
 END_TEST
 
+/* Into the dropping state by hand: a 10 ms wait at t, and again an
+ * interval later. */
+static void
+enter(struct codel *q, uint64_t t)
+{
+	codel_note(q, 10 * MS, 100000, t);
+	ck_assert(!q->dropping);
+	codel_note(q, 10 * MS, 100000, t + 100 * MS);
+	ck_assert(q->dropping);
+}
+
+START_TEST(resumes_as_the_rfc_counts)
+{
+	struct codel q;
+	uint64_t t = T0;
+
+	codel_init(&q);
+	enter(&q, t);
+	t += 100 * MS;
+	/* Three drops: at once, then 100 and 70.7 ms on. */
+	ck_assert(codel_drop(&q, t));
+	ck_assert(!codel_drop(&q, t + 99 * MS));
+	ck_assert(codel_drop(&q, t + 100 * MS));
+	ck_assert(!codel_drop(&q, t + 170 * MS));
+	ck_assert(codel_drop(&q, t + 171 * MS));
+	ck_assert_uint_eq(q.count, 3);
+	/* Out, and in again within 16 intervals: RFC 8289 resumes at
+	 * count - lastcount = 2, so the second drop comes 70.7 ms after the
+	 * first, not 100. */
+	codel_note(&q, 1 * MS, 100000, t + 200 * MS);
+	ck_assert(!q.dropping);
+	t += 300 * MS;
+	enter(&q, t);
+	t += 100 * MS;
+	ck_assert_uint_eq(q.lastcount, 2);
+	ck_assert(codel_drop(&q, t));
+	ck_assert(!codel_drop(&q, t + 70 * MS));
+	ck_assert(codel_drop(&q, t + 71 * MS));
+	/* After only two drops (delta 1), it starts over from 1. */
+	codel_note(&q, 1 * MS, 100000, t + 100 * MS);
+	t += 200 * MS;
+	enter(&q, t);
+	ck_assert_uint_eq(q.lastcount, 1);
+}
+END_TEST
+
+START_TEST(law_counts_from_when_the_drop_was_due)
+{
+	struct codel q;
+	uint64_t t = T0;
+
+	codel_init(&q);
+	enter(&q, t);
+	t += 100 * MS;
+	ck_assert(codel_drop(&q, t));                   /* the next due at t + 100 */
+	/* No packet until t + 130: that one is dropped, and the one after
+	 * is due 70.7 ms after t + 100, not after t + 130. */
+	ck_assert(codel_drop(&q, t + 130 * MS));
+	ck_assert(codel_drop(&q, t + 171 * MS));
+	/* A pause of more than an interval: the law starts from the arrival,
+	 * so the drops that fell due in the pause do not come in a row. */
+	ck_assert(codel_drop(&q, t + 400 * MS));
+	ck_assert(!codel_drop(&q, t + 401 * MS));
+}
+END_TEST
+
 START_TEST(fifo_says_when_the_last_byte_came)
 {
 	struct codel_fifo f;
@@ -235,6 +302,8 @@ main(void)
 	tcase_add_test(tc, standing_queue_drops_at_the_control_law);
 	tcase_add_test(tc, draining_stops_dropping);
 	tcase_add_test(tc, soon_again_resumes_its_pace);
+	tcase_add_test(tc, resumes_as_the_rfc_counts);
+	tcase_add_test(tc, law_counts_from_when_the_drop_was_due);
 	tcase_add_test(tc, fifo_says_when_the_last_byte_came);
 	tcase_add_test(tc, fifo_more_arrivals_than_marks);
 	tcase_add_test(tc, fifo_passes_the_time_on);
