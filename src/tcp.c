@@ -537,6 +537,13 @@ wbio_create(BIO *b)
 	return 1;
 }
 
+/* Bytes c holds for TLS and the socket: staged, queued, sealed. */
+static size_t
+conn_queued(const struct tcp_conn *c)
+{
+	return c->staged + evbuffer_get_length(c->out) + evbuffer_get_length(c->cipher);
+}
+
 /* w bytes of records reached the socket: how long the last of them waited
  * since it came as a frame, to the drop policy.  Records TLS wrote of its
  * own (a KeyUpdate) are in cipher but not in sealed, which counts them as
@@ -545,14 +552,12 @@ static void
 conn_sent(struct tcp_conn *c, size_t w)
 {
 	uint64_t at = codel_fifo_take(&c->sealed, w), now;
-	size_t queued = evbuffer_get_length(c->cipher);
 
 	if (at && c->out) {
 		now = util_now_us();
-		codel_note(&c->aqm, now > at ? now - at : 0,
-		    queued + evbuffer_get_length(c->out) + c->staged, now);
+		codel_note(&c->aqm, now > at ? now - at : 0, conn_queued(c), now);
 	}
-	if (!queued)
+	if (!evbuffer_get_length(c->cipher))
 		codel_fifo_clear(&c->sealed);
 }
 
@@ -810,8 +815,7 @@ tcp_send(struct peer *p, const uint8_t *payload, size_t len, bool data)
 		return -EMSGSIZE;
 	if (data && c->aqm.dropping && codel_drop(&c->aqm, util_now_us()))
 		return -ETIMEDOUT;
-	if (evbuffer_get_length(c->out) + evbuffer_get_length(c->cipher) + c->staged + flen >
-	    TCP_SENDQ_MAX)
+	if (conn_queued(c) + flen > TCP_SENDQ_MAX)
 		return -ENOBUFS;
 	if (c->staged + flen > TCP_STAGE_MAX && conn_flush(c) < 0)
 		return -ENOMEM;

@@ -128,11 +128,15 @@ rt_conf_peer() {
 	} >>"$(conf_file "$node")"
 }
 
-# rt_conf [CLIENT_KEEPALIVE]: the client's and the server's config.
+# rt_conf [CLIENT_KEEPALIVE [TCP_PORT]]: the client's and the server's
+# config; with TCP_PORT, the server accepts the TCP transport there
+# (listen-tcp) and the client's peer s has it as its endpoint-tcp.
 rt_conf() {
 	conf_interface c "$RT_PORT" "$RT_C_TUN/24"
 	rt_conf_peer c s "$RT_S_UL:$RT_PORT" "$RT_S_TUN" "${1:-0}"
+	[ -n "${2:-}" ] && echo "endpoint-tcp = $RT_S_UL:$2" >>"$(conf_file c)"
 	conf_interface s "$RT_PORT" "$RT_S_TUN/24"
+	[ -n "${2:-}" ] && echo "listen-tcp = $2" >>"$(conf_file s)"
 	rt_conf_peer s c "" "$RT_C_TUN" 0
 }
 

@@ -26,12 +26,7 @@ cap_count() {
 }
 
 rt_topo
-conf_interface c "$RT_PORT" "$RT_C_TUN/24"
-rt_conf_peer c s "$RT_S_UL:$RT_PORT" "$RT_S_TUN" 0
-echo "endpoint-tcp = $RT_S_UL:$TCP_PORT" >>"$(conf_file c)"
-conf_interface s "$RT_PORT" "$RT_S_TUN/24"
-echo "listen-tcp = $TCP_PORT" >>"$(conf_file s)"
-rt_conf_peer s c "" "$RT_C_TUN" 0
+rt_conf 0 "$TCP_PORT"
 toud_start s || bail_out "toud on s did not start"
 toud_start c || bail_out "toud on c did not start"
 rt_tunnel_up 20 || bail_out "no ping through the tunnel from c to s in 20 s"

@@ -20,12 +20,7 @@ TCP_PORT=443
 
 rt_topo
 rt_sysctl s net.ipv4.tcp_congestion_control=reno
-conf_interface c "$RT_PORT" "$RT_C_TUN/24"
-rt_conf_peer c s "$RT_S_UL:$RT_PORT" "$RT_S_TUN" 0
-echo "endpoint-tcp = $RT_S_UL:$TCP_PORT" >>"$(conf_file c)"
-conf_interface s "$RT_PORT" "$RT_S_TUN/24"
-echo "listen-tcp = $TCP_PORT" >>"$(conf_file s)"
-rt_conf_peer s c "" "$RT_C_TUN" 0
+rt_conf 0 "$TCP_PORT"
 rt_block_udp t61_block
 toud_start s || bail_out "toud on s did not start"
 toud_start c || bail_out "toud on c did not start"

@@ -149,14 +149,20 @@ enter(struct codel *q, uint64_t t)
 	ck_assert(q->dropping);
 }
 
+/* A fresh queue, in its dropping state from the time it returns. */
+static uint64_t
+fresh_dropping(struct codel *q)
+{
+	codel_init(q);
+	enter(q, T0);
+	return T0 + 100 * MS;
+}
+
 START_TEST(resumes_as_the_rfc_counts)
 {
 	struct codel q;
-	uint64_t t = T0;
+	uint64_t t = fresh_dropping(&q);
 
-	codel_init(&q);
-	enter(&q, t);
-	t += 100 * MS;
 	/* Three drops: at once, then 100 and 70.7 ms on. */
 	ck_assert(codel_drop(&q, t));
 	ck_assert(!codel_drop(&q, t + 99 * MS));
@@ -187,11 +193,8 @@ END_TEST
 START_TEST(law_counts_from_when_the_drop_was_due)
 {
 	struct codel q;
-	uint64_t t = T0;
+	uint64_t t = fresh_dropping(&q);
 
-	codel_init(&q);
-	enter(&q, t);
-	t += 100 * MS;
 	ck_assert(codel_drop(&q, t));                   /* the next due at t + 100 */
 	/* No packet until t + 130: that one is dropped, and the one after
 	 * is due 70.7 ms after t + 100, not after t + 130. */
