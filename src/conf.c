@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -624,21 +625,17 @@ conf_check_files(const struct conf *c, struct conf_error *err, conf_warn_fn *war
 	return 0;
 }
 
+/* All of fd (closed here) into *text; err names path. */
 static int
-conf_read(const char *path, char **text, size_t *len, struct conf_error *err)
+conf_read_fd(int fd, const char *path, char **text, size_t *len, struct conf_error *err)
 {
 	size_t cap = 4096, n = 0;
 	char *buf = NULL, *nb;
 	ssize_t got;
-	int fd, e = 0;
+	int e = 0;
 
 	util_strlcpy(err->file, path, sizeof(err->file));
 	err->line = 0;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0) {
-		e = errno;
-		snprintf(err->msg, sizeof(err->msg), "cannot open: %s", strerror(e));
-		return -e;
-	}
 	for (;;) {
 		if (n == cap || !buf) {
 			cap = buf ? cap * 2 : cap;
@@ -676,6 +673,159 @@ out:
 	*text = buf;
 	*len = n;
 	return 0;
+}
+
+static int
+conf_read(const char *path, char **text, size_t *len, struct conf_error *err)
+{
+	int fd, e;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0) {
+		e = errno;
+		util_strlcpy(err->file, path, sizeof(err->file));
+		err->line = 0;
+		snprintf(err->msg, sizeof(err->msg), "cannot open: %s", strerror(e));
+		return -e;
+	}
+	return conf_read_fd(fd, path, text, len, err);
+}
+
+/* Who may own an included file or a directory above it: root, the user
+ * reading it (root at start, toud's user at a reload) and toud's user. */
+static bool
+conf_include_owner_ok(uid_t uid, uid_t owner)
+{
+	return uid == 0 || uid == geteuid() || uid == owner;
+}
+
+/* Why a directory on the way to an included file lets someone other
+ * than root and toud's user change what toud reads, or NULL.  parent:
+ * the file's own directory, where even a sticky bit does not help (a
+ * stranger could add a file the pattern matches); above it a sticky,
+ * world-writable directory such as /tmp lets no one else rename ours. */
+static const char *
+conf_include_dir_unfit(const struct stat *st, uid_t owner, bool parent, const char **fix)
+{
+	*fix = "chown root:";
+	if (!conf_include_owner_ok(st->st_uid, owner))
+		return "belongs to another user (it must be root's or toud's own)";
+	*fix = "chmod go-w";
+	if ((st->st_mode & (S_IWGRP | S_IWOTH)) && (parent || !(st->st_mode & S_ISVTX)))
+		return "is writable by its group or others";
+	return NULL;
+}
+
+/* The included file's directory dir (absolute, no symbolic links) and
+ * every one above it, up to /, each fit for conf_include_dir_unfit(). */
+static int
+conf_include_check_dirs(const struct conf *c, const char *dir, uid_t owner,
+    int include_line, struct conf_error *err)
+{
+	char *d = strdup(dir), *slash;
+	const char *why, *fix;
+	struct stat st;
+	bool parent = true;
+	int r = 0;
+
+	if (!d)
+		return conf_verr(c, err, include_line, "include: out of memory");
+	for (;;) {
+		if (lstat(d, &st) < 0) {
+			r = conf_verr(c, err, include_line, "include: cannot stat "
+			    "directory '%s': %s", d, strerror(errno));
+			break;
+		}
+		if ((why = conf_include_dir_unfit(&st, owner, parent, &fix)) != NULL) {
+			r = conf_verr(c, err, include_line, "include: directory '%s' %s; "
+			    "refused: '%s %s'", d, why, fix, d);
+			break;
+		}
+		parent = false;
+		if (strcmp(d, "/") == 0)
+			break;
+		slash = strrchr(d, '/');
+		if (slash == d)
+			slash[1] = '\0';
+		else
+			*slash = '\0';
+	}
+	free(d);
+	return r;
+}
+
+/* Open one included file, refusing what could block or be changed by
+ * someone else: anything but a regular file (a FIFO is opened without
+ * blocking, so it cannot stall a reload on the main loop, and then
+ * refused); a symbolic link, unless include-follow-symlinks = yes; a
+ * file or a directory above it writable by anyone but root and toud's
+ * user.  The descriptor in *fd. */
+static int
+conf_include_open(const struct conf *c, const char *path, int include_line, int *fd,
+    struct conf_error *err)
+{
+	const struct passwd *pw = c->iface.user ? getpwnam(c->iface.user) : NULL;
+	uid_t owner = pw ? pw->pw_uid : (uid_t)-1;
+	bool follow = c->iface.include_follow_symlinks;
+	char *real = NULL, *dir = NULL, *slash;
+	struct stat st;
+	int r, e;
+
+	*fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK |
+	    (follow ? 0 : O_NOFOLLOW));
+	if (*fd < 0) {
+		e = errno;
+		if (e == ELOOP && !follow)
+			return conf_verr(c, err, include_line, "include: '%s' is a symbolic "
+			    "link; refused: include the file it points to, or set "
+			    "include-follow-symlinks = yes", path);
+		return conf_verr(c, err, include_line, "include: cannot open '%s': %s",
+		    path, strerror(e));
+	}
+	if (fstat(*fd, &st) < 0) {
+		r = conf_verr(c, err, include_line, "include: cannot stat '%s': %s", path,
+		    strerror(errno));
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		r = conf_verr(c, err, include_line, "include: '%s' is not a regular file "
+		    "(%s); refused", path, S_ISFIFO(st.st_mode) ? "a FIFO" :
+		    S_ISDIR(st.st_mode) ? "a directory" : "a device or socket");
+		goto fail;
+	}
+	if (!conf_include_owner_ok(st.st_uid, owner)) {
+		r = conf_verr(c, err, include_line, "include: '%s' belongs to another user "
+		    "(it must be root's or toud's own); refused: 'chown root: %s'", path,
+		    path);
+		goto fail;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		r = conf_verr(c, err, include_line, "include: '%s' is writable by its group "
+		    "or others; refused: 'chmod go-w %s'", path, path);
+		goto fail;
+	}
+	/* The directories the file is really in: through the link if one
+	 * was followed, else the named file's own (its last component is
+	 * not a link, O_NOFOLLOW saw to that). */
+	if (follow)
+		real = realpath(path, NULL);
+	else if ((dir = conf_dir_of(path)) != NULL)
+		real = realpath(dir, NULL);
+	if (!real) {
+		r = conf_verr(c, err, include_line, "include: cannot resolve '%s': %s", path,
+		    strerror(errno));
+		goto fail;
+	}
+	if (follow && (slash = strrchr(real, '/')) != NULL)
+		slash[slash == real ? 1 : 0] = '\0';
+	r = conf_include_check_dirs(c, real, owner, include_line, err);
+	free(real);
+	free(dir);
+	if (r == 0)
+		return 0;
+fail:
+	close(*fd);
+	*fd = -1;
+	return r;
 }
 
 /* What glob(3) could not read, for the message (errfunc has no argument
@@ -722,9 +872,11 @@ conf_include_file(struct conf *c, const char *path, int include_line, struct con
 	size_t first = c->n_peers, x;
 	char *text = NULL, *dir;
 	size_t len = 0;
-	int r;
+	int fd, r;
 
-	if ((r = conf_read(path, &text, &len, err)) < 0)
+	if ((r = conf_include_open(c, path, include_line, &fd, err)) < 0)
+		return r;
+	if ((r = conf_read_fd(fd, path, &text, &len, err)) < 0)
 		return r;
 	r = conf_parse_peers(c, path, include_line, text, len, err);
 	free(text);

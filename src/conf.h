@@ -168,6 +168,10 @@ struct conf_iface {
 	 * shows the peers themselves, and a reload compares those. */
 	struct conf_include *include;
 	size_t n_include;
+	/* include-follow-symlinks = yes: an included file may be a symbolic
+	 * link (by default refused); like include, not part of the effective
+	 * configuration. */
+	bool include_follow_symlinks;
 };
 
 struct conf_include {

@@ -1081,6 +1081,13 @@ conf_set_include(struct conf_parser *p, const struct conf_key *k, const char *v)
 	return 0;
 }
 
+static int
+conf_set_include_follow_symlinks(struct conf_parser *p, const struct conf_key *k,
+    const char *v)
+{
+	return conf_yes_no(p, k, v, &p->c->iface.include_follow_symlinks);
+}
+
 /* The "seen" mask of struct conf_parser has one bit per entry. */
 static const struct conf_key conf_keys[] = {
 	{ "name", SEC_IFACE, false, conf_set_iface_name },
@@ -1111,6 +1118,7 @@ static const struct conf_key conf_keys[] = {
 	{ "dns-search", SEC_IFACE, true, conf_set_dns_search },
 	{ "listen-tcp", SEC_IFACE, false, conf_set_listen_tcp },
 	{ "include", SEC_IFACE, true, conf_set_include },
+	{ "include-follow-symlinks", SEC_IFACE, false, conf_set_include_follow_symlinks },
 	{ "fingerprint", SEC_PEER, false, conf_set_fingerprint },
 	{ "ca", SEC_PEER, false, conf_set_ca },
 	{ "name", SEC_PEER, false, conf_set_cert_name },

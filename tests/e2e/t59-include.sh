@@ -3,7 +3,9 @@
 # empty at first, so a does not know b.  b's peer file dropped there and a
 # reload bring b up (pings through the tunnel answered) while a's other
 # state stays; a file with a mistake makes the reload fail naming that
-# file and line, and b stays up; b's file removed and a reload, b is gone.
+# file and line, and b stays up; so does a FIFO there (the reload returns
+# at once) and a peers.d anyone may write; b's file removed and a reload,
+# b is gone.
 #
 #   a ul0 --- ul0 b
 #   10.200.0.1  10.200.0.2
@@ -63,6 +65,48 @@ fi
 is "$(tq a peers.b.session_id)" "$sid" "b's session on a is untouched"
 ping_check b 10.77.0.1 "b still pings a"
 rm -f "$E2E_DIR/peers.d/c.conf"
+
+# A FIFO that matches: the reload must not wait in open(2) for a writer
+# (the loop would stop: no data, no control socket) but fail at once.
+mkfifo "$E2E_DIR/peers.d/f.conf" || bail_out "mkfifo failed"
+t0=$(date +%s%N)
+out=$(timeout 20 "$TOUCTL" -s "$(sock_of a)" reload 2>&1)
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$ms" -lt 5000 ]; then
+	ok "a reload with a FIFO in peers.d fails at once (${ms} ms)"
+else
+	not_ok "a reload with a FIFO in peers.d fails at once" "rc $rc after ${ms} ms: $out"
+fi
+if [[ $out == *"include: '$E2E_DIR/peers.d/f.conf' is not a regular file (a FIFO)"* ]]; then
+	ok "naming the FIFO ($out)"
+else
+	not_ok "naming the FIFO" "it said: $out"
+fi
+ping_check b 10.77.0.1 "b still pings a after the FIFO"
+is "$(tq a peers.b.session_id)" "$sid" "b's session on a is untouched by the FIFO"
+rm -f "$E2E_DIR/peers.d/f.conf"
+
+# A directory anyone may write: someone could drop a peer in it.
+chmod 0777 "$E2E_DIR/peers.d"
+if out=$(reload_a); then
+	not_ok "a reload with a world-writable peers.d fails" "it succeeded: $out"
+else
+	ok "a reload with a world-writable peers.d fails"
+fi
+if [[ $out == *"directory '$E2E_DIR/peers.d' is writable by its group or others"*"chmod go-w"* ]]; then
+	ok "naming the directory and the fix ($out)"
+else
+	not_ok "naming the directory and the fix" "it said: $out"
+fi
+if "$TOUD" -t -c "$(conf_file a)" >/dev/null 2>&1; then
+	not_ok "toud -t refuses the world-writable peers.d"
+else
+	ok "toud -t refuses the world-writable peers.d"
+fi
+ping_check b 10.77.0.1 "b still pings a"
+is "$(tq a peers.b.session_id)" "$sid" "b's session on a is untouched"
+chmod 0755 "$E2E_DIR/peers.d"
 
 rm -f "$E2E_DIR/peers.d/b.conf"
 out=$(reload_a)

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "conf.h"
@@ -1412,6 +1413,130 @@ START_TEST(test_include)
 }
 END_TEST
 
+/* include reads regular files only, from places no one but root and
+ * toud's user can change: a world- or group-writable directory or file,
+ * a FIFO (refused at once, not waited on), a directory, a symbolic link
+ * (unless include-follow-symlinks = yes, and then its target's place is
+ * checked) are each refused, naming the include line, the path and the
+ * fix. */
+START_TEST(test_include_unsafe)
+{
+	char dir[] = "/tmp/check_conf.XXXXXX", path[64], sub[64], f[128], g[128];
+	char other[64], want[1024], text[512];
+	const char *head = "[interface]\naddress = 10.77.0.1/24\ncertificate = cert.pem\n"
+	    "private-key = key.pem\ninclude = peers.d/*.conf\n";
+	struct conf_error err;
+	struct conf *c;
+	time_t t0;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/tou.conf", dir);
+	snprintf(sub, sizeof(sub), "%s/peers.d", dir);
+	snprintf(other, sizeof(other), "%s/elsewhere", dir);
+	ck_assert_int_eq(mkdir(sub, 0755), 0);
+	ck_assert_int_eq(mkdir(other, 0755), 0);
+	write_file(path, head, 0644);
+	snprintf(f, sizeof(f), "%s/a.conf", sub);
+	write_file(f, "[peer a]\nca = ca.pem\nname = a\naddress = 10.77.0.3\n", 0644);
+	ck_assert_msg(conf_load(path, false, &c, &err, NULL, NULL) == 0, "%s", fmt_err(&err));
+	ck_assert_uint_eq(c->n_peers, 1);
+	conf_free(c);
+
+	/* a directory anyone may write: refused, whatever is in it */
+	ck_assert_int_eq(chmod(sub, 0777), 0);
+	ck_assert_int_eq(conf_load(path, false, &c, &err, NULL, NULL), -EINVAL);
+	snprintf(want, sizeof(want), "%s:5: include: directory '%s' is writable by its "
+	    "group or others; refused: 'chmod go-w %s'", path, sub, sub);
+	ck_assert_str_eq(fmt_err(&err), want);
+	/* even sticky: a stranger could still add a file that matches */
+	ck_assert_int_eq(chmod(sub, 01777), 0);
+	ck_assert_int_eq(conf_load(path, false, &c, &err, NULL, NULL), -EINVAL);
+	ck_assert_str_eq(fmt_err(&err), want);
+	/* a directory above, writable without the sticky bit, likewise */
+	ck_assert_int_eq(chmod(sub, 0755), 0);
+	ck_assert_int_eq(chmod(dir, 0773), 0);
+	ck_assert_int_eq(conf_load(path, false, &c, &err, NULL, NULL), -EINVAL);
+	snprintf(want, sizeof(want), "%s:5: include: directory '%s' is writable by its "
+	    "group or others; refused: 'chmod go-w %s'", path, dir, dir);
+	ck_assert_str_eq(fmt_err(&err), want);
+	ck_assert_int_eq(chmod(dir, 0700), 0);
+
+	/* a file its group may write */
+	ck_assert_int_eq(chmod(f, 0664), 0);
+	ck_assert_int_eq(conf_load(path, false, &c, &err, NULL, NULL), -EINVAL);
+	snprintf(want, sizeof(want), "%s:5: include: '%s' is writable by its group or "
+	    "others; refused: 'chmod go-w %s'", path, f, f);
+	ck_assert_str_eq(fmt_err(&err), want);
+	ck_assert_int_eq(chmod(f, 0644), 0);
+
+	/* a FIFO no one writes to: refused at once, not waited on */
+	snprintf(g, sizeof(g), "%s/b.conf", sub);
+	ck_assert_int_eq(mkfifo(g, 0644), 0);
+	t0 = time(NULL);
+	ck_assert_int_eq(conf_load(path, false, &c, &err, NULL, NULL), -EINVAL);
+	ck_assert_int_le(time(NULL) - t0, 2);
+	snprintf(want, sizeof(want), "%s:5: include: '%s' is not a regular file (a FIFO); "
+	    "refused", path, g);
+	ck_assert_str_eq(fmt_err(&err), want);
+	ck_assert_int_eq(unlink(g), 0);
+	/* a directory the pattern matches */
+	ck_assert_int_eq(mkdir(g, 0755), 0);
+	ck_assert_int_eq(conf_load(path, false, &c, &err, NULL, NULL), -EINVAL);
+	snprintf(want, sizeof(want), "%s:5: include: '%s' is not a regular file (a "
+	    "directory); refused", path, g);
+	ck_assert_str_eq(fmt_err(&err), want);
+	ck_assert_int_eq(rmdir(g), 0);
+
+	/* a symbolic link: refused unless the file says to follow links */
+	snprintf(text, sizeof(text), "%s/b.real", other);
+	write_file(text, "[peer b]\nca = ca.pem\nname = b\naddress = 10.77.0.4\n", 0644);
+	ck_assert_int_eq(symlink(text, g), 0);
+	ck_assert_int_eq(conf_load(path, false, &c, &err, NULL, NULL), -EINVAL);
+	snprintf(want, sizeof(want), "%s:5: include: '%s' is a symbolic link; refused: "
+	    "include the file it points to, or set include-follow-symlinks = yes", path, g);
+	ck_assert_str_eq(fmt_err(&err), want);
+	snprintf(want, sizeof(want), "%sinclude-follow-symlinks = yes\n", head);
+	write_file(path, want, 0644);
+	ck_assert_msg(conf_load(path, false, &c, &err, NULL, NULL) == 0, "%s", fmt_err(&err));
+	ck_assert_uint_eq(c->n_peers, 2);
+	ck_assert_str_eq(c->peers[1].name, "b");
+	/* the relative paths of a linked file: from the link's directory */
+	snprintf(want, sizeof(want), "%s/ca.pem", sub);
+	ck_assert_str_eq(c->peers[1].ca, want);
+	conf_free(c);
+	/* followed, the target's own directory is what is checked */
+	ck_assert_int_eq(chmod(other, 0777), 0);
+	ck_assert_int_eq(conf_load(path, false, &c, &err, NULL, NULL), -EINVAL);
+	snprintf(want, sizeof(want), "%s:5: include: directory '%s' is writable by its "
+	    "group or others; refused: 'chmod go-w %s'", path, other, other);
+	ck_assert_str_eq(fmt_err(&err), want);
+	ck_assert_int_eq(chmod(other, 0755), 0);
+	unlink(g);
+
+	/* a file of another user (only root can make one) */
+	if (geteuid() == 0) {
+		ck_assert_int_eq(chown(f, 65534, 65534), 0);
+		ck_assert_int_eq(conf_load(path, false, &c, &err, NULL, NULL), -EINVAL);
+		snprintf(want, sizeof(want), "%s:5: include: '%s' belongs to another user "
+		    "(it must be root's or toud's own); refused: 'chown root: %s'", path, f, f);
+		ck_assert_str_eq(fmt_err(&err), want);
+		/* ...unless that user is the one toud runs as */
+		snprintf(want, sizeof(want), "%suser = nobody\n", head);
+		write_file(path, want, 0644);
+		ck_assert_msg(conf_load(path, false, &c, &err, NULL, NULL) == 0, "%s",
+		    fmt_err(&err));
+		conf_free(c);
+	}
+
+	unlink(text);
+	unlink(f);
+	rmdir(sub);
+	rmdir(other);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
 /* Key files: checked only with check_files; the key's mode is warned about. */
 START_TEST(test_key_files)
 {
@@ -1944,6 +2069,7 @@ conf_suite(void)
 	tcase_add_test(tc, test_load_errors);
 	tcase_add_test(tc, test_preshared_key);
 	tcase_add_test(tc, test_include);
+	tcase_add_test(tc, test_include_unsafe);
 	tcase_set_timeout(tc, 60);             /* the largest file is 64 MiB */
 	suite_add_tcase(s, tc);
 	return s;
