@@ -545,7 +545,8 @@ conf_resolve_all(struct conf *c, const char *file)
 	r = -ENOMEM;
 	if (conf_resolve(&c->iface.private_key, dir) < 0 ||
 	    conf_resolve(&c->iface.certificate, dir) < 0 ||
-	    conf_resolve(&c->iface.keylog_file, dir) < 0)
+	    conf_resolve(&c->iface.keylog_file, dir) < 0 ||
+	    conf_resolve(&c->iface.metrics_token_file, dir) < 0)
 		goto out;
 	for (x = 0; x < c->n_peers; x++)
 		if (conf_resolve(&c->peers[x].ca, dir) < 0 ||
@@ -568,7 +569,8 @@ conf_check_file(const struct conf *c, const char *key, const char *path, int lin
 	if (fd < 0) {
 		const char *slash = strrchr(path, '/');
 		int dlen = slash && slash != path ? (int)(slash - path) : 1;
-		bool pair = strcmp(key, "ca") != 0;
+		bool pair = strcmp(key, "private-key") == 0 ||
+		    strcmp(key, "certificate") == 0;
 
 		e = errno;
 		/* The two start failures of a new installation, with the fix. */
@@ -611,6 +613,9 @@ conf_check_files(const struct conf *c, struct conf_error *err, conf_warn_fn *war
 		return r;
 	if (i->certificate && (r = conf_check_file(c, "certificate", i->certificate,
 	    i->certificate_line, &st, err)) < 0)
+		return r;
+	if (i->metrics_token_file && (r = conf_check_file(c, "metrics-token-file",
+	    i->metrics_token_file, i->metrics_token_line, &st, err)) < 0)
 		return r;
 	for (x = 0; x < c->n_peers; x++)
 		if (c->peers[x].ca && (r = conf_check_file(c, "ca", c->peers[x].ca,

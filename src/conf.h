@@ -141,6 +141,10 @@ struct conf_iface {
 	uint16_t metrics_port;
 	int metrics_line;
 	bool metrics_allow_remote;
+	/* metrics-token-file = PATH: a bearer token (metrics_http.c); without
+	 * it the endpoint serves no peer's series. */
+	char *metrics_token_file;
+	int metrics_token_line;
 	unsigned rekey_seconds;
 	unsigned session_max_age;          /* seconds; 0 = twice rekey_seconds */
 	uint64_t rekey_bytes;

@@ -13,9 +13,9 @@ static const char *const iface_keys[] = {
 	"path-mtu", "user", "encryption", "offload", "threads", "log-level", "control",
 	"rekey-time", "session-max-age", "rekey-bytes", "rekey-records", "fwmark", "table",
 	"fail-open", "metrics", "metrics-allow-remote", "server-id", "dns", "dns-search",
-	"listen-tcp",
+	"listen-tcp", "metrics-token-file",
 };
-_Static_assert(1u << (ARRAY_SIZE(iface_keys) - 1) == CONF_IFACE_DIFF_LISTEN_TCP,
+_Static_assert(1u << (ARRAY_SIZE(iface_keys) - 1) == CONF_IFACE_DIFF_METRICS_TOKEN_FILE,
     "one name per enum conf_iface_diff bit");
 static const char *const peer_keys[] = {
 	"[peer NAME]", "fingerprint", "ca", "name", "endpoint", "address", "allowed-ips",
@@ -175,6 +175,8 @@ conf_diff_iface(const struct conf_iface *a, const struct conf_iface *b)
 		d |= CONF_IFACE_DIFF_METRICS;
 	if (a->metrics_allow_remote != b->metrics_allow_remote)
 		d |= CONF_IFACE_DIFF_METRICS_ALLOW_REMOTE;
+	if (!str_equal(a->metrics_token_file, b->metrics_token_file))
+		d |= CONF_IFACE_DIFF_METRICS_TOKEN_FILE;
 	if (a->server_id != b->server_id)
 		d |= CONF_IFACE_DIFF_SERVER_ID;
 	if (!dns_list_equal(a->dns, a->n_dns, b->dns, b->n_dns))

@@ -591,6 +591,14 @@ conf_set_metrics_allow_remote(struct conf_parser *p, const struct conf_key *k, c
 }
 
 static int
+conf_set_metrics_token_file(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	(void)k;
+	p->c->iface.metrics_token_line = p->line;
+	return conf_path(p, &p->c->iface.metrics_token_file, v);
+}
+
+static int
 conf_set_rekey_time(struct conf_parser *p, const struct conf_key *k, const char *v)
 {
 	uint64_t s;
@@ -1106,6 +1114,7 @@ static const struct conf_key conf_keys[] = {
 	{ "control", SEC_IFACE, false, conf_set_control },
 	{ "metrics", SEC_IFACE, false, conf_set_metrics },
 	{ "metrics-allow-remote", SEC_IFACE, false, conf_set_metrics_allow_remote },
+	{ "metrics-token-file", SEC_IFACE, false, conf_set_metrics_token_file },
 	{ "rekey-time", SEC_IFACE, false, conf_set_rekey_time },
 	{ "session-max-age", SEC_IFACE, false, conf_set_session_max_age },
 	{ "rekey-bytes", SEC_IFACE, false, conf_set_rekey_bytes },
@@ -1310,6 +1319,7 @@ conf_free(struct conf *c)
 	free(c->iface.private_key);
 	free(c->iface.certificate);
 	free(c->iface.keylog_file);
+	free(c->iface.metrics_token_file);
 	free(c->iface.user);
 	free(c->iface.control);
 	free(c->iface.dns);

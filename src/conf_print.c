@@ -116,6 +116,7 @@ conf_print_iface(FILE *b, const struct conf_iface *i)
 		conf_kv_addrport(b, "metrics", &i->metrics_addr, i->metrics_port);
 	if (i->has_metrics || i->metrics_allow_remote)
 		conf_kv(b, "metrics-allow-remote", i->metrics_allow_remote ? "yes" : "no");
+	conf_kv_opt(b, "metrics-token-file", i->metrics_token_file);
 	conf_kv_uint(b, "rekey-time", i->rekey_seconds);
 	if (i->session_max_age)
 		conf_kv_uint(b, "session-max-age", i->session_max_age);

@@ -37,6 +37,7 @@ struct metrics_out {
 	struct evbuffer *b;
 	const struct toud *t;
 	uint64_t now_ms, wall_ms;
+	bool full;                      /* the peers' series too */
 	bool failed;
 };
 
@@ -181,9 +182,11 @@ metrics_interface(struct metrics_out *o)
 		keys_fp_format(dtls_ctx_fingerprint(t->dtls), fp);
 	metrics_family(o, "toud_info", "gauge", "The daemon's version, encryption (dtls or none) "
 	    "and key fingerprint as labels; always 1.");
+	/* The fingerprint names this node to whoever reads it: not for
+	 * everyone who can reach the endpoint (the public text). */
 	metrics_u64(o, "toud_info", (const char *const[]){ "version", PACKAGE_VERSION,
 	    "encryption", t->conf->iface.encryption == CONF_ENC_NONE ? "none" : "dtls",
-	    "fingerprint", fp, NULL }, 1);
+	    o->full ? "fingerprint" : NULL, fp, NULL }, 1);
 	metrics_family(o, "toud_tun_mtu_bytes", "gauge", "The MTU of the TUN device.");
 	metrics_u64(o, "toud_tun_mtu_bytes", (const char *const[]){ NULL }, t->tun_mtu);
 	metrics_family(o, "toud_sessions", "gauge", "DTLS sessions in the session table: "
@@ -213,85 +216,76 @@ metrics_interface(struct metrics_out *o)
 	    metrics_event_name);
 }
 
-/* The peers' plain counters, one family each. */
-static const struct {
-	const char *name, *help;
-	size_t off;
-} metrics_peer_counters[] = {
-	{ "toud_peer_receive_bytes_total", "Bytes received from the peer "
-	    "(rx_bytes of touctl show --json).", offsetof(struct peer, rx_bytes) },
-	{ "toud_peer_transmit_bytes_total", "Bytes sent to the peer (tx_bytes).",
-	    offsetof(struct peer, tx_bytes) },
-	{ "toud_peer_receive_packets_total", "Packets received from the peer (rx_packets).",
-	    offsetof(struct peer, rx_packets) },
-	{ "toud_peer_transmit_packets_total", "Packets sent to the peer (tx_packets).",
-	    offsetof(struct peer, tx_packets) },
-};
+/* One peer's samples of family f (f->arg tells apart families that share
+ * a writer). */
+struct metrics_peer_family;
+typedef void metrics_peer_fn(struct metrics_out *, const struct peer *,
+    const struct metrics_peer_family *f);
 
 static void
-metrics_peer_states(struct metrics_out *o)
+metrics_peer_info(struct metrics_out *o, const struct peer *p,
+    const struct metrics_peer_family *f)
 {
-	const struct toud *t = o->t;
 	char ep[UTIL_ADDRSTRLEN];
-	size_t i;
-	unsigned st;
 
-	metrics_family(o, "toud_peer_info", "gauge", "A peer's endpoint and the cipher of its "
-	    "session as labels (empty when there is none); always 1.");
-	for (i = 0; i < t->n_peers; i++) {
-		const struct peer *p = t->peers[i];
-
-		metrics_u64(o, "toud_peer_info", (const char *const[]){ "peer", p->name,
-		    "endpoint", p->has_endpoint ? util_sa_fmt(&p->endpoint, ep, sizeof(ep)) : "",
-		    "cipher", p->cur && p->cur->dtls ? dtls_sess_cipher(p->cur->dtls) : "",
-		    NULL }, 1);
-	}
-	metrics_family(o, "toud_peer_up", "gauge", "1 when the peer is up, else 0.");
-	for (i = 0; i < t->n_peers; i++)
-		metrics_u64(o, "toud_peer_up", (const char *const[]){ "peer", t->peers[i]->name,
-		    NULL }, t->peers[i]->state == PEER_UP);
-	metrics_family(o, "toud_peer_state", "gauge", "The peer's state: 1 for the state it is "
-	    "in (idle, handshaking, up or dead), 0 for the others.");
-	for (i = 0; i < t->n_peers; i++)
-		for (st = 0; st < PEER_STATE__MAX; st++)
-			metrics_u64(o, "toud_peer_state", (const char *const[]){ "peer",
-			    t->peers[i]->name, "state", peer_state_name((enum peer_state)st),
-			    NULL }, t->peers[i]->state == st);
+	(void)f;
+	metrics_u64(o, "toud_peer_info", (const char *const[]){ "peer", p->name,
+	    "endpoint", p->has_endpoint ? util_sa_fmt(&p->endpoint, ep, sizeof(ep)) : "",
+	    "cipher", p->cur && p->cur->dtls ? dtls_sess_cipher(p->cur->dtls) : "",
+	    NULL }, 1);
 }
 
 static void
-metrics_peer_counts(struct metrics_out *o)
+metrics_peer_up(struct metrics_out *o, const struct peer *p,
+    const struct metrics_peer_family *f)
 {
-	const struct toud *t = o->t;
-	size_t c, i;
+	(void)f;
+	metrics_u64(o, "toud_peer_up", (const char *const[]){ "peer", p->name, NULL },
+	    p->state == PEER_UP);
+}
 
-	for (c = 0; c < ARRAY_SIZE(metrics_peer_counters); c++) {
-		metrics_family(o, metrics_peer_counters[c].name, "counter",
-		    metrics_peer_counters[c].help);
-		for (i = 0; i < t->n_peers; i++) {
-			const struct peer *p = t->peers[i];
-			uint64_t v;
+static void
+metrics_peer_state(struct metrics_out *o, const struct peer *p,
+    const struct metrics_peer_family *f)
+{
+	unsigned st;
 
-			memcpy(&v, (const char *)p + metrics_peer_counters[c].off, sizeof(v));
-			metrics_u64(o, metrics_peer_counters[c].name,
-			    (const char *const[]){ "peer", p->name, NULL }, v);
-		}
-	}
-	metrics_family(o, "toud_peer_drops_total", "counter", "Packets of the peer dropped, by "
-	    "reason (touctl(8), Drop counters); a reason appears once it counts.");
-	for (i = 0; i < t->n_peers; i++)
-		metrics_reasons(o, "toud_peer_drops_total", t->peers[i]->name, "reason",
-		    t->peers[i]->drops, DROP__MAX, metrics_drop_name);
-	metrics_family(o, "toud_peer_losses_total", "counter", "Packets of the peer lost: "
-	    "toud_peer_drops_total without the reasons that lose nothing (losses).");
-	for (i = 0; i < t->n_peers; i++)
-		metrics_u64(o, "toud_peer_losses_total", (const char *const[]){ "peer",
-		    t->peers[i]->name, NULL }, drop_losses(t->peers[i]->drops));
-	metrics_family(o, "toud_peer_events_total", "counter", "Events of the peer that are no "
-	    "loss, by name (toud(8)); an event appears once it counts.");
-	for (i = 0; i < t->n_peers; i++)
-		metrics_reasons(o, "toud_peer_events_total", t->peers[i]->name, "event",
-		    t->peers[i]->events, EVENT__MAX, metrics_event_name);
+	(void)f;
+	for (st = 0; st < PEER_STATE__MAX; st++)
+		metrics_u64(o, "toud_peer_state", (const char *const[]){ "peer", p->name,
+		    "state", peer_state_name((enum peer_state)st), NULL }, p->state == st);
+}
+
+/* The peers' plain counters: f->arg is the offset of the field. */
+static void
+metrics_peer_counter(struct metrics_out *o, const struct peer *p,
+    const struct metrics_peer_family *f);
+
+static void
+metrics_peer_drops(struct metrics_out *o, const struct peer *p,
+    const struct metrics_peer_family *f)
+{
+	(void)f;
+	metrics_reasons(o, "toud_peer_drops_total", p->name, "reason", p->drops, DROP__MAX,
+	    metrics_drop_name);
+}
+
+static void
+metrics_peer_losses(struct metrics_out *o, const struct peer *p,
+    const struct metrics_peer_family *f)
+{
+	(void)f;
+	metrics_u64(o, "toud_peer_losses_total", (const char *const[]){ "peer", p->name,
+	    NULL }, drop_losses(p->drops));
+}
+
+static void
+metrics_peer_events(struct metrics_out *o, const struct peer *p,
+    const struct metrics_peer_family *f)
+{
+	(void)f;
+	metrics_reasons(o, "toud_peer_events_total", p->name, "event", p->events, EVENT__MAX,
+	    metrics_event_name);
 }
 
 /* A peer's timestamps as unix milliseconds; false while there is none. */
@@ -317,59 +311,141 @@ metrics_next_attempt_ms(const struct metrics_out *o, const struct peer *p, uint6
 	return p->next_attempt_ms != 0;
 }
 
-static const struct {
-	const char *name, *help;
-	bool (*get)(const struct metrics_out *, const struct peer *, uint64_t *);
-} metrics_peer_stamps[] = {
-	{ "toud_peer_last_handshake_timestamp_seconds", "Unix time of the peer's last "
-	    "completed handshake; absent before the first.", metrics_handshake_ms },
-	{ "toud_peer_last_receive_timestamp_seconds", "Unix time of the last datagram from "
-	    "the peer; absent before the first.", metrics_receive_ms },
-	{ "toud_peer_next_attempt_timestamp_seconds", "Unix time the next handshake attempt "
-	    "is due; absent when none is scheduled.", metrics_next_attempt_ms },
+/* Timestamps: left out while there is none; f->arg is the index of
+ * the getter. */
+static void
+metrics_peer_stamp(struct metrics_out *o, const struct peer *p,
+    const struct metrics_peer_family *f);
+
+static void
+metrics_peer_error(struct metrics_out *o, const struct peer *p,
+    const struct metrics_peer_family *f)
+{
+	(void)f;
+	if (*peer_error(p))
+		metrics_u64(o, "toud_peer_last_error_info", (const char *const[]){ "peer",
+		    p->name, "error", peer_error(p), NULL }, 1);
+}
+
+/* The peers' families in the order they are written, each with its
+ * writer of one peer's samples. */
+static const struct metrics_peer_family {
+	const char *name, *type, *help;
+	metrics_peer_fn *one;
+	size_t arg;
+} metrics_peer_families[] = {
+	{ "toud_peer_info", "gauge", "A peer's endpoint and the cipher of its session as "
+	    "labels (empty when there is none); always 1.", metrics_peer_info, 0 },
+	{ "toud_peer_up", "gauge", "1 when the peer is up, else 0.", metrics_peer_up, 0 },
+	{ "toud_peer_state", "gauge", "The peer's state: 1 for the state it is in (idle, "
+	    "handshaking, up or dead), 0 for the others.", metrics_peer_state, 0 },
+	{ "toud_peer_receive_bytes_total", "counter", "Bytes received from the peer "
+	    "(rx_bytes of touctl show --json).", metrics_peer_counter,
+	    offsetof(struct peer, rx_bytes) },
+	{ "toud_peer_transmit_bytes_total", "counter", "Bytes sent to the peer (tx_bytes).",
+	    metrics_peer_counter, offsetof(struct peer, tx_bytes) },
+	{ "toud_peer_receive_packets_total", "counter", "Packets received from the peer "
+	    "(rx_packets).", metrics_peer_counter, offsetof(struct peer, rx_packets) },
+	{ "toud_peer_transmit_packets_total", "counter", "Packets sent to the peer "
+	    "(tx_packets).", metrics_peer_counter, offsetof(struct peer, tx_packets) },
+	{ "toud_peer_drops_total", "counter", "Packets of the peer dropped, by reason "
+	    "(touctl(8), Drop counters); a reason appears once it counts.",
+	    metrics_peer_drops, 0 },
+	{ "toud_peer_losses_total", "counter", "Packets of the peer lost: "
+	    "toud_peer_drops_total without the reasons that lose nothing (losses).",
+	    metrics_peer_losses, 0 },
+	{ "toud_peer_events_total", "counter", "Events of the peer that are no loss, by "
+	    "name (toud(8)); an event appears once it counts.", metrics_peer_events, 0 },
+	{ "toud_peer_last_handshake_timestamp_seconds", "gauge", "Unix time of the peer's "
+	    "last completed handshake; absent before the first.", metrics_peer_stamp, 0 },
+	{ "toud_peer_last_receive_timestamp_seconds", "gauge", "Unix time of the last "
+	    "datagram from the peer; absent before the first.", metrics_peer_stamp, 1 },
+	{ "toud_peer_next_attempt_timestamp_seconds", "gauge", "Unix time the next "
+	    "handshake attempt is due; absent when none is scheduled.", metrics_peer_stamp, 2 },
+	{ "toud_peer_last_error_info", "gauge", "Why the peer's last handshake failed "
+	    "(last_error of touctl show), as the label error; absent when none.",
+	    metrics_peer_error, 0 },
 };
 
-/* Timestamps (left out while there is none) and the last error. */
 static void
-metrics_peer_times(struct metrics_out *o)
+metrics_peer_counter(struct metrics_out *o, const struct peer *p,
+    const struct metrics_peer_family *f)
 {
-	const struct toud *t = o->t;
-	size_t s, i;
+	uint64_t v;
+
+	memcpy(&v, (const char *)p + f->arg, sizeof(v));
+	metrics_u64(o, f->name, (const char *const[]){ "peer", p->name, NULL }, v);
+}
+
+static void
+metrics_peer_stamp(struct metrics_out *o, const struct peer *p,
+    const struct metrics_peer_family *f)
+{
+	static bool (*const get[])(const struct metrics_out *, const struct peer *,
+	    uint64_t *) = { metrics_handshake_ms, metrics_receive_ms, metrics_next_attempt_ms };
 	uint64_t ms;
 
-	for (s = 0; s < ARRAY_SIZE(metrics_peer_stamps); s++) {
-		metrics_family(o, metrics_peer_stamps[s].name, "gauge", metrics_peer_stamps[s].help);
-		for (i = 0; i < t->n_peers; i++)
-			if (metrics_peer_stamps[s].get(o, t->peers[i], &ms))
-				metrics_time(o, metrics_peer_stamps[s].name,
-				    (const char *const[]){ "peer", t->peers[i]->name, NULL }, ms);
+	if (get[f->arg](o, p, &ms))
+		metrics_time(o, f->name, (const char *const[]){ "peer", p->name, NULL }, ms);
+}
+
+int
+metrics_render_next(struct evbuffer *out, const struct toud *t, struct metrics_cursor *cur,
+    size_t max_peers, uint64_t now_ms, uint64_t wall_ms)
+{
+	struct metrics_out o = { .b = out, .t = t, .now_ms = now_ms, .wall_ms = wall_ms,
+	    .full = cur->full };
+	const struct metrics_peer_family *f;
+	size_t n = 0;
+
+	if (cur->step == 0) {
+		metrics_interface(&o);
+		cur->step = 1;
+		cur->peer = 0;
 	}
-	metrics_family(o, "toud_peer_last_error_info", "gauge", "Why the peer's last handshake "
-	    "failed (last_error of touctl show), as the label error; absent when none.");
-	for (i = 0; i < t->n_peers; i++)
-		if (*peer_error(t->peers[i]))
-			metrics_u64(o, "toud_peer_last_error_info", (const char *const[]){ "peer",
-			    t->peers[i]->name, "error", peer_error(t->peers[i]), NULL }, 1);
+	/* a batch: at most max_peers peers' samples of one family or more */
+	while (o.full && cur->step - 1 < ARRAY_SIZE(metrics_peer_families) && n < max_peers &&
+	    !o.failed) {
+		f = &metrics_peer_families[cur->step - 1];
+		if (cur->peer == 0)
+			metrics_family(&o, f->name, f->type, f->help);
+		/* the list of peers may change between batches (a reload):
+		 * a peer may then be missed or written twice, never read
+		 * beyond the list */
+		for (; cur->peer < t->n_peers && n < max_peers; cur->peer++, n++)
+			f->one(&o, t->peers[cur->peer], f);
+		if (cur->peer >= t->n_peers) {
+			cur->step++;
+			cur->peer = 0;
+		}
+	}
+	if (o.failed)
+		return -ENOMEM;
+	return o.full && cur->step - 1 < ARRAY_SIZE(metrics_peer_families) ? 1 : 0;
 }
 
 int
 metrics_render(struct evbuffer *out, const struct toud *t, uint64_t now_ms, uint64_t wall_ms)
 {
-	struct metrics_out o = { .b = out, .t = t, .now_ms = now_ms, .wall_ms = wall_ms };
+	struct metrics_cursor cur = { .full = true };
+	int r;
 
-	metrics_interface(&o);
-	metrics_peer_states(&o);
-	metrics_peer_counts(&o);
-	metrics_peer_times(&o);
-	return o.failed ? -ENOMEM : 0;
+	while ((r = metrics_render_next(out, t, &cur, SIZE_MAX, now_ms, wall_ms)) > 0)
+		;
+	return r;
+}
+
+uint64_t
+metrics_wall_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 int
 metrics_render_now(struct evbuffer *out, const struct toud *t)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return metrics_render(out, t, toud_now(t),
-	    (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000);
+	return metrics_render(out, t, toud_now(t), metrics_wall_now());
 }

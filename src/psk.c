@@ -16,10 +16,8 @@
 #include "psk.h"
 #include "util.h"
 
-/* Why the file's metadata make it unfit to hold a key, or NULL.  owner:
- * the user toud runs as after start-up, who may own it too. */
-static const char *
-psk_unfit(const struct stat *st, uid_t owner)
+const char *
+psk_file_unfit(const struct stat *st, uid_t owner)
 {
 	if (!S_ISREG(st->st_mode))
 		return "not a regular file";
@@ -74,7 +72,7 @@ psk_read(const char *file, uid_t owner, uint8_t psk[PSK_LEN], char *err, size_t 
 		snprintf(err, errlen, "cannot stat: %s", strerror(-r));
 		goto out;
 	}
-	if ((why = psk_unfit(&st, owner)) != NULL) {
+	if ((why = psk_file_unfit(&st, owner)) != NULL) {
 		snprintf(err, errlen, "refused: %s", why);
 		r = -EPERM;
 		goto out;

@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 struct conf;
@@ -23,6 +24,11 @@ struct conf_error;
 /* Read and check the key in file into psk; besides root and the caller,
  * owner (the user toud runs as; (uid_t)-1 for none) may own it.  0, or
  * -errno with the reason (without the file name) in err. */
+/* Why the file's metadata (st) make it unfit to hold a secret, a
+ * preshared key or the metrics token, or NULL: it must be a regular file
+ * of root, of the caller or of owner (the user toud runs as after
+ * start-up), that neither its group may write nor others read or write. */
+const char *psk_file_unfit(const struct stat *st, uid_t owner);
 int psk_read(const char *file, uid_t owner, uint8_t psk[PSK_LEN], char *err, size_t errlen);
 /* Read the preshared key of every [peer] of c that names one (sets
  * has_psk and psk).  0, or -errno with err naming the file, the line and

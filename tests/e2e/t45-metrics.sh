@@ -9,7 +9,10 @@
 # only.  `toud -t` refuses a non-loopback address with FILE:LINE unless
 # metrics-allow-remote = yes; a reload moves the endpoint (then reachable
 # from b), refuses an address in use and keeps the old one, and turns it
-# off.
+# off.  Who reads what: with metrics-token-file only a request with the
+# token gets the text (401 without it, or with another), and without it
+# the public text has no peer, address, fingerprint nor error; a Host that
+# is not loopback's is refused (403: DNS rebinding); refusals are counted.
 . "$(dirname "$0")/lib.sh"
 need_root
 need_cmd curl
@@ -143,12 +146,18 @@ sys.exit(1 if diff else 0)
 EOF
 }
 
+TOKEN=$(openssl rand -hex 24) || bail_out "openssl rand failed"
+(umask 077 && echo "$TOKEN" >"$E2E_DIR/metrics.token") || bail_out "cannot write the token"
+AUTH="Authorization: Bearer $TOKEN"
+
 topo_ab
 conf_interface a 6080 10.77.0.1/24 fd77::1/64
 echo "metrics = 127.0.0.1:9680" >>"$(conf_file a)"
+echo "metrics-token-file = $E2E_DIR/metrics.token" >>"$(conf_file a)"
 conf_peer a b 10.200.0.2:6080 "10.77.0.2, fd77::2"
 conf_interface b 6080 10.77.0.2/24 fd77::2/64
 echo "metrics = [::1]:9680" >>"$(conf_file b)"
+echo "metrics-token-file = $E2E_DIR/metrics.token" >>"$(conf_file b)"
 conf_peer b a 10.200.0.1:6080 "10.77.0.1, fd77::1"
 toud_start a || bail_out "toud on a did not start"
 toud_start b || bail_out "toud on b did not start"
@@ -170,7 +179,7 @@ compare() {
 		show_settled "$n" 30 >"$E2E_DIR/$n.json" || bail_out "$n's counters never settled in 30 s"
 		ctl "$n" metrics >"$E2E_DIR/$n.prom" 2>"$E2E_DIR/$n.prom.err"
 		RC_CTL=$?
-		nsx "$n" curl -sS -g --noproxy '*' --max-time 10 -D "$E2E_DIR/$n.hdr" \
+		nsx "$n" curl -sS -g --noproxy '*' --max-time 10 -H "$AUTH" -D "$E2E_DIR/$n.hdr" \
 		    -o "$E2E_DIR/$n.http" "$url" 2>"$E2E_DIR/$n.http.err"
 		RC_HTTP=$?
 		t0=$EPOCHREALTIME
@@ -214,7 +223,7 @@ is "$ST_HTTP" 0 "b's text over IPv6 loopback agrees with its show --json"
 is "$ST_CTL" 0 "and so does its touctl metrics"
 
 code() {
-	nsx a curl -sS --noproxy '*' --max-time 10 -o /dev/null -w '%{http_code}' "$@"
+	nsx a curl -sS --noproxy '*' --max-time 10 -H "$AUTH" -o /dev/null -w '%{http_code}' "$@"
 }
 is "$(code http://127.0.0.1:9680/)" 404 "GET / is 404: only /metrics is served"
 is "$(code http://127.0.0.1:9680/metrics/x)" 404 "GET /metrics/x is 404"
@@ -223,6 +232,42 @@ is "$(code -I http://127.0.0.1:9680/metrics)" 200 "HEAD /metrics is 200"
 is "$(code 'http://127.0.0.1:9680/metrics?x=1')" 200 "a query string is ignored"
 err=$(ctl a metrics extra 2>&1)
 is "$?" 2 "touctl metrics takes no argument"
+
+# --- who reads what --------------------------------------------------------------
+refused0=$(tq a interface.events.metrics_refused 2>/dev/null)
+[[ $refused0 =~ ^[0-9]+$ ]] || refused0=0       # absent until it counts
+anon() {
+	nsx a curl -sS --noproxy '*' --max-time 10 -o "$E2E_DIR/anon.out" -D "$E2E_DIR/anon.hdr" \
+	    -w '%{http_code}' "$@"
+}
+is "$(anon http://127.0.0.1:9680/metrics)" 401 "without the token: 401"
+check "asking for a bearer token" grep -qi '^WWW-Authenticate: Bearer' "$E2E_DIR/anon.hdr"
+check "and no metric in the reply" bash -c "! grep -q toud_ '$E2E_DIR/anon.out'"
+is "$(anon -H "Authorization: Bearer ${TOKEN%?}x" http://127.0.0.1:9680/metrics)" 401 \
+    "with another token: 401"
+is "$(anon -H "Authorization: Basic $TOKEN" http://127.0.0.1:9680/metrics)" 401 \
+    "with the token but another scheme: 401"
+# a page whose name is rebound to 127.0.0.1 sends its own name as Host
+is "$(code -H 'Host: attacker.example:9680' http://127.0.0.1:9680/metrics)" 403 \
+    "a foreign Host is refused (403), even with the token"
+is "$(code -H 'Host: localhost:9680' http://127.0.0.1:9680/metrics)" 200 "Host: localhost is served"
+refused=$(tq a interface.events.metrics_refused)
+is "$((refused - refused0))" 4 "the four refusals are counted (metrics_refused)"
+
+# without metrics-token-file: the public text, the interface's families only
+sed -i '/^metrics-token-file = /d' "$(conf_file a)"
+check "a reloads without metrics-token-file" ctl a reload
+is "$(anon http://127.0.0.1:9680/metrics)" 200 "without the token file anyone local reads the public text"
+check "which counts the peers by state" grep -q '^toud_peers{interface="tou0",state="up"} 1$' \
+    "$E2E_DIR/anon.out"
+check "but names no peer" bash -c "! grep -q 'peer=\"' '$E2E_DIR/anon.out'"
+check "nor its address" bash -c "! grep -q '10\.200\.0\.2' '$E2E_DIR/anon.out'"
+check "nor the key's fingerprint" bash -c "! grep -q 'fingerprint=' '$E2E_DIR/anon.out'"
+check "touctl metrics still shows the peers" grep -q '^toud_peer_up{interface="tou0",peer="b"} 1$' \
+    <<<"$(ctl a metrics)"
+sed -i "/^metrics = /a metrics-token-file = $E2E_DIR/metrics.token" "$(conf_file a)"
+check "a reloads with the token file again" ctl a reload
+is "$(anon http://127.0.0.1:9680/metrics)" 401 "and the token is needed again"
 
 # --- toud -t: loopback only, unless the file says otherwise --------------------
 bad=$E2E_DIR/remote.conf
@@ -240,7 +285,7 @@ check "toud -t accepts it with metrics-allow-remote = yes" "$TOUD" -t -c "$bad"
 # --- reload ------------------------------------------------------------------
 cp "$bad" "$(conf_file a)"
 check "a reloads with metrics on 10.200.0.1:9681" ctl a reload
-out=$(nsx b curl -sS --noproxy '*' --max-time 10 http://10.200.0.1:9681/metrics)
+out=$(nsx b curl -sS --noproxy '*' --max-time 10 -H "$AUTH" http://10.200.0.1:9681/metrics)
 is "$?" 0 "b reaches a's endpoint at its new address"
 check "and reads a's metrics there" grep -q '^toud_peer_up{interface="tou0",peer="b"} 1$' <<<"$out"
 isnt_listening() { ! port_listening "$@"; }
@@ -256,7 +301,7 @@ is "$?" 1 "a reload to an address in use is refused"
 diag "$err"
 check "saying why" grep -q "metrics: cannot listen on 127.0.0.1:9682: Address already in use; nothing changed" \
     <<<"$err"
-is "$(nsx b curl -sS --noproxy '*' --max-time 10 -o /dev/null -w '%{http_code}' \
+is "$(nsx b curl -sS --noproxy '*' --max-time 10 -H "$AUTH" -o /dev/null -w '%{http_code}' \
     http://10.200.0.1:9681/metrics)" 200 "the old endpoint still serves"
 proc_stop "$holder" TERM 5
 

@@ -147,13 +147,14 @@ START_TEST(test_iface_each_key)
 		{ "dns = 10.77.0.53\n", CONF_IFACE_DIFF_DNS },
 		{ "dns-search = example.com\n", CONF_IFACE_DIFF_DNS_SEARCH },
 		{ "listen-tcp = 443\n", CONF_IFACE_DIFF_LISTEN_TCP },
+		{ "metrics-token-file = /t\n", CONF_IFACE_DIFF_METRICS_TOKEN_FILE },
 	};
 	const char *base = "[interface]\naddress = 10.77.0.1/24\n";
 	uint32_t all = 0, reloadable = CONF_IFACE_DIFF_LOG_LEVEL | CONF_IFACE_DIFF_REKEY_TIME |
 	    CONF_IFACE_DIFF_SESSION_MAX_AGE | CONF_IFACE_DIFF_REKEY_BYTES |
 	    CONF_IFACE_DIFF_REKEY_RECORDS | CONF_IFACE_DIFF_FAIL_OPEN |
 	    CONF_IFACE_DIFF_METRICS | CONF_IFACE_DIFF_METRICS_ALLOW_REMOTE |
-	    CONF_IFACE_DIFF_DNS | CONF_IFACE_DIFF_DNS_SEARCH;
+	    CONF_IFACE_DIFF_METRICS_TOKEN_FILE | CONF_IFACE_DIFF_DNS | CONF_IFACE_DIFF_DNS_SEARCH;
 	char text[512], name[64];
 	size_t x;
 
@@ -169,7 +170,7 @@ START_TEST(test_iface_each_key)
 		all |= v[x].bit;
 	}
 	/* Every bit has a variant: a new key needs one here. */
-	ck_assert_uint_eq(all, (CONF_IFACE_DIFF_LISTEN_TCP << 1) - 1);
+	ck_assert_uint_eq(all, (CONF_IFACE_DIFF_METRICS_TOKEN_FILE << 1) - 1);
 	ck_assert_uint_eq(CONF_IFACE_DIFF_RELOADABLE, reloadable);
 	/* Several at once, named in key order. */
 	ck_assert_uint_eq(iface_diff(base, "[interface]\naddress = 10.77.0.1/24\n"

@@ -15,6 +15,7 @@
 #include "drop.h"
 #include "events.h"
 #include "metrics.h"
+#include "metrics_req.h"
 #include "ctx.h"
 #include "peer.h"
 #include "session.h"
@@ -293,6 +294,154 @@ START_TEST(render_no_peers)
 }
 END_TEST
 
+/* In batches of 1, 2 or 7 peers, the text is the text at once; the public
+ * text (no full) is the interface's families only, without the key
+ * fingerprint: no peer's name, address nor error. */
+START_TEST(render_batches)
+{
+	static const size_t sizes[] = { 1, 2, 7 };
+	struct metrics_cursor cur;
+	struct fixture f;
+	char *whole, *s;
+	size_t i, parts;
+	int r;
+
+	fixture_init(&f);
+	whole = render(&f);
+	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
+		struct evbuffer *b = evbuffer_new();
+
+		memset(&cur, 0, sizeof(cur));
+		cur.full = true;
+		parts = 0;
+		while ((r = metrics_render_next(b, &f.t, &cur, sizes[i], NOW_MS, WALL_MS)) > 0)
+			parts++;
+		ck_assert_int_eq(r, 0);
+		/* 14 families of 2 peers, at most sizes[i] peers a part */
+		ck_assert_uint_ge(parts + 1, (14 * 2 + sizes[i] - 1) / sizes[i]);
+		s = take_text(b);
+		ck_assert_str_eq(s, whole);
+		free(s);
+	}
+	free(whole);
+
+	{
+		struct evbuffer *b = evbuffer_new();
+
+		memset(&cur, 0, sizeof(cur));
+		ck_assert_int_eq(metrics_render_next(b, &f.t, &cur, 1, NOW_MS, WALL_MS), 0);
+		s = take_text(b);
+	}
+	ck_assert_int_eq(check_shape(s), 1 + 1 + 1 + 1 + 4 + 2 + 1 + 1);
+	ck_assert_msg(strstr(s, "toud_info{interface=\"tou3\",version=\"") != NULL, "%s", s);
+	ck_assert_msg(strstr(s, "\",encryption=\"none\"} 1\n") != NULL, "%s", s);
+	ck_assert_msg(strstr(s, "toud_peers{interface=\"tou3\",state=\"up\"} 1\n") != NULL, "%s", s);
+	ck_assert_ptr_null(strstr(s, "fingerprint="));
+	ck_assert_ptr_null(strstr(s, "peer="));
+	ck_assert_ptr_null(strstr(s, "bob"));
+	ck_assert_ptr_null(strstr(s, "192.0.2.7"));
+	ck_assert_ptr_null(strstr(s, "handshake failed"));
+	free(s);
+	conf_free(f.t.conf);
+}
+END_TEST
+
+#define TOKEN "0123456789abcdef0123456789abcdef"
+
+static int
+req(const char *text, bool loopback, const char *token, struct metrics_req *r)
+{
+	return metrics_req_check(text, strlen(text), loopback, token, r);
+}
+
+/* What a scraper's request gets: the status, HEAD, and whether the token
+ * opened the whole text. */
+START_TEST(request_check)
+{
+	struct metrics_req r;
+
+	/* Prometheus' own request, without and with a token set */
+	ck_assert_int_eq(req("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:9680\r\n"
+	    "User-Agent: Prometheus/2.45\r\nAccept: text/plain\r\n\r\n", true, NULL, &r), 200);
+	ck_assert(!r.full && !r.head);
+	ck_assert_int_eq(req("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:9680\r\n"
+	    "Authorization: Bearer " TOKEN "\r\n\r\n", true, TOKEN, &r), 200);
+	ck_assert(r.full);
+	ck_assert_int_eq(req("GET /metrics?x=1 HTTP/1.1\nhost:localhost\nauthorization: "
+	    "bearer  " TOKEN " \n\n", true, TOKEN, &r), 200);
+	ck_assert(r.full);
+	ck_assert_int_eq(req("HEAD /metrics HTTP/1.1\r\nHost: [::1]:9680\r\n\r\n", true, NULL,
+	    &r), 200);
+	ck_assert(r.head);
+	ck_assert_int_eq(req("GET /metrics HTTP/1.0\r\n\r\n", true, NULL, &r), 200);
+	ck_assert_int_eq(req("GET /metrics HTTP/1.1\r\nHost: 127.8.9.10\r\n\r\n", true, NULL,
+	    &r), 200);
+	ck_assert_int_eq(req("GET /metrics HTTP/1.1\r\nHost: LOCALHOST.:80\r\n\r\n", true, NULL,
+	    &r), 200);
+	/* the token: missing, wrong, a prefix of it, another scheme */
+	ck_assert_int_eq(req("GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n", true, TOKEN,
+	    &r), 401);
+	ck_assert(!r.full);
+	ck_assert_int_eq(req("GET /metrics HTTP/1.1\r\nHost: localhost\r\nAuthorization: "
+	    "Bearer 0123456789abcdef0123456789abcdeX\r\n\r\n", true, TOKEN, &r), 401);
+	ck_assert_int_eq(req("GET /metrics HTTP/1.1\r\nHost: localhost\r\nAuthorization: "
+	    "Bearer 0123456789abcdef\r\n\r\n", true, TOKEN, &r), 401);
+	ck_assert_int_eq(req("GET /metrics HTTP/1.1\r\nHost: localhost\r\nAuthorization: "
+	    "Basic " TOKEN "\r\n\r\n", true, TOKEN, &r), 401);
+	/* DNS rebinding: a name that is not loopback's, on a loopback endpoint */
+	ck_assert_int_eq(req("GET /metrics HTTP/1.1\r\nHost: evil.example:9680\r\n\r\n", true,
+	    NULL, &r), 403);
+	ck_assert_int_eq(req("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1.evil.example\r\n\r\n",
+	    true, NULL, &r), 403);
+	ck_assert_int_eq(req("GET /metrics HTTP/1.1\r\nHost: [::2]:9680\r\n\r\n", true, NULL,
+	    &r), 403);
+	ck_assert_int_eq(req("GET /metrics HTTP/1.1\r\nHost: localhost.evil\r\n\r\n", true,
+	    TOKEN, &r), 403);
+	/* ...which a remote endpoint cannot know: its token is the guard */
+	ck_assert_int_eq(req("GET /metrics HTTP/1.1\r\nHost: tunnel.example:9680\r\n\r\n",
+	    false, NULL, &r), 200);
+	/* malformed */
+	ck_assert_int_eq(req("GET /metrics HTTP/1.1\r\n\r\n", true, NULL, &r), 400);
+	ck_assert_int_eq(req("GET /metrics HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", false, NULL,
+	    &r), 400);
+	ck_assert_int_eq(req("GET /metrics HTTP/2.0\r\nHost: a\r\n\r\n", false, NULL, &r), 400);
+	ck_assert_int_eq(req("GET metrics HTTP/1.1\r\nHost: a\r\n\r\n", false, NULL, &r), 400);
+	ck_assert_int_eq(req("GET /metrics\r\n\r\n", false, NULL, &r), 400);
+	ck_assert_int_eq(req("", false, NULL, &r), 400);
+	ck_assert_int_eq(req("GET /metrics HTTP/1.1\r\nHost: a\r\n folded\r\n\r\n", false,
+	    NULL, &r), 400);
+	/* method and path */
+	ck_assert_int_eq(req("POST /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n", true, NULL,
+	    &r), 501);
+	ck_assert_int_eq(req("GET / HTTP/1.1\r\nHost: localhost\r\n\r\n", true, NULL, &r), 404);
+	ck_assert_int_eq(req("GET /metrics/x HTTP/1.1\r\nHost: localhost\r\n\r\n", true, NULL,
+	    &r), 404);
+	ck_assert_int_eq(req("GET /metricsx HTTP/1.1\r\nHost: localhost\r\n\r\n", true, NULL,
+	    &r), 404);
+}
+END_TEST
+
+/* A token file's text: 16 to 128 b64token characters, one line. */
+START_TEST(token_parse)
+{
+	char out[METRICS_TOKEN_MAX + 1];
+	char big[METRICS_TOKEN_MAX + 2];
+
+	ck_assert_int_eq(metrics_token_parse(TOKEN "\n", strlen(TOKEN) + 1, out), 0);
+	ck_assert_str_eq(out, TOKEN);
+	ck_assert_int_eq(metrics_token_parse("abcDEF0123-._~+/==", 18, out), 0);
+	ck_assert_str_eq(out, "abcDEF0123-._~+/==");
+	ck_assert_int_eq(metrics_token_parse("short", 5, out), -EINVAL);
+	ck_assert_int_eq(metrics_token_parse(TOKEN " x", strlen(TOKEN) + 2, out), -EINVAL);
+	ck_assert_int_eq(metrics_token_parse(TOKEN "\n\n", strlen(TOKEN) + 2, out), -EINVAL);
+	ck_assert_int_eq(metrics_token_parse("==" TOKEN, strlen(TOKEN) + 2, out), -EINVAL);
+	ck_assert_int_eq(metrics_token_parse("0123456789abcdef=x", 18, out), -EINVAL);
+	memset(big, 'a', sizeof(big));
+	ck_assert_int_eq(metrics_token_parse(big, METRICS_TOKEN_MAX, out), 0);
+	ck_assert_int_eq(metrics_token_parse(big, METRICS_TOKEN_MAX + 1, out), -EINVAL);
+}
+END_TEST
+
 /* A stamp later than the clock (never, but not a huge number either) and
  * the first instants after the epoch stay in range. */
 START_TEST(render_clock_edges)
@@ -328,6 +477,9 @@ metrics_suite(void)
 	tcase_add_test(tc, render_all);
 	tcase_add_test(tc, render_no_peers);
 	tcase_add_test(tc, render_clock_edges);
+	tcase_add_test(tc, render_batches);
+	tcase_add_test(tc, request_check);
+	tcase_add_test(tc, token_parse);
 	suite_add_tcase(s, tc);
 	return s;
 }
