@@ -91,6 +91,7 @@ struct toud {
 	uint32_t full_table;
 	uint32_t fwmark;
 	bool full4, full6;
+	bool full_dns4, full_dns6;      /* ... and whose DNS rule (port 53) is */
 
 	uint64_t drops[DROP__MAX];      /* drops that belong to no peer */
 	/* Events counted for the interface (events.h): those that belong to

@@ -15,6 +15,7 @@
 #define FULLTUNNEL_TABLE_TRIES 1000
 /* Stale rule pairs removed at most per family and start. */
 #define FULLTUNNEL_STALE_MAX 16
+#define FULLTUNNEL_DNS_PORT 53
 
 void
 fulltunnel_rules(int family, uint32_t table, uint32_t fwmark, struct rtnl_rule out[2])
@@ -28,6 +29,19 @@ fulltunnel_rules(int family, uint32_t table, uint32_t fwmark, struct rtnl_rule o
 	out[1].family = family;
 	out[1].table = CONF_TABLE_MAIN;
 	out[1].suppress_prefixlen = 0;
+}
+
+void
+fulltunnel_dns_rules(int family, uint32_t table, uint32_t fwmark, struct rtnl_rule out[2])
+{
+	memset(out, 0, 2 * sizeof(*out));
+	out[0].family = family;
+	out[0].table = table;
+	out[0].suppress_prefixlen = -1;
+	out[0].dport = FULLTUNNEL_DNS_PORT;
+	out[1] = out[0];
+	out[1].table = CONF_TABLE_MAIN;
+	out[1].fwmark = fwmark;
 }
 
 int
@@ -202,12 +216,63 @@ fulltunnel_rules_del(struct toud *t, int family)
 	log_info("full tunnel: %s rules removed", family_name(family));
 }
 
+/* Add or remove the DNS rules of family (fulltunnel.h); earlier copies,
+ * left by a toud that was killed, go once ours are in place. */
+static int
+fulltunnel_dns(struct toud *t, int family, bool want, bool *have)
+{
+	uint32_t stale[2][FULLTUNNEL_STALE_MAX];
+	struct rtnl_rule rules[2], old;
+	int n[2], i, k, rc;
+	char buf[96];
+	FULLTUNNEL_SAY(t);
+
+	if (want == *have)
+		return 0;
+	fulltunnel_dns_rules(family, t->full_table, t->fwmark, rules);
+	if (!want) {
+		for (i = 1; i >= 0; i--)
+			if ((rc = rtnl_rule_del(t->rtnl, &rules[i])) < 0)
+				log_warnx("full tunnel: cannot remove the %s: %s",
+				    rtnl_rule_fmt(&rules[i], buf, sizeof(buf)), strerror(-rc));
+		log_info("full tunnel: %s DNS rules removed", family_name(family));
+		*have = false;
+		return 0;
+	}
+	for (i = 0; i < 2; i++)
+		if ((n[i] = rtnl_rule_find(&rules[i], stale[i], FULLTUNNEL_STALE_MAX)) < 0)
+			n[i] = 0;
+	for (i = 0; i < 2; i++) {
+		if ((rc = rtnl_rule_add(t->rtnl, &rules[i])) < 0) {
+			say("full tunnel: cannot add the %s: %s", rtnl_rule_fmt(&rules[i], buf,
+			    sizeof(buf)), strerror(-rc));
+			if (i == 1)
+				rtnl_rule_del(t->rtnl, &rules[0]);
+			return rc;
+		}
+	}
+	*have = true;
+	for (i = 0; i < 2; i++)
+		for (k = 0; k < n[i] && k < FULLTUNNEL_STALE_MAX; k++) {
+			old = rules[i];
+			old.priority = stale[i][k];
+			if ((rc = rtnl_rule_del(t->rtnl, &old)) < 0 && rc != -ENOENT)
+				log_warnx("full tunnel: cannot remove the stale %s (priority %u): "
+				    "%s", rtnl_rule_fmt(&old, buf, sizeof(buf)),
+				    (unsigned)old.priority, strerror(-rc));
+		}
+	log_info("full tunnel: %s DNS rules added: port %d goes to table %u unless marked "
+	    "0x%x%s", family_name(family), FULLTUNNEL_DNS_PORT, t->full_table, t->fwmark,
+	    n[0] + n[1] > 0 ? " (stale copies removed)" : "");
+	return 0;
+}
+
 /* Make the rules and the drop route of one family match want: the drop
  * route goes in before the rules and out after them, so the rules never
  * send traffic to a table that would let it fall through to the main
  * table. */
 static int
-fulltunnel_family(struct toud *t, int family, bool want, bool *have)
+fulltunnel_family(struct toud *t, int family, bool want, bool *have, bool *have_dns)
 {
 	bool drop = want && !t->conf->iface.fail_open;
 	int rc = 0;
@@ -216,6 +281,9 @@ fulltunnel_family(struct toud *t, int family, bool want, bool *have)
 		return 0;
 	if (drop && (rc = fulltunnel_drop(t, family, true)) < 0)
 		return rc;
+	/* the DNS rules out before the two, in after them */
+	if (!(drop && t->conf->iface.n_dns))
+		fulltunnel_dns(t, family, false, have_dns);
 	if (want && !*have) {
 		if ((rc = fulltunnel_rules_add(t, family)) < 0)
 			return rc;
@@ -224,6 +292,8 @@ fulltunnel_family(struct toud *t, int family, bool want, bool *have)
 		fulltunnel_rules_del(t, family);
 		*have = false;
 	}
+	if (drop && t->conf->iface.n_dns && (rc = fulltunnel_dns(t, family, true, have_dns)) < 0)
+		return rc;
 	if (!drop && t->full_table)
 		fulltunnel_drop(t, family, false);
 	return 0;
@@ -238,8 +308,10 @@ fulltunnel_apply(struct toud *t)
 	/* Marked before the rules send everything else into the tunnel. */
 	if (mark && (rc = fulltunnel_mark(t, mark)) < 0)
 		return rc;
-	rc = fulltunnel_family(t, AF_INET, conf_full_tunnel(t->conf, AF_INET), &t->full4);
-	rc6 = fulltunnel_family(t, AF_INET6, conf_full_tunnel(t->conf, AF_INET6), &t->full6);
+	rc = fulltunnel_family(t, AF_INET, conf_full_tunnel(t->conf, AF_INET), &t->full4,
+	    &t->full_dns4);
+	rc6 = fulltunnel_family(t, AF_INET6, conf_full_tunnel(t->conf, AF_INET6), &t->full6,
+	    &t->full_dns6);
 	if (rc == 0)
 		rc = rc6;
 	if (!mark && !t->full4 && !t->full6 && (rc6 = fulltunnel_mark(t, 0)) < 0 && rc == 0)

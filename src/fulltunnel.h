@@ -34,5 +34,21 @@ int fulltunnel_apply(struct toud *t);
  * 32764 on a host with only the default rules), so the second added is
  * consulted first. */
 void fulltunnel_rules(int family, uint32_t table, uint32_t fwmark, struct rtnl_rule out[2]);
+/* Two more rules, of a full tunnel that fails closed and has name servers
+ * (dns), in the order they are added: every packet to port 53 to the
+ * tunnel's table, except those with the mark (toud's own, should a peer
+ * listen on port 53), which keep to the main table:
+ *
+ *     fwmark MARK dport 53 lookup main
+ *     dport 53 lookup TABLE
+ *
+ * Added after the two, they are consulted before "lookup main suppress_
+ * prefixlength 0": a name server on the local network is reached through
+ * the tunnel, not by the main table's on-link route, and while toud is
+ * dead (SIGKILL) a query meets the table's drop route instead of leaving
+ * in the clear.  ("not fwmark MARK dport 53" would not do: the kernel's
+ * "not" inverts the whole rule, so it would match every other port.)
+ * Pure. */
+void fulltunnel_dns_rules(int family, uint32_t table, uint32_t fwmark, struct rtnl_rule out[2]);
 
 #endif

@@ -234,7 +234,7 @@ rtnl_rule_equal(const struct rtnl_rule *a, const struct rtnl_rule *b)
 {
 	return a->family == b->family && a->table == b->table && a->fwmark == b->fwmark &&
 	    a->invert == b->invert && a->suppress_prefixlen == b->suppress_prefixlen &&
-	    a->priority == b->priority;
+	    a->dport == b->dport && a->priority == b->priority;
 }
 
 /* Rules are matched by rule (ifindex and p unused), the others by ifindex,
@@ -526,6 +526,12 @@ rtnl_rule_req(struct rtnl_req *q, uint16_t type, uint16_t flags, const struct rt
 	if (rule->suppress_prefixlen >= 0 && (err = rtnl_attr_put_u32(q,
 	    FRA_SUPPRESS_PREFIXLEN, (uint32_t)rule->suppress_prefixlen)) < 0)
 		return err;
+	if (rule->dport) {
+		struct fib_rule_port_range pr = { rule->dport, rule->dport };
+
+		if ((err = rtnl_attr_put(q, FRA_DPORT_RANGE, &pr, sizeof(pr))) < 0)
+			return err;
+	}
 	if (rule->priority && (err = rtnl_attr_put_u32(q, FRA_PRIORITY, rule->priority)) < 0)
 		return err;
 	return 0;
@@ -595,15 +601,17 @@ rtnl_rule_del(struct rtnl *r, const struct rtnl_rule *rule)
 const char *
 rtnl_rule_fmt(const struct rtnl_rule *rule, char *buf, size_t len)
 {
-	char mark[40] = "", sup[40] = "";
+	char mark[40] = "", sup[40] = "", port[16] = "";
 
+	if (rule->dport)
+		snprintf(port, sizeof(port), "dport %u ", (unsigned)rule->dport);
 	if (rule->fwmark)
 		snprintf(mark, sizeof(mark), "%sfwmark 0x%x ", rule->invert ? "not " : "",
 		    (unsigned)rule->fwmark);
 	if (rule->suppress_prefixlen >= 0)
 		snprintf(sup, sizeof(sup), " suppress_prefixlength %d", rule->suppress_prefixlen);
-	snprintf(buf, len, "%s rule %slookup %u%s", rule->family == AF_INET6 ? "IPv6" : "IPv4",
-	    mark, (unsigned)rule->table, sup);
+	snprintf(buf, len, "%s rule %s%slookup %u%s", rule->family == AF_INET6 ? "IPv6" : "IPv4",
+	    mark, port, (unsigned)rule->table, sup);
 	return buf;
 }
 
@@ -903,6 +911,7 @@ rtnl_rule_parse(const struct nlmsghdr *h, struct rtnl_rule *rule, uint8_t *proto
 {
 	const struct fib_rule_hdr *frh = NLMSG_DATA(h);
 	const struct rtattr *a;
+	bool range = false;
 	size_t left;
 
 	if (h->nlmsg_type != RTM_NEWRULE || h->nlmsg_len < NLMSG_LENGTH(sizeof(*frh)) ||
@@ -923,6 +932,15 @@ rtnl_rule_parse(const struct nlmsghdr *h, struct rtnl_rule *rule, uint8_t *proto
 			*proto = *(const uint8_t *)RTA_DATA(a);
 			continue;
 		}
+		if (a->rta_type == FRA_DPORT_RANGE &&
+		    RTA_PAYLOAD(a) == sizeof(struct fib_rule_port_range)) {
+			const struct fib_rule_port_range *pr = RTA_DATA(a);
+
+			rule->dport = pr->start;
+			if (pr->start != pr->end)
+				range = true;   /* none of toud's */
+			continue;
+		}
 		if (RTA_PAYLOAD(a) != 4)
 			continue;
 		memcpy(&v, RTA_DATA(a), 4);
@@ -935,7 +953,7 @@ rtnl_rule_parse(const struct nlmsghdr *h, struct rtnl_rule *rule, uint8_t *proto
 		else if (a->rta_type == FRA_SUPPRESS_PREFIXLEN)
 			rule->suppress_prefixlen = (int)v;
 	}
-	return true;
+	return !range;
 }
 
 struct rtnl_find_arg {

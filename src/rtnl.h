@@ -16,6 +16,7 @@ struct rtnl_rule {
 	uint32_t fwmark;                /* 0: the rule matches any mark */
 	bool invert;                    /* "not": needs a fwmark */
 	int suppress_prefixlen;         /* -1: none */
+	uint16_t dport;                 /* a destination port (any protocol); 0: any */
 	uint32_t priority;              /* 0: none (add: the kernel's choice; delete: the first) */
 };
 

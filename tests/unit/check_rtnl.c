@@ -124,8 +124,9 @@ END_TEST
 struct rule_seen {
 	struct fib_rule_hdr frh;
 	uint16_t type, flags;
-	bool has_table, has_mark, has_mask, has_suppress, has_proto, has_prio;
+	bool has_table, has_mark, has_mask, has_suppress, has_proto, has_prio, has_dport;
 	uint32_t table, mark, mask, suppress, prio;
+	struct fib_rule_port_range dport;
 	uint8_t proto;
 };
 
@@ -177,6 +178,11 @@ rule_parse(const uint8_t *buf, ssize_t len)
 			ck_assert_uint_eq(RTA_PAYLOAD(a), 4);
 			memcpy(&r.prio, RTA_DATA(a), 4);
 			r.has_prio = true;
+			break;
+		case FRA_DPORT_RANGE:
+			ck_assert_uint_eq(RTA_PAYLOAD(a), sizeof(r.dport));
+			memcpy(&r.dport, RTA_DATA(a), sizeof(r.dport));
+			r.has_dport = true;
 			break;
 		default:
 			ck_abort_msg("unexpected rule attribute %u", a->rta_type);
@@ -271,6 +277,45 @@ START_TEST(test_fulltunnel_rules)
 	ck_assert_uint_eq(r[1].fwmark, 0);
 	ck_assert(!r[1].invert);
 	ck_assert_int_eq(r[1].suppress_prefixlen, 0);
+	ck_assert_uint_eq(r[0].dport, 0);
+	ck_assert_uint_eq(r[1].dport, 0);
+}
+END_TEST
+
+/* The DNS rules: port 53 to the tunnel's table, marked port 53 to main
+ * (added second, consulted first), each with one FRA_DPORT_RANGE of
+ * 53..53 (any protocol: UDP and TCP) and no "not". */
+START_TEST(test_fulltunnel_dns_rules)
+{
+	uint8_t buf[256] __attribute__((aligned(8)));
+	struct rtnl_rule d[2];
+	struct rule_seen s;
+	char fmt[96];
+
+	fulltunnel_dns_rules(AF_INET, 51820, 0xca6c, d);
+	ck_assert_int_eq(d[0].family, AF_INET);
+	ck_assert_uint_eq(d[0].table, 51820);
+	ck_assert_uint_eq(d[0].fwmark, 0);
+	ck_assert(!d[0].invert && !d[1].invert);
+	ck_assert_int_eq(d[0].suppress_prefixlen, -1);
+	ck_assert_uint_eq(d[0].dport, 53);
+	ck_assert_uint_eq(d[1].table, RT_TABLE_MAIN);
+	ck_assert_uint_eq(d[1].fwmark, 0xca6c);
+	ck_assert_uint_eq(d[1].dport, 53);
+	s = rule_parse(buf, rtnl_rule_msg(buf, sizeof(buf), true, &d[0]));
+	ck_assert(s.has_dport && s.dport.start == 53 && s.dport.end == 53);
+	ck_assert(!s.has_mark && s.frh.flags == 0);
+	ck_assert(s.has_table && s.table == 51820);
+	ck_assert_str_eq(rtnl_rule_fmt(&d[0], fmt, sizeof(fmt)),
+	    "IPv4 rule dport 53 lookup 51820");
+	s = rule_parse(buf, rtnl_rule_msg(buf, sizeof(buf), true, &d[1]));
+	ck_assert(s.has_dport && s.has_mark && s.mark == 0xca6c && s.frh.flags == 0);
+	ck_assert_str_eq(rtnl_rule_fmt(&d[1], fmt, sizeof(fmt)),
+	    "IPv4 rule fwmark 0xca6c dport 53 lookup 254");
+	/* the pair's rules carry no port */
+	d[0].dport = 0;
+	s = rule_parse(buf, rtnl_rule_msg(buf, sizeof(buf), true, &d[0]));
+	ck_assert(!s.has_dport);
 }
 END_TEST
 
@@ -507,6 +552,7 @@ rtnl_suite(void)
 	tcase_add_test(tc, test_kernel_refusal);
 	tcase_add_test(tc, test_rule_msg);
 	tcase_add_test(tc, test_fulltunnel_rules);
+	tcase_add_test(tc, test_fulltunnel_dns_rules);
 	tcase_add_test(tc, test_rule_refusal);
 	tcase_add_test(tc, test_drop_route_args);
 	tcase_add_test(tc, test_monitor_parse);
