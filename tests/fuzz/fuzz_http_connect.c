@@ -1,7 +1,8 @@
 /* fuzz_http_connect.c - libFuzzer harness for the reading of an HTTP
  * proxy's CONNECT response: the first bytes a proxy (or whatever answers
- * in its place) sends.  Every verdict is checked against its promise, and
- * a verdict, once reached, must not change as more bytes arrive. */
+ * in its place) sends.  Every verdict is checked against its promise, a
+ * verdict, once reached, must not change as more bytes arrive, and a
+ * header that does not end within the limit is never waited on. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -57,6 +58,26 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			check(c2 == consumed && s2 == status);
 		if (part == HC_REFUSED)
 			check(s2 == status);
+	}
+
+	/* No end of the header within HTTP_CONNECT_MAX_HEADER bytes: the
+	 * input, still wanting more, followed by header lines to past the
+	 * limit, is refused (its status line may have been completed by
+	 * them) or bad, never more. */
+	if (whole == HC_MORE) {
+		static const char pad[] = "X-Pad: 0123456789abcdef\r\n";
+		static uint8_t big[HTTP_CONNECT_MAX_HEADER + 64];
+		size_t n = size;
+
+		memcpy(big, data, size);
+		while (n + sizeof(pad) - 1 <= sizeof(big)) {
+			memcpy(big + n, pad, sizeof(pad) - 1);
+			n += sizeof(pad) - 1;
+		}
+		part = http_connect_response(big, n, &c2, &s2);
+		check(part == HC_BAD || part == HC_REFUSED);
+		if (part == HC_REFUSED)
+			check(s2 >= 100 && s2 <= 599 && (s2 < 200 || s2 > 299));
 	}
 
 	/* The request with the input as host: it either is refused or is

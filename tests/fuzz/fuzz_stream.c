@@ -1,6 +1,11 @@
 /* fuzz_stream.c - libFuzzer harness for the TCP transport's framing
  * (stream.c): what a TLS connection's plaintext meets first.  The input's
- * first byte picks the size of the pieces it is fed in. */
+ * first byte picks the size of the pieces it is fed in, the second the
+ * reader's largest frame (so that a length just over it, and lengths
+ * over 65535 clamped, are as easy to reach as the usual 16384); the rest
+ * is the stream.  Every frame must be the bytes after its header, a
+ * verdict of error must name what the header said and stick, and the
+ * writer's header must be the one read. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -10,7 +15,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define MAX 16384
+#define DST_MAX 0xffff
 
 static void
 check(int cond)
@@ -19,34 +24,47 @@ check(int cond)
 		abort();
 }
 
+/* The reader's largest frame: small ones, the transport's, the format's
+ * largest, and one over it (clamped to 65535). */
+static const size_t maxes[] = { 1, 2, 3, 255, 256, 1500, 16384, 65534, 65535, 70000 };
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static uint8_t dst[MAX];
+	static uint8_t dst[DST_MAX];
 	struct stream_rx s;
-	size_t step, off = 0, used, flen, frames = 0, framed = 0;
+	size_t step, max, off = 0, used, flen, frames = 0, framed = 0, want;
 	enum stream_status st = STREAM_MORE;
+	uint8_t hdr[STREAM_HDR_LEN];
 
-	if (size < 1)
+	if (size < 2)
 		return 0;
 	step = (size_t)data[0] + 1;
-	data++;
-	size--;
-	stream_rx_init(&s, MAX);
+	max = maxes[data[1] % (sizeof(maxes) / sizeof(maxes[0]))];
+	data += 2;
+	size -= 2;
+	stream_rx_init(&s, max);
+	if (max > 0xffff)
+		max = 0xffff;
+	/* the writer: max is the largest header it makes */
+	check(stream_frame_header(hdr, max, max) == 0);
+	check(((size_t)hdr[0] << 8 | hdr[1]) == max);
+	check(stream_frame_header(hdr, max + 1, max) == -1);
+	check(stream_frame_header(hdr, 0, max) == -1);
 	while (off < size) {
 		size_t piece = size - off < step ? size - off : step;
 
 		st = stream_rx_feed(&s, data + off, piece, &used, dst, &flen);
 		check(used <= piece);
+		check(strcmp(stream_status_name(st), "unknown") != 0);
 		off += used;
 		if (st == STREAM_FRAME) {
-			uint8_t hdr[STREAM_HDR_LEN];
-
-			check(flen >= 1 && flen <= MAX);
+			check(flen >= 1 && flen <= max);
 			/* The header the writer makes for it is the one read. */
-			check(stream_frame_header(hdr, flen, MAX) == 0);
+			check(stream_frame_header(hdr, flen, max) == 0);
 			check(memcmp(hdr, data + off - flen - STREAM_HDR_LEN, STREAM_HDR_LEN) == 0);
 			check(memcmp(dst, data + off - flen, flen) == 0);
+			check(stream_rx_partial(&s) == 0);
 			frames++;
 			framed += flen + STREAM_HDR_LEN;
 			continue;
@@ -54,6 +72,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (st != STREAM_MORE)
 			break;
 		check(used == piece);
+	}
+	if (st == STREAM_ZERO || st == STREAM_OVERSIZE) {
+		/* the header just read says so; the stream stays bad */
+		check(off >= framed + STREAM_HDR_LEN);
+		want = (size_t)data[framed] << 8 | data[framed + 1];
+		check(off == framed + STREAM_HDR_LEN);
+		check(st == STREAM_ZERO ? want == 0 : want > max);
+		check(stream_rx_feed(&s, data, size, &used, dst, &flen) == STREAM_OVERSIZE);
+		check(used == 0);
 	}
 	/* Read to the end: what is not in whole frames is the one being
 	 * gathered (and its header). */

@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 # make-seeds.py - the seed programs of fuzz_record and fuzz_handshake
 # (their inputs are programs: see the comments at the top of
-# fuzz_record.c and fuzz_handshake.c for the ops).  Each seed takes one
+# fuzz_record.c and fuzz_handshake.c for the ops), and the streams of
+# fuzz_stream (a piece size, a largest frame, then frames).  Each seed takes one
 # path to its end (every cipher, every field changed, reordering, replay,
 # records opened out of their order, the end of the sequence space; every client flight,
 # every kind of client), from which the fuzzer mutates.  The records of
 # make-vectors.py (tests/unit/data/record) are seeds of fuzz_record too.
 #
-#   tests/fuzz/make-seeds.py        rewrites corpus/record/prog-* and
-#                                   corpus/handshake/*
+#   tests/fuzz/make-seeds.py        rewrites corpus/record/prog-*,
+#                                   corpus/handshake/* and corpus/stream/*
 import os, struct, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -131,6 +132,32 @@ def handshake_seeds():
     return seeds
 
 
+# --- fuzz_stream -----------------------------------------------------------------
+# The second byte picks the reader's largest frame (maxes[] of
+# fuzz_stream.c): 0 -> 1, 1 -> 2, 4 -> 256, 5 -> 1500, 6 -> 16384,
+# 8 -> 65535, 9 -> 70000 (clamped to 65535).
+
+
+def frame(payload):
+    return struct.pack(">H", len(payload)) + payload
+
+
+def stream_seeds():
+    ip = bytes.fromhex("4500002800000000400600000a4d00010a4d0002") + bytes(20)
+    return {
+        "one-frame": b"\xff\x06" + frame(b"\0\0\0\0\0"),
+        "zero": b"\x03\x06" + b"\0\0" + b"junk",
+        "oversize": b"\x01\x06" + b"\xff\xff" + bytes(9),
+        "over-small-max": b"\x00\x05" + frame(bytes(1500)) + b"\x05\xdd" + bytes(8),
+        "max-1": b"\x00\x00" + frame(b"a") + frame(b"b") + b"\x00\x02xy",
+        "max-65535": b"\xff\x08" + frame(bytes(1000)) + b"\xff\xff" + bytes(100),
+        "clamped": b"\x10\x09" + frame(b"z" * 300) + b"\xff\xff",
+        "partial": b"\x0a\x06" + b"\x05\xdc" + b"x" * 100,
+        "split-1": b"\x00\x06" + frame(ip) + frame(ip[:20]),
+        "split-7": b"\x06\x06" + frame(b"A" * 100) + frame(b"B" * 1400),
+    }
+
+
 def write(d, seeds):
     os.makedirs(d, exist_ok=True)
     for name, data in seeds.items():
@@ -141,6 +168,7 @@ def write(d, seeds):
 def main():
     write(os.path.join(HERE, "corpus", "record"), record_seeds())
     write(os.path.join(HERE, "corpus", "handshake"), handshake_seeds())
+    write(os.path.join(HERE, "corpus", "stream"), stream_seeds())
 
 
 if __name__ == "__main__":
