@@ -241,6 +241,12 @@ anon() {
 	    -w '%{http_code}' "$@"
 }
 is "$(anon http://127.0.0.1:9680/metrics)" 401 "without the token: 401"
+# a local user who is not root nor toud's (nobody), as touctl show refuses them
+nobody() {
+	nsx a setpriv --reuid=65534 --regid=65534 --clear-groups curl -sS --noproxy '*' \
+	    --max-time 10 -o /dev/null -w '%{http_code}' "$@"
+}
+is "$(nobody http://127.0.0.1:9680/metrics)" 401 "a local unprivileged user without the token: 401"
 check "asking for a bearer token" grep -qi '^WWW-Authenticate: Bearer' "$E2E_DIR/anon.hdr"
 check "and no metric in the reply" bash -c "! grep -q toud_ '$E2E_DIR/anon.out'"
 is "$(anon -H "Authorization: Bearer ${TOKEN%?}x" http://127.0.0.1:9680/metrics)" 401 \
@@ -252,7 +258,7 @@ is "$(code -H 'Host: attacker.example:9680' http://127.0.0.1:9680/metrics)" 403 
     "a foreign Host is refused (403), even with the token"
 is "$(code -H 'Host: localhost:9680' http://127.0.0.1:9680/metrics)" 200 "Host: localhost is served"
 refused=$(tq a interface.events.metrics_refused)
-is "$((refused - refused0))" 4 "the four refusals are counted (metrics_refused)"
+is "$((refused - refused0))" 5 "the five refusals are counted (metrics_refused)"
 
 # without metrics-token-file: the public text, the interface's families only
 sed -i '/^metrics-token-file = /d' "$(conf_file a)"
@@ -263,6 +269,11 @@ check "which counts the peers by state" grep -q '^toud_peers{interface="tou0",st
 check "but names no peer" bash -c "! grep -q 'peer=\"' '$E2E_DIR/anon.out'"
 check "nor its address" bash -c "! grep -q '10\.200\.0\.2' '$E2E_DIR/anon.out'"
 check "nor the key's fingerprint" bash -c "! grep -q 'fingerprint=' '$E2E_DIR/anon.out'"
+out=$(nsx a setpriv --reuid=65534 --regid=65534 --clear-groups curl -sS --noproxy '*' \
+    --max-time 10 http://127.0.0.1:9680/metrics)
+check "an unprivileged user reads the public text too" grep -q '^toud_peers{' <<<"$out"
+names_no_peer() { ! grep -q 'peer=' <<<"$1"; }
+check "which names no peer" names_no_peer "$out"
 check "touctl metrics still shows the peers" grep -q '^toud_peer_up{interface="tou0",peer="b"} 1$' \
     <<<"$(ctl a metrics)"
 sed -i "/^metrics = /a metrics-token-file = $E2E_DIR/metrics.token" "$(conf_file a)"
