@@ -59,8 +59,8 @@
 #define METRICS_HTTP_DEADLINE_S 60
 #define METRICS_HTTP_BACKLOG 16
 #define METRICS_HTTP_HEADERS_MAX 8192
-#define METRICS_HTTP_BATCH 128          /* peers in one part of the text */
-#define METRICS_HTTP_LOW (64 * 1024)    /* unsent bytes below which the next part is added */
+#define METRICS_HTTP_BATCH 64           /* peers in one part of the text */
+#define METRICS_HTTP_LOW (16 * 1024)    /* unsent bytes below which the next part is added */
 
 struct metrics_conn;
 
