@@ -24,6 +24,7 @@
 #include "psk.h"
 #include "reload.h"
 #include "session.h"
+#include "tcp.h"
 
 /* What a reload did to the peers, for its summary line. */
 struct reload_count {
@@ -230,6 +231,18 @@ reload(struct toud *t, char *err, size_t errlen)
 	/* The last step that may refuse the file: a new metrics address that
 	 * cannot be opened leaves the old endpoint serving. */
 	if ((rc = metrics_http_reload(t, nc, err, errlen)) < 0) {
+		free(np);
+		conf_free(nc);
+		return rc;
+	}
+	/* Then the TCP listener: a port the daemon may not bind (below 1024
+	 * without CAP_NET_BIND_SERVICE) fails the reload, and the metrics
+	 * endpoint goes back to the old file's. */
+	if ((rc = tcp_listen_reload(t, nc, err, errlen)) < 0) {
+		char e[400];
+
+		if (metrics_http_reload(t, oc, e, sizeof(e)) < 0)
+			log_warnx("metrics: back to the old endpoint: %s", e);
 		free(np);
 		conf_free(nc);
 		return rc;

@@ -68,6 +68,7 @@
 
 #include "codel.h"
 #include "conf.h"
+#include "conf_diff.h"
 #include "ctx.h"
 #include "drop.h"
 #include "events.h"
@@ -1081,9 +1082,12 @@ accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int
 }
 
 /* The listening socket of listen-tcp: one address, or both families on
- * one IPv6 socket (IPv4 alone where IPv6 is off). */
+ * one IPv6 socket (IPv4 alone where IPv6 is off).  0 and *out, *laddr or
+ * -errno; x's own listener is not touched (a reload opens the new one
+ * before it lets the old go). */
 static int
-listen_open(struct tcp *x, const struct conf_iface *ifc)
+listen_open(struct tcp *x, const struct conf_iface *ifc, struct evconnlistener **out,
+    union sockaddr_union *laddr)
 {
 	union sockaddr_union sa;
 	struct ipaddr any6 = { .family = AF_INET6 }, any4 = { .family = AF_INET };
@@ -1106,12 +1110,67 @@ listen_open(struct tcp *x, const struct conf_iface *ifc)
 		close(fd);
 		return rc;
 	}
-	x->laddr = sa;
-	x->listener = evconnlistener_new(x->t->base, accept_cb, x, LEV_OPT_CLOSE_ON_FREE,
+	*out = evconnlistener_new(x->t->base, accept_cb, x, LEV_OPT_CLOSE_ON_FREE,
 	    TCP_BACKLOG, fd);
-	if (!x->listener) {
+	if (!*out) {
 		close(fd);
 		return -ENOMEM;
+	}
+	*laddr = sa;
+	return 0;
+}
+
+/* "listen-tcp PORT: why", and the fix where the kernel refused a port
+ * below its unprivileged range (toud(8), Privileged ports). */
+static void
+listen_why(const struct conf_iface *ifc, int rc, bool reload, char *buf, size_t len)
+{
+	snprintf(buf, len, "listen-tcp %u: %s%s", ifc->listen_tcp_port, strerror(-rc),
+	    rc != -EACCES ? "" : reload ? "; a port below 1024 needs CAP_NET_BIND_SERVICE, "
+	    "which toud keeps only when it starts with such a port configured (toud(8), "
+	    "Privileged ports): restart toud, or choose a port from 1024 up" :
+	    "; a port below 1024 needs CAP_NET_BIND_SERVICE: the unit's "
+	    "AmbientCapabilities= and CapabilityBoundingSet= must name it, as the shipped "
+	    "toud.service does (toud(8), Privileged ports)");
+}
+
+int
+tcp_listen_reload(struct toud *t, const struct conf *nc, char *err, size_t errlen)
+{
+	const struct conf_iface *n = &nc->iface;
+	struct tcp *x = t->tcp;
+	struct evconnlistener *l = NULL;
+	union sockaddr_union sa;
+	char a[UTIL_ADDRSTRLEN], why[400];
+	int rc;
+
+	if (!x)
+		return 0;
+	if (n->has_listen_tcp) {
+		if (x->listener &&
+		    !(conf_diff_iface(&t->conf->iface, n) & CONF_IFACE_DIFF_LISTEN_TCP))
+			return 0;
+		if ((rc = listen_open(x, n, &l, &sa)) < 0) {
+			/* The same port on another address may collide with
+			 * the old listener; it stays, and so does everything. */
+			listen_why(n, rc, true, why, sizeof(why));
+			snprintf(err, errlen, "%s%s; nothing changed", why, rc == -EADDRINUSE &&
+			    x->listener && util_sa_port(&x->laddr) == n->listen_tcp_port ?
+			    " (the running listener holds it: restart to move it)" : "");
+			return rc;
+		}
+	} else if (!x->listener) {
+		return 0;
+	}
+	if (x->listener) {
+		log_info("no longer accepting the tcp transport on %s",
+		    util_sa_fmt(&x->laddr, a, sizeof(a)));
+		evconnlistener_free(x->listener);
+	}
+	x->listener = l;
+	if (l) {
+		x->laddr = sa;
+		log_info("accepting the tcp transport on %s", util_sa_fmt(&sa, a, sizeof(a)));
 	}
 	return 0;
 }
@@ -1185,8 +1244,11 @@ tcp_init(struct toud *t, const struct tcp_ops *ops)
 	}
 	if (!ifc->has_listen_tcp)
 		return 0;
-	if ((rc = listen_open(x, ifc)) < 0) {
-		log_errx("listen-tcp %u: %s", ifc->listen_tcp_port, strerror(-rc));
+	if ((rc = listen_open(x, ifc, &x->listener, &x->laddr)) < 0) {
+		char why[400];
+
+		listen_why(ifc, rc, false, why, sizeof(why));
+		log_errx("%s", why);
 		return rc;
 	}
 	log_info("accepting the tcp transport on %s", util_sa_fmt(&x->laddr, a, sizeof(a)));

@@ -102,7 +102,8 @@ free_signals(struct toud *t)
 		event_free(t->ev_sighup);
 }
 
-/* Keep only CAP_NET_ADMIN, as the configured user (priv.c). */
+/* Keep only CAP_NET_ADMIN (and CAP_NET_BIND_SERVICE for a port below
+ * 1024), as the configured user (priv.c). */
 static int
 drop_privileges(struct toud *t)
 {
@@ -112,7 +113,8 @@ drop_privileges(struct toud *t)
 	    control_dir_made(t->control, dir, sizeof(dir)), NULL };
 	int rc;
 
-	if ((rc = priv_drop(ifc->user, ifc->listen_port, owned)) < 0) {
+	if ((rc = priv_drop(ifc->user, priv_privileged_port(ifc, NULL, NULL) != 0,
+	    owned)) < 0) {
 		if (rc != -ENOENT)      /* no such user: priv_drop said so */
 			log_errx("cannot drop privileges: %s", strerror(-rc));
 		return rc;
@@ -291,6 +293,50 @@ warn_endpoints_routed(const struct conf *c)
 	free(eps);
 }
 
+/* The lowest port the kernel lets anyone bind (a sysctl of the network
+ * namespace); 1024 where it cannot be read. */
+static unsigned
+check_unprivileged_port_start(void)
+{
+	unsigned v = 1024;
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_unprivileged_port_start", "re");
+
+	if (f) {
+		if (fscanf(f, "%u", &v) != 1)
+			v = 1024;
+		fclose(f);
+	}
+	return v;
+}
+
+/* A port below 1024 binds only with CAP_NET_BIND_SERVICE: started as the
+ * service user (the unit's ExecStartPre=), whether the unit gave it;
+ * started as root, whether the bounding set still holds it (priv.c keeps
+ * it across the switch to the user).  1 and the message, naming the fix. */
+static int
+check_privileged_port(const struct conf *c)
+{
+	const char *key, *file;
+	struct passwd *pw;
+	unsigned start;
+	uint16_t port;
+	int line;
+
+	if (!(port = priv_privileged_port(&c->iface, &key, &line)) ||
+	    port >= (start = check_unprivileged_port_start()))
+		return 0;
+	if (priv_bind_service_kept())
+		return 0;
+	file = line ? conf_line_of(c, line, &line) : c->file;
+	pw = getpwuid(geteuid());
+	log_check("%s:%d: %s %u: user %s may not bind a port below %u without "
+	    "CAP_NET_BIND_SERVICE; add it to both AmbientCapabilities= and "
+	    "CapabilityBoundingSet= of the unit (the shipped toud.service has it, "
+	    "see toud(8), Privileged ports), or choose a port from %u up", file, line, key,
+	    port, pw ? pw->pw_name : "?", start, start);
+	return 1;
+}
+
 static int
 check_deep(const struct conf *c)
 {
@@ -328,6 +374,7 @@ check_deep(const struct conf *c)
 		}
 		dtls_ctx_free(d);
 	}
+	errors += check_privileged_port(c);
 	/* A prefix routed into the tunnel that holds a peer's own endpoint
 	 * sends the tunnel's datagrams into the tunnel (tou.conf(5) CAVEATS). */
 	warn_endpoints_routed(c);

@@ -175,5 +175,44 @@ else
 	ok "# SKIP not root: the files as the configured user"
 fi
 
+# listen-tcp = 443 as the service user (the unit's ExecStartPre=): the
+# port binds only with CAP_NET_BIND_SERVICE, which toud -t checks, naming
+# the unit's two lines.  In a network namespace of its own, where the
+# kernel's unprivileged range starts at 1024 whatever the host's says.
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1 && unshare -n true 2>/dev/null; then
+	pw=$(mktemp -d)
+	chmod 755 "$pw"
+	"$TOUCTL" genkey "$pw/k" >/dev/null 2>&1 && chown -R nobody: "$pw/k" && chmod 755 "$pw/k" ||
+	    nok "genkey for nobody"
+	conf "$pw/443.conf" "$pw/k" "$pw/k" nobody
+	sed -i "/^user = /a listen-tcp = 443" "$pw/443.conf"
+	chmod 644 "$pw/443.conf"
+	as_nobody() { unshare -n setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups "$@"; }
+	err=$(as_nobody "$TOUD" -t -c "$pw/443.conf" 2>&1)
+	rc=$?
+	case "$err" in *"443.conf:6: listen-tcp 443: user nobody may not bind a port below 1024 without CAP_NET_BIND_SERVICE; add it to both AmbientCapabilities= and CapabilityBoundingSet= of the unit"*)
+		[ $rc -eq 1 ] && ok "as the user without CAP_NET_BIND_SERVICE, listen-tcp = 443 fails -t (rc 1), naming the fix: $err" ||
+		    nok "listen-tcp 443 without the capability: rc $rc";;
+		*) nok "listen-tcp 443 without the capability: rc $rc, '$err'";; esac
+	err=$(as_nobody --inh-caps=+net_bind_service --ambient-caps=+net_bind_service \
+	    "$TOUD" -t -c "$pw/443.conf" 2>&1)
+	[ $? -eq 0 ] && [ -z "$err" ] && ok "with the unit's CAP_NET_BIND_SERVICE (ambient), it passes" ||
+	    nok "listen-tcp 443 with the capability: '$err'"
+	sed -i 's/^listen-tcp = 443/listen-tcp = 1443/' "$pw/443.conf"
+	err=$(as_nobody "$TOUD" -t -c "$pw/443.conf" 2>&1)
+	[ $? -eq 0 ] && [ -z "$err" ] && ok "a port from 1024 up needs no capability" ||
+	    nok "listen-tcp 1443 without the capability: '$err'"
+	sed -i 's/^listen-tcp = 1443/metrics = 127.0.0.1:99/' "$pw/443.conf"
+	err=$(as_nobody "$TOUD" -t -c "$pw/443.conf" 2>&1)
+	case "$err" in *"443.conf:6: metrics 99: user nobody may not bind"*) ok "so does a metrics port below 1024: $err";;
+		*) nok "metrics 99 without the capability: '$err'";; esac
+	err=$("$TOUD" -t -c "$pw/443.conf" 2>&1)
+	[ $? -eq 0 ] && [ -z "$err" ] && ok "root (which keeps the capability when it switches to the user) passes" ||
+	    nok "root, metrics 99: '$err'"
+	rm -rf "$pw"
+else
+	ok "# SKIP not root, or no setpriv or unshare: privileged ports as the user"
+fi
+
 echo "1..$n"
 [ $fails -eq 0 ]

@@ -114,8 +114,9 @@ want "RuntimeDirectory=toud"
 # The instances share /run/toud: stopping one must not remove the others'
 # sockets.
 want "RuntimeDirectoryPreserve=yes"
-want "AmbientCapabilities=CAP_NET_ADMIN"
-want "CapabilityBoundingSet=CAP_NET_ADMIN"
+# CAP_NET_BIND_SERVICE for listen-tcp = 443 (toud drops it without such a port).
+want "AmbientCapabilities=CAP_NET_ADMIN CAP_NET_BIND_SERVICE"
+want "CapabilityBoundingSet=CAP_NET_ADMIN CAP_NET_BIND_SERVICE"
 want "DeviceAllow=/dev/net/tun rw"
 want "ExecStartPre=$bindir/toud -t -i %i" "$tmpl"
 want "ExecStart=$bindir/toud -i %i" "$tmpl"
