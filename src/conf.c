@@ -233,6 +233,9 @@ conf_validate_auth(const struct conf *c, const struct conf_peer *peer,
 	if (c->iface.encryption == CONF_ENC_NONE && peer->endpoint_tcp_host)
 		return conf_verr(c, err, peer->endpoint_tcp_line, "endpoint-tcp: needs "
 		    "encryption dtls (the TCP transport is TLS) in [peer %s]", peer->name);
+	if (peer->proxy_auth_file && !peer->proxy_host)
+		return conf_verr(c, err, peer->proxy_auth_line, "proxy-credentials: without "
+		    "'proxy' in [peer %s] (they are the proxy's)", peer->name);
 	if (peer->proxy_host && !peer->endpoint_tcp_host)
 		return conf_verr(c, err, peer->proxy_line, "proxy: without 'endpoint-tcp' "
 		    "in [peer %s] (the proxy reaches the TCP transport)", peer->name);
@@ -548,7 +551,8 @@ conf_resolve_all(struct conf *c, const char *file)
 		goto out;
 	for (x = 0; x < c->n_peers; x++)
 		if (conf_resolve(&c->peers[x].ca, dir) < 0 ||
-		    conf_resolve(&c->peers[x].psk_file, dir) < 0)
+		    conf_resolve(&c->peers[x].psk_file, dir) < 0 ||
+		    conf_resolve(&c->peers[x].proxy_auth_file, dir) < 0)
 			goto out;
 	r = 0;
 out:
@@ -736,7 +740,8 @@ conf_include_file(struct conf *c, const char *path, int include_line, struct con
 	}
 	for (x = first; x < c->n_peers && r == 0; x++)
 		if (conf_resolve(&c->peers[x].ca, dir) < 0 ||
-		    conf_resolve(&c->peers[x].psk_file, dir) < 0) {
+		    conf_resolve(&c->peers[x].psk_file, dir) < 0 ||
+		    conf_resolve(&c->peers[x].proxy_auth_file, dir) < 0) {
 			conf_verr(c, err, 0, "out of memory");
 			r = -ENOMEM;
 		}

@@ -73,6 +73,7 @@ enum conf_peer_diff {
 	CONF_PEER_DIFF_ENDPOINT_TCP = 1u << 9,
 	CONF_PEER_DIFF_PROXY       = 1u << 10,
 	CONF_PEER_DIFF_SNI         = 1u << 11,
+	CONF_PEER_DIFF_PROXY_CREDENTIALS = 1u << 12,
 };
 /* The keys that decide which keys the peer's sessions may authenticate with
  * (the preshared key decides their data keys). */

@@ -928,6 +928,12 @@ conf_set_proxy(struct conf_parser *p, const struct conf_key *k, const char *v)
 	char q[CONF_QUOTE_MAX + 1];
 	size_t n = strlen(v);
 
+	/* Before anything quotes the value: it would be the password. */
+	if (strchr(v, '@'))
+		return conf_perr(p, "%s: credentials do not belong in the configuration "
+		    "(readable by all, and printed by toud -T): write 'user:password' into a "
+		    "file only root and toud may read, name it with proxy-credentials = FILE, "
+		    "and leave proxy = http://HOST:PORT", k->name);
 	if (strncasecmp(v, "http://", 7) != 0 || n == 7)
 		return conf_perr(p, "%s: '%s' is not http://HOST:PORT", k->name,
 		    conf_quote(v, q, sizeof(q)));
@@ -940,6 +946,15 @@ conf_set_proxy(struct conf_parser *p, const struct conf_key *k, const char *v)
 		return conf_host_port(p, k, buf, &peer->proxy_host, &peer->proxy_port);
 	}
 	return conf_host_port(p, k, v + 7, &peer->proxy_host, &peer->proxy_port);
+}
+
+/* proxy-credentials = FILE: the file is read by proxy_auth_load_conf(). */
+static int
+conf_set_proxy_credentials(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	(void)k;
+	conf_cur_peer(p)->proxy_auth_line = p->line;
+	return conf_path(p, &conf_cur_peer(p)->proxy_auth_file, v);
 }
 
 /* sni = NAME: a DNS host name, as RFC 6066 allows it (no address, no
@@ -1121,6 +1136,7 @@ static const struct conf_key conf_keys[] = {
 	{ "preshared-key", SEC_PEER, false, conf_set_preshared_key },
 	{ "endpoint-tcp", SEC_PEER, false, conf_set_endpoint_tcp },
 	{ "proxy", SEC_PEER, false, conf_set_proxy },
+	{ "proxy-credentials", SEC_PEER, false, conf_set_proxy_credentials },
 	{ "sni", SEC_PEER, false, conf_set_sni },
 };
 _Static_assert(ARRAY_SIZE(conf_keys) <= 64, "the seen mask of struct conf_parser has 64 bits");
@@ -1184,6 +1200,10 @@ conf_peer_free(struct conf_peer *peer)
 	free(peer->endpoint_host);
 	free(peer->endpoint_tcp_host);
 	free(peer->proxy_host);
+	free(peer->proxy_auth_file);
+	if (peer->proxy_auth)
+		explicit_bzero(peer->proxy_auth, strlen(peer->proxy_auth));
+	free(peer->proxy_auth);
 	free(peer->sni);
 	free(peer->address);
 	free(peer->allowed_ips);

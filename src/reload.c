@@ -21,6 +21,7 @@
 #include "metrics_http.h"
 #include "notify.h"
 #include "peer.h"
+#include "proxy_auth.h"
 #include "psk.h"
 #include "reload.h"
 #include "session.h"
@@ -84,8 +85,9 @@ reload_load(struct toud *t, struct conf **out, char *err, size_t errlen)
 		snprintf(err, errlen, "%s; nothing changed", conf_error_fmt(&ce, buf, sizeof(buf)));
 		return -EINVAL;
 	}
-	/* Preshared keys are read again: a reload may change one. */
-	if (psk_load_conf(nc, &ce) < 0) {
+	/* Preshared keys and proxy credentials are read again: a reload may
+	 * change one. */
+	if (psk_load_conf(nc, &ce) < 0 || proxy_auth_load_conf(nc, &ce) < 0) {
 		snprintf(err, errlen, "%s; nothing changed", conf_error_fmt(&ce, buf, sizeof(buf)));
 		conf_free(nc);
 		return -EINVAL;

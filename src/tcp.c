@@ -149,6 +149,7 @@ struct tcp_conn {
 	struct event *ev_flush;         /* active while frames are staged */
 	unsigned busy;                  /* inside its read callback: free later */
 	bool dead;
+	char *refused;                  /* outgoing: why verify_cb refused the key */
 };
 
 struct tcp {
@@ -190,6 +191,7 @@ conn_free(struct tcp_conn *c)
 	}
 	if (c->peer && c->peer->tcp == c)
 		c->peer->tcp = NULL;
+	free(c->refused);
 	if (c->phase != TCP_UP)
 		x->n_half--;
 	x->n_conns--;
@@ -405,6 +407,38 @@ conn_established(struct tcp_conn *c)
 	x->ops.up(p);
 }
 
+/* Why an outgoing connection's server is not its peer, for the log and
+ * last_error: a key no peer has is what a proxy that intercepts TLS
+ * presents (its own certificate, issued by its own CA), so the issuer is
+ * named; the name is escaped (it is the other end's to choose). */
+static void
+verify_refused(struct tcp_conn *c, X509 *leaf, const uint8_t fp[KEYS_FP_LEN],
+    const struct peer *p)
+{
+	char fps[7 + 2 * KEYS_FP_LEN + 1], issuer[120] = "?", buf[PEER_ERROR_MAX];
+	BIO *b;
+	int n;
+
+	keys_fp_format(fp, fps);
+	if ((b = BIO_new(BIO_s_mem()))) {
+		if (X509_NAME_print_ex(b, X509_get_issuer_name(leaf), 0, XN_FLAG_ONELINE) >= 0 &&
+		    (n = BIO_read(b, issuer, sizeof(issuer) - 1)) > 0)
+			issuer[n] = '\0';
+		BIO_free(b);
+	}
+	if (p)
+		snprintf(buf, sizeof(buf), "the server presented the key of peer \"%s\", "
+		    "not this one's", p->name);
+	else
+		snprintf(buf, sizeof(buf), "TLS intercepted? the server's key %.23s... is not "
+		    "this peer's (certificate issued by '%s'): %s", fps, issuer,
+		    c->peer && c->peer->cf->proxy_host ? "the proxy must let this connection "
+		    "through uninspected" : "something on the way inspects TLS, or another "
+		    "server answers there");
+	free(c->refused);
+	c->refused = strdup(buf);
+}
+
 /* Verification of the other end's certificate: the same rule as DTLS's
  * (pinned key, or CA and name), by the peer its key names. */
 static int
@@ -420,6 +454,8 @@ verify_cb(X509_STORE_CTX *xs, void *arg)
 	if (!c || !leaf || keys_cert_fp(leaf, fp) < 0)
 		goto refuse;
 	p = x->ops.authorize(x->t, fp, xs);
+	if (c->outgoing && p != c->peer)
+		verify_refused(c, leaf, fp, p);
 	if (!p || (c->outgoing && p != c->peer))
 		goto refuse;
 	c->authorized = p;
@@ -624,6 +660,12 @@ conn_handshake(struct tcp_conn *c)
 	}
 	ERR_clear_error();
 	if (!ok) {
+		char refused[PEER_ERROR_MAX];   /* c->refused goes with c */
+
+		if (c->refused) {
+			util_strlcpy(refused, c->refused, sizeof(refused));
+			why = refused;
+		}
 		conn_fail(c, why);
 		return false;
 	}
@@ -945,7 +987,7 @@ proxy_read(struct bufferevent *raw, void *arg)
 	struct tcp_conn *c = arg;
 	struct evbuffer *in = bufferevent_get_input(raw);
 	size_t len = evbuffer_get_length(in), used = 0;
-	char why[64];
+	char why[320];
 	int status = 0;
 
 	switch (http_connect_response(evbuffer_pullup(in, -1), len, &used, &status)) {
@@ -954,7 +996,8 @@ proxy_read(struct bufferevent *raw, void *arg)
 	case HC_OK:
 		break;
 	case HC_REFUSED:
-		snprintf(why, sizeof(why), "the proxy refused with status %d", status);
+		http_connect_refusal(status, c->peer && c->peer->cf->proxy_auth,
+		    c->peer ? c->peer->cf->endpoint_tcp_port : 0, why, sizeof(why));
 		conn_fail(c, why);
 		return;
 	case HC_BAD:
@@ -972,7 +1015,7 @@ raw_event(struct bufferevent *raw, short what, void *arg)
 {
 	struct tcp_conn *c = arg;
 	const struct conf_peer *cf = c->peer ? c->peer->cf : NULL;
-	char req[512], buf[160];
+	char req[1024], buf[160];
 	int n;
 
 	if (!(what & BEV_EVENT_CONNECTED)) {
@@ -985,11 +1028,12 @@ raw_event(struct bufferevent *raw, short what, void *arg)
 	}
 	conn_sockopts(bufferevent_getfd(raw));
 	if (!cf || (n = http_connect_request(req, sizeof(req), cf->endpoint_tcp_host,
-	    cf->endpoint_tcp_port)) < 0) {
+	    cf->endpoint_tcp_port, cf->proxy_auth)) < 0) {
 		conn_fail(c, "cannot write the CONNECT request");
 		return;
 	}
 	bufferevent_write(raw, req, (size_t)n);
+	OPENSSL_cleanse(req, sizeof(req));     /* it may hold the credentials */
 }
 
 int

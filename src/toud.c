@@ -26,6 +26,7 @@
 #include "dtls.h"
 #include "log.h"
 #include "priv.h"
+#include "proxy_auth.h"
 #include "psk.h"
 #include "reload.h"
 
@@ -168,6 +169,9 @@ check_readable_as_user(const struct conf *c, const struct passwd *pw)
 		if (c->peers[i].psk_file)
 			keys[n] = "preshared-key", paths[n] = c->peers[i].psk_file,
 			lines[n++] = c->peers[i].psk_line;
+		if (c->peers[i].proxy_auth_file && n < sizeof(paths) / sizeof(paths[0]))
+			keys[n] = "proxy-credentials", paths[n] = c->peers[i].proxy_auth_file,
+			lines[n++] = c->peers[i].proxy_auth_line;
 	}
 	fflush(stderr);
 	if ((pid = fork()) < 0) {
@@ -439,7 +443,7 @@ main(int argc, char *argv[])
 		log_check("%s", conf_error_fmt(&err, buf, sizeof(buf)));
 		return 1;
 	}
-	if (psk_load_conf(t.conf, &err) < 0) {
+	if (psk_load_conf(t.conf, &err) < 0 || proxy_auth_load_conf(t.conf, &err) < 0) {
 		log_check("%s", conf_error_fmt(&err, buf, sizeof(buf)));
 		conf_free(t.conf);
 		return 1;

@@ -1680,6 +1680,21 @@ START_TEST(test_tcp_keys)
 	    "'https://p:8080' is not http://HOST:PORT");
 	bad(HEAD TPEER "proxy = http://p:8080\n", "t.conf:8: proxy: without 'endpoint-tcp' in "
 	    "[peer x] (the proxy reaches the TCP transport)");
+	/* Credentials in the proxy's URL: refused without quoting them. */
+	bad(HEAD TPEER "endpoint-tcp = h:443\nproxy = http://jo:s3cret@p:3128\n", "t.conf:9: "
+	    "proxy: credentials do not belong in the configuration (readable by all, and "
+	    "printed by toud -T): write 'user:password' into a file only root and toud may "
+	    "read, name it with proxy-credentials = FILE, and leave proxy = http://HOST:PORT");
+	bad(HEAD TPEER "proxy-credentials = /etc/tou/proxy.pw\n", "t.conf:8: proxy-credentials: "
+	    "without 'proxy' in [peer x] (they are the proxy's)");
+	c = good(HEAD TPEER "endpoint-tcp = h:443\nproxy = http://p:3128\n"
+	    "proxy-credentials = /etc/tou/proxy.pw\n");
+	ck_assert_str_eq(c->peers[0].proxy_auth_file, "/etc/tou/proxy.pw");
+	ck_assert_ptr_null(c->peers[0].proxy_auth);     /* read by proxy_auth_load_conf() */
+	t = conf_print(c);
+	ck_assert_msg(strstr(t, "\nproxy-credentials = /etc/tou/proxy.pw\n"), "%s", t);
+	free(t);
+	conf_free(c);
 	bad(HEAD TPEER "sni = a.example\n", "t.conf:8: sni: without 'endpoint-tcp' in "
 	    "[peer x] (the name is sent when connecting there)");
 	bad(HEAD TPEER "endpoint-tcp = h:443\nsni = 192.0.2.1\n", "t.conf:9: sni: '192.0.2.1' is "
