@@ -4,9 +4,11 @@
  * '#' starts a comment anywhere on a line, ';' a comment line; a UTF-8 byte
  * order mark before the first line is skipped.  Every message names the line and,
  * when it is about a key, the key. */
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1141,6 +1143,83 @@ static const struct conf_key conf_keys[] = {
 };
 _Static_assert(ARRAY_SIZE(conf_keys) <= 64, "the seen mask of struct conf_parser has 64 bits");
 
+/* key folded for comparison: lower case, without '-', '_' and spaces,
+ * so that WireGuard's AllowedIPs meets allowed-ips; "" if too long. */
+static void
+conf_key_fold(const char *key, char *out, size_t len)
+{
+	size_t n = 0;
+
+	for (; *key && n + 1 < len; key++)
+		if (*key != '-' && *key != '_' && *key != ' ')
+			out[n++] = (char)tolower((unsigned char)*key);
+	out[*key ? 0 : n] = '\0';
+}
+
+/* Levenshtein distance of a and b, at most 32 bytes each (else large). */
+static size_t
+conf_key_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), row[33], i, j, diag, up;
+
+	if (la > 32 || lb > 32)
+		return SIZE_MAX;
+	for (j = 0; j <= lb; j++)
+		row[j] = j;
+	for (i = 1; i <= la; i++) {
+		diag = row[0];
+		row[0] = i;
+		for (j = 1; j <= lb; j++) {
+			up = row[j];
+			row[j] = a[i - 1] == b[j - 1] ? diag : 1 + (diag < up ?
+			    (diag < row[j - 1] ? diag : row[j - 1]) : (up < row[j - 1] ? up : row[j - 1]));
+			diag = up;
+		}
+	}
+	return row[lb];
+}
+
+/* What an unknown key in section sec was probably meant to be, as the
+ * end of the message ("; did you mean allowed-ips?"), or "": a key of the
+ * other section, WireGuard's names, a near miss. */
+static const char *
+conf_key_hint(const char *key, enum conf_section sec, char *buf, size_t len)
+{
+	/* WireGuard's keys whose names differ by more than their spelling. */
+	static const struct { const char *wg, *ours; } wg[] = {
+		{ "listenport", "listen" }, { "persistentkeepalive", "keepalive" },
+	};
+	char f[40], g[40];
+	const struct conf_key *best = NULL;
+	size_t i, d, best_d = SIZE_MAX;
+
+	conf_key_fold(key, f, sizeof(f));
+	if (f[0] == '\0')
+		return "";
+	if (strcmp(f, "publickey") == 0)
+		return snprintf(buf, len, "; toud pins a peer by its certificate's fingerprint: "
+		    "fingerprint = sha256:... (touctl fingerprint, touctl export)"), buf;
+	for (i = 0; i < ARRAY_SIZE(wg); i++)
+		if (strcmp(f, wg[i].wg) == 0)
+			util_strlcpy(f, wg[i].ours, sizeof(f));
+	for (i = 0; i < ARRAY_SIZE(conf_keys); i++) {
+		conf_key_fold(conf_keys[i].name, g, sizeof(g));
+		if (strcmp(f, g) == 0 && conf_keys[i].sec != sec)
+			return snprintf(buf, len, "; %s%s%s belongs in %s",
+			    strcasecmp(key, conf_keys[i].name) ? "did you mean " : "",
+			    conf_keys[i].name, strcasecmp(key, conf_keys[i].name) ? "? it" : "",
+			    conf_keys[i].sec == SEC_IFACE ? "[interface]" : "[peer NAME]"), buf;
+		if (conf_keys[i].sec != sec)
+			continue;
+		d = strcmp(f, g) == 0 ? 0 : conf_key_distance(f, g);
+		if (d < best_d)
+			best = &conf_keys[i], best_d = d;
+	}
+	if (best && best_d <= (strlen(f) <= 4 ? 1u : 2u))
+		return snprintf(buf, len, "; did you mean %s?", best->name), buf;
+	return "";
+}
+
 static int
 conf_keyvalue(struct conf_parser *p, char *s)
 {
@@ -1169,9 +1248,12 @@ conf_keyvalue(struct conf_parser *p, char *s)
 			break;
 		}
 	}
-	if (!k)
-		return conf_perr(p, "unknown key '%s' in %s",
-		    conf_quote(key, q, sizeof(q)), p->where);
+	if (!k) {
+		char hint[160];
+
+		return conf_perr(p, "unknown key '%s' in %s%s", conf_quote(key, q, sizeof(q)),
+		    p->where, conf_key_hint(key, p->sec, hint, sizeof(hint)));
+	}
 	if (!k->list && (p->seen & (UINT64_C(1) << i)))
 		return conf_perr(p, "duplicate key '%s' in %s", k->name, p->where);
 	p->seen |= UINT64_C(1) << i;

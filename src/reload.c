@@ -221,6 +221,8 @@ reload(struct toud *t, char *err, size_t errlen)
 	struct reload_count n = { 0 };
 	struct conf *nc, *oc = t->conf;
 	struct peer **np;
+	char keys[200] = "";
+	uint32_t iface;
 	int rc;
 
 	if ((rc = reload_load(t, &nc, err, errlen)) < 0)
@@ -249,6 +251,10 @@ reload(struct toud *t, char *err, size_t errlen)
 		conf_free(nc);
 		return rc;
 	}
+	/* What of [interface] changed, for the summary: a reload that only
+	 * changes metrics or dns must not read as one that changed nothing. */
+	if ((iface = conf_diff_iface(&oc->iface, &nc->iface)))
+		conf_diff_iface_fmt(iface, keys, sizeof(keys));
 	reload_peers(t, nc, np, &n);
 	conf_free(oc);
 	/* The rules and the mark follow the default routes in or out. */
@@ -264,8 +270,9 @@ reload(struct toud *t, char *err, size_t errlen)
 	if (t->dtls)
 		handshake_reauthorize(t);
 	peer_report_status(t);
-	snprintf(err, errlen, "%zu peer%s added, %zu removed, %zu changed%s%s", n.added,
-	    n.added == 1 ? "" : "s", n.removed, n.changed,
+	snprintf(err, errlen, "%zu peer%s added, %zu removed, %zu changed%s%s%s%s%s", n.added,
+	    n.added == 1 ? "" : "s", n.removed, n.changed, keys[0] ? "; [interface] " : "",
+	    keys, keys[0] ? " changed" : "",
 	    n.failed ? "; some routes or rules could not be installed (see the log)" : "",
 	    n.dns_failed ? "; dns not applied (see the log)" : "");
 	log_info("reload: %s", err);

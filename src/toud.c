@@ -53,13 +53,19 @@ usage(void)
 	exit(2);
 }
 
+/* toud -t: its warnings go out plain, as its errors do (log_check_warn). */
+static bool checking;
+
 static void
 conf_warning(const struct conf_error *w, void *arg)
 {
 	char buf[600];
 
 	(void)arg;
-	log_warnx("%s", conf_error_fmt(w, buf, sizeof(buf)));
+	if (checking)
+		log_check_warn("%s", conf_error_fmt(w, buf, sizeof(buf)));
+	else
+		log_warnx("%s", conf_error_fmt(w, buf, sizeof(buf)));
 }
 
 static void
@@ -438,6 +444,7 @@ main(int argc, char *argv[])
 	}
 	log_init(debug ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO, "toud");
 	t.debug = debug;
+	checking = check_only;
 
 	if (conf_load(t.conf_file, true, &t.conf, &err, conf_warning, NULL) < 0) {
 		log_check("%s", conf_error_fmt(&err, buf, sizeof(buf)));

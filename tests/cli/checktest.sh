@@ -64,6 +64,14 @@ rc=$?
 case "$err" in *"loop.conf:10: peer 'bob': 192.0.2.0/24 covers the endpoint 192.0.2.7 of peer 'bob'"*)
 	[ $rc -eq 0 ] && ok "allowed-ips covering the peer's endpoint: a warning naming the line (rc 0)" || nok "loop rc $rc";;
 	*) nok "loop: rc $rc, '$err'";; esac
+# Its stderr is a pipe here, not a terminal: plain text, no syslog
+# priority prefix nor time stamp (those are for journald only).
+is_plain="warning: $work/loop.conf:10: peer 'bob': 192.0.2.0/24 covers"
+case "$err" in "$is_plain"*) ok "the warning is plain text on a pipe: '$err'";;
+	*) nok "the warning on a pipe: '$err'";; esac
+err=$(JOURNAL_STREAM=1:1 "$TOUD" -t -c "$work/loop.conf" 2>&1)
+case "$err" in "<4>$work/loop.conf:10: peer 'bob'"*) ok "under journald, with the warning priority";;
+	*) nok "the warning under journald: '$err'";; esac
 
 # A full tunnel (table = auto, the default) routes 0.0.0.0/0 in its own
 # table, which the tunnel's marked datagrams skip: no warning.  The same

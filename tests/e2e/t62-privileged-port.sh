@@ -41,6 +41,10 @@ chown "$uid:$gid" "$E2E_DIR/keys/a/key.pem"
 toud_start a || bail_out "toud on a did not start"
 toud_start b || bail_out "toud on b did not start"
 pid=${TOUD_PID[a]}
+# touctl ping before any traffic: one clear error, no "0 answered" count.
+out=$(ctl a ping b 2>&1)
+is "$?/$out" "1/touctl: peer 'b' has no session (state idle), so nothing was sent: a ping goes over a session; traffic to the peer, or its keepalive, starts one (touctl wait b waits for it)" \
+    "touctl ping of a peer without a session says so, once"
 ping_check a 10.77.0.2 "ping a to b through the tunnel (UDP)"
 check "a listens on TCP 1443" wait_for 5 listening 1443
 if has_bind_service "$pid"; then
@@ -71,7 +75,9 @@ is "$(handshakes)" "$hs0" "peer b kept its session (no new handshake)"
 # --- a reload to another unprivileged port -----------------------------------
 
 sed -i 's/^listen-tcp = .*/listen-tcp = 1444/' "$conf"
-check "a reload to listen-tcp = 1444 succeeds" ctl a reload
+out=$(ctl a reload 2>&1)
+is "$?/$out" "0/0 peers added, 0 removed, 0 changed; [interface] listen-tcp changed" \
+    "a reload to listen-tcp = 1444 succeeds, and its summary names the [interface] change"
 is "$(tq a interface.tcp_listen)" "[::]:1444" "show --json: accepting TCP on [::]:1444"
 check "port 1444 listening" wait_for 5 listening 1444
 check "port 1443 closed" wait_for 5 not_listening 1443
