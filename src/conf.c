@@ -561,6 +561,18 @@ out:
 }
 
 /* The key file exists, is a regular file and can be read by us. */
+/* Whether path (its directory the first dlen bytes) lies beside the
+ * configuration file itself, as a relative path of a file copied to
+ * /etc/toud/NAME.conf does. */
+static bool
+conf_beside_file(const struct conf *c, const char *path, int dlen)
+{
+	const char *slash = c->file ? strrchr(c->file, '/') : NULL;
+
+	return slash && (int)(slash - c->file) == dlen && strncmp(c->file, path,
+	    (size_t)dlen) == 0;
+}
+
 static int
 conf_check_file(const struct conf *c, const char *key, const char *path, int line,
     struct stat *st, struct conf_error *err)
@@ -574,11 +586,19 @@ conf_check_file(const struct conf *c, const char *key, const char *path, int lin
 		bool pair = strcmp(key, "ca") != 0;
 
 		e = errno;
-		/* The two start failures of a new installation, with the fix. */
-		if (e == ENOENT && pair)
+		/* The two start failures of a new installation, with the fix.
+		 * But a key beside the file (a file copied to /etc/toud/NAME.conf,
+		 * whose relative paths now start there) most likely exists
+		 * elsewhere: a new one would be a new identity. */
+		if (e == ENOENT && pair && !conf_beside_file(c, path, dlen))
 			return conf_verr(c, err, line, "%s: cannot open '%s': %s; create the "
 			    "key pair with 'touctl genkey %.*s'", key, path, strerror(e), dlen,
 			    path);
+		if (e == ENOENT && pair)
+			return conf_verr(c, err, line, "%s: cannot open '%s': %s; point it at this "
+			    "node's key pair, or copy the pair there ('touctl genkey %.*s' makes a "
+			    "new identity, which every peer must pin anew)", key, path, strerror(e),
+			    dlen, path);
 		if (e == EACCES && c->iface.user)
 			return conf_verr(c, err, line, "%s: cannot open '%s': %s; it must be "
 			    "readable by user %s: 'chown -R %s: %.*s'", key, path, strerror(e),

@@ -112,7 +112,7 @@ err=$("$TOUD" -t -i toud-test-none 2>&1)
 case "$err" in */toud/toud-test-none.conf:*) ok "toud -i NAME reads DIR/toud/NAME.conf ($err)";;
 	*) nok "toud -i NAME: '$err'";; esac
 # An instance's directory holds only instances: each other *.conf there
-# is one, whose port, device and socket -t -i compares.
+# is one, whose port, device, socket and key pair -t -i compares.
 mkdir "$work/inst"
 cp "$work/good.conf" "$work/inst/x.conf"
 out=$("$TOUD" -T -i x -c "$work/inst/x.conf" 2>&1)
@@ -124,6 +124,11 @@ case "$out" in *"$work/inst/own.conf:1: listen port 6080 is also that of $work/i
 	ok "a second instance with the first one's port is refused: $out";;
 	*) nok "toud -i own beside x: '$out'";; esac
 sed -i "/^user/a listen = 6081" "$work/inst/own.conf"
+out=$("$TOUD" -T -i own -c "$work/inst/own.conf" 2>&1)
+case "$out" in *"$work/inst/own.conf:3: private-key $work/a/key.pem is also that of $work/inst/x.conf (instance x): two tunnels with one key pair are one peer to a server, which breaks both; make this one its own with touctl genkey"*)
+	ok "... then, with its own port, the key pair it shares with x: $out";;
+	*) nok "toud -i own with x's key pair: '$out'";; esac
+sed -i "s|$work/a/|$work/b/|" "$work/inst/own.conf"
 out=$("$TOUD" -T -i own -c "$work/inst/own.conf" 2>&1)
 case "$out" in *"$work/own.sock"*) ok "... and with its own port, it keeps the socket the file names";;
 	*) nok "toud -i own with control set: '$out'";; esac

@@ -491,14 +491,17 @@ check "a: systemctl reload with dns = again" cx a systemctl reload toud.service
 # --- a second tunnel: toud@second ---------------------------------------------------------
 
 stamp "toud@second"
+# Its own key pair: toud -t -i refuses one another tunnel uses.
+check "a: touctl genkey /etc/toud/second" cx a sh -c \
+    'mkdir -p /etc/toud && touctl genkey /etc/toud/second >/dev/null && chown -R toud: /etc/toud/second'
 {
 	echo "[interface]"
 	echo "name = tou1"
 	echo "address = 10.78.0.1/24"
 	echo "listen = 6090"
 	echo "user = toud"
-	echo "private-key = /etc/tou/key.pem"
-	echo "certificate = /etc/tou/cert.pem"
+	echo "private-key = second/key.pem"
+	echo "certificate = second/cert.pem"
 	echo "[peer c]"
 	echo "address = 10.78.0.2"
 	echo "fingerprint = ${FPR[b]}"

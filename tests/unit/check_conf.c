@@ -1457,15 +1457,19 @@ START_TEST(test_key_files)
 	ck_assert_str_eq(c->iface.certificate, cert);
 	conf_free(c);
 	ck_assert_int_eq(conf_load(path, true, &c, &err, collect, &ws), -EINVAL);
+	/* Beside the file (a relative path): the node's pair is elsewhere,
+	 * most likely, and a new one is a new identity. */
 	snprintf(want, sizeof(want), "%s:4: private-key: cannot open '%s': "
-	    "No such file or directory; create the key pair with 'touctl genkey %s'",
+	    "No such file or directory; point it at this node's key pair, or copy the pair "
+	    "there ('touctl genkey %s' makes a new identity, which every peer must pin anew)",
 	    path, key, dir);
 	ck_assert_str_eq(fmt_err(&err), want);
 
 	write_file(key, "key\n", 0644);
 	ck_assert_int_eq(conf_load(path, true, &c, &err, collect, &ws), -EINVAL);
 	snprintf(want, sizeof(want), "%s:3: certificate: cannot open '%s': "
-	    "No such file or directory; create the key pair with 'touctl genkey %s'",
+	    "No such file or directory; point it at this node's key pair, or copy the pair "
+	    "there ('touctl genkey %s' makes a new identity, which every peer must pin anew)",
 	    path, cert, dir);
 	ck_assert_str_eq(fmt_err(&err), want);
 	ck_assert_int_eq(ws.n, 0);
