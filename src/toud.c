@@ -9,6 +9,7 @@
 #include <grp.h>
 #include <limits.h>
 #include <malloc.h>
+#include <netdb.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -347,6 +348,92 @@ check_privileged_port(const struct conf *c)
 	return 1;
 }
 
+/* Whether a is inside the tunnel other than by a default route: an
+ * interface address's prefix, or a peer's address or allowed-ips. */
+static bool
+check_in_tunnel(const struct conf *c, const struct ipaddr *a)
+{
+	size_t i, k;
+
+	for (k = 0; k < c->iface.n_address; k++)
+		if (util_prefix_contains(&c->iface.address[k].p, a))
+			return true;
+	for (i = 0; i < c->n_peers; i++) {
+		const struct conf_peer *p = &c->peers[i];
+
+		for (k = 0; k < p->n_address + p->n_allowed_ips; k++) {
+			const struct ipprefix *q = k < p->n_address ? &p->address[k].p :
+			    &p->allowed_ips[k - p->n_address].p;
+
+			if (q->len > 0 && util_prefix_contains(q, a))
+				return true;
+		}
+	}
+	return false;
+}
+
+/* A full tunnel takes every name server's traffic but the ones on the
+ * local network (more specific routes of the main table win): a dns
+ * server that nothing but the default route puts into the tunnel is
+ * asked outside it, or cannot answer from where it is. */
+static void
+warn_dns_outside(const struct conf *c)
+{
+	char buf[UTIL_ADDRSTRLEN];
+	struct conf_error w;
+	size_t k;
+
+	for (k = 0; k < c->iface.n_dns; k++) {
+		const struct ipaddr *a = &c->iface.dns[k].p.addr;
+
+		if (!conf_full_tunnel(c, a->family) || check_in_tunnel(c, a))
+			continue;
+		util_strlcpy(w.file, conf_line_of(c, c->iface.dns[k].line, &w.line),
+		    sizeof(w.file));
+		snprintf(w.msg, sizeof(w.msg), "dns %s: only the default route puts it in the "
+		    "tunnel; a full tunnel leaves a server on the local network outside (a leak) "
+		    "and one elsewhere may not answer: name one the tunnel reaches (the far "
+		    "side's tunnel address)", util_addr_fmt(a, buf, sizeof(buf)));
+		conf_warning(&w, NULL);
+	}
+}
+
+#define TOUD_CHECK_NAMES 16     /* endpoint names -t looks up, at most */
+
+/* An endpoint name that does not resolve now: toud starts anyway and
+ * retries, so it is a warning, for a person running -t (the unit's
+ * ExecStartPre= does not wait on the resolver at boot). */
+static void
+warn_names_unresolved(const struct conf *c)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_DGRAM }, *res;
+	struct conf_error w;
+	struct ipaddr a;
+	size_t i, looked = 0;
+	int r;
+
+	if (getenv("JOURNAL_STREAM"))
+		return;
+	for (i = 0; i < c->n_peers && looked < TOUD_CHECK_NAMES; i++) {
+		const struct conf_peer *p = &c->peers[i];
+
+		if (!p->endpoint_host || util_addr_parse(p->endpoint_host, &a) == 0 ||
+		    strchr(p->endpoint_host, '%'))
+			continue;
+		looked++;
+		if ((r = getaddrinfo(p->endpoint_host, NULL, &hints, &res)) == 0) {
+			freeaddrinfo(res);
+			continue;
+		}
+		util_strlcpy(w.file, conf_line_of(c, p->endpoint_line, &w.line), sizeof(w.file));
+		snprintf(w.msg, sizeof(w.msg), "peer '%s': endpoint name '%s' does not resolve "
+		    "now (%s); toud starts anyway and keeps trying, but check the name",
+		    p->name, p->endpoint_host, r == EAI_SYSTEM ? strerror(errno) :
+		    gai_strerror(r));
+		conf_warning(&w, NULL);
+	}
+}
+
 static int
 check_deep(const struct conf *c)
 {
@@ -385,6 +472,8 @@ check_deep(const struct conf *c)
 		dtls_ctx_free(d);
 	}
 	errors += check_privileged_port(c);
+	warn_dns_outside(c);
+	warn_names_unresolved(c);
 	/* A prefix routed into the tunnel that holds a peer's own endpoint
 	 * sends the tunnel's datagrams into the tunnel (tou.conf(5) CAVEATS). */
 	warn_endpoints_routed(c);

@@ -73,6 +73,43 @@ err=$(JOURNAL_STREAM=1:1 "$TOUD" -t -c "$work/loop.conf" 2>&1)
 case "$err" in "<4>$work/loop.conf:10: peer 'bob'"*) ok "under journald, with the warning priority";;
 	*) nok "the warning under journald: '$err'";; esac
 
+# What would fail quietly later: an endpoint name that does not resolve
+# (looked up only outside journald, in a namespace without a network here,
+# so that it fails at once), a full tunnel's dns server that only the
+# default route puts into the tunnel.  Warnings: rc 0.
+{
+	echo "[interface]"
+	echo "address = 10.9.0.1/24"
+	echo "private-key = $work/a/key.pem"
+	echo "certificate = $work/a/cert.pem"
+	echo "dns = 192.168.1.1, 10.9.0.2"
+	echo "[peer bob]"
+	echo "endpoint = no-such-host.invalid:6080"
+	echo "address = 10.9.0.2"
+	echo "allowed-ips = 0.0.0.0/0"
+	echo "fingerprint = sha256:$(printf '%064d' 1)"
+} >"$work/names.conf"
+if unshare -n true 2>/dev/null; then
+	err=$(unshare -n "$TOUD" -t -c "$work/names.conf" 2>&1)
+	rc=$?
+	case "$err" in *"warning: $work/names.conf:7: peer 'bob': endpoint name 'no-such-host.invalid' does not resolve now ("*"); toud starts anyway and keeps trying, but check the name"*)
+		[ $rc -eq 0 ] && ok "an endpoint name that does not resolve: a warning (rc 0)" || nok "names rc $rc";;
+		*) nok "unresolved name: rc $rc, '$err'";; esac
+	case "$err" in *"warning: $work/names.conf:5: dns 192.168.1.1: only the default route puts it in the tunnel; a full tunnel leaves a server on the local network outside (a leak)"*)
+		ok "a full tunnel's dns server outside the tunnel: a warning";;
+		*) nok "dns outside the full tunnel: '$err'";; esac
+	case "$err" in *"dns 10.9.0.2"*) nok "the peer's own address as dns is no warning: '$err'";;
+		*) ok "the peer's own address as dns is no warning";; esac
+	err=$(JOURNAL_STREAM=1:1 unshare -n "$TOUD" -t -c "$work/names.conf" 2>&1)
+	case "$err" in *"does not resolve"*) nok "under journald names are not looked up: '$err'";;
+		*) ok "under journald (the unit's ExecStartPre) names are not looked up";; esac
+else
+	ok "# SKIP no unshare -n: endpoint names"
+	ok "# SKIP no unshare -n: endpoint names"
+	ok "# SKIP no unshare -n: endpoint names"
+	ok "# SKIP no unshare -n: endpoint names"
+fi
+
 # A full tunnel (table = auto, the default) routes 0.0.0.0/0 in its own
 # table, which the tunnel's marked datagrams skip: no warning.  The same
 # prefix in the main table would take them.
