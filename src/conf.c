@@ -234,6 +234,9 @@ conf_validate_auth(const struct conf *c, const struct conf_peer *peer,
 	if (c->iface.encryption == CONF_ENC_NONE && peer->endpoint_tcp_host)
 		return conf_verr(c, err, peer->endpoint_tcp_line, "endpoint-tcp: needs "
 		    "encryption dtls (the TCP transport is TLS) in [peer %s]", peer->name);
+	if (peer->proxy_auth_file && !peer->proxy_host)
+		return conf_verr(c, err, peer->proxy_auth_line, "proxy-credentials: without "
+		    "'proxy' in [peer %s] (they are the proxy's)", peer->name);
 	if (peer->proxy_host && !peer->endpoint_tcp_host)
 		return conf_verr(c, err, peer->proxy_line, "proxy: without 'endpoint-tcp' "
 		    "in [peer %s] (the proxy reaches the TCP transport)", peer->name);
@@ -550,7 +553,8 @@ conf_resolve_all(struct conf *c, const char *file)
 		goto out;
 	for (x = 0; x < c->n_peers; x++)
 		if (conf_resolve(&c->peers[x].ca, dir) < 0 ||
-		    conf_resolve(&c->peers[x].psk_file, dir) < 0)
+		    conf_resolve(&c->peers[x].psk_file, dir) < 0 ||
+		    conf_resolve(&c->peers[x].proxy_auth_file, dir) < 0)
 			goto out;
 	r = 0;
 out:
@@ -559,6 +563,18 @@ out:
 }
 
 /* The key file exists, is a regular file and can be read by us. */
+/* Whether path (its directory the first dlen bytes) lies beside the
+ * configuration file itself, as a relative path of a file copied to
+ * /etc/toud/NAME.conf does. */
+static bool
+conf_beside_file(const struct conf *c, const char *path, int dlen)
+{
+	const char *slash = c->file ? strrchr(c->file, '/') : NULL;
+
+	return slash && (int)(slash - c->file) == dlen && strncmp(c->file, path,
+	    (size_t)dlen) == 0;
+}
+
 static int
 conf_check_file(const struct conf *c, const char *key, const char *path, int line,
     struct stat *st, struct conf_error *err)
@@ -573,11 +589,19 @@ conf_check_file(const struct conf *c, const char *key, const char *path, int lin
 		    strcmp(key, "certificate") == 0;
 
 		e = errno;
-		/* The two start failures of a new installation, with the fix. */
-		if (e == ENOENT && pair)
+		/* The two start failures of a new installation, with the fix.
+		 * But a key beside the file (a file copied to /etc/toud/NAME.conf,
+		 * whose relative paths now start there) most likely exists
+		 * elsewhere: a new one would be a new identity. */
+		if (e == ENOENT && pair && !conf_beside_file(c, path, dlen))
 			return conf_verr(c, err, line, "%s: cannot open '%s': %s; create the "
 			    "key pair with 'touctl genkey %.*s'", key, path, strerror(e), dlen,
 			    path);
+		if (e == ENOENT && pair)
+			return conf_verr(c, err, line, "%s: cannot open '%s': %s; point it at this "
+			    "node's key pair, or copy the pair there ('touctl genkey %.*s' makes a "
+			    "new identity, which every peer must pin anew)", key, path, strerror(e),
+			    dlen, path);
 		if (e == EACCES && c->iface.user)
 			return conf_verr(c, err, line, "%s: cannot open '%s': %s; it must be "
 			    "readable by user %s: 'chown -R %s: %.*s'", key, path, strerror(e),
@@ -893,7 +917,8 @@ conf_include_file(struct conf *c, const char *path, int include_line, struct con
 	}
 	for (x = first; x < c->n_peers && r == 0; x++)
 		if (conf_resolve(&c->peers[x].ca, dir) < 0 ||
-		    conf_resolve(&c->peers[x].psk_file, dir) < 0) {
+		    conf_resolve(&c->peers[x].psk_file, dir) < 0 ||
+		    conf_resolve(&c->peers[x].proxy_auth_file, dir) < 0) {
 			conf_verr(c, err, 0, "out of memory");
 			r = -ENOMEM;
 		}

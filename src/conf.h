@@ -85,6 +85,13 @@ struct conf_peer {
 	char *proxy_host;
 	uint16_t proxy_port;
 	int proxy_line;
+	/* proxy-credentials = FILE: "user:password" for the proxy's Basic
+	 * authentication, the path as written (made absolute by conf_load());
+	 * read by proxy_auth_load_conf() (proxy_auth.h) into proxy_auth, the
+	 * base64 the request carries, wiped when the section is freed. */
+	char *proxy_auth_file;
+	int proxy_auth_line;
+	char *proxy_auth;
 	/* sni = NAME: the server name the TCP transport's ClientHello carries
 	 * (a lower-case DNS name); NULL: none, which is the default. */
 	char *sni;

@@ -19,9 +19,9 @@ _Static_assert(1u << (ARRAY_SIZE(iface_keys) - 1) == CONF_IFACE_DIFF_METRICS_TOK
     "one name per enum conf_iface_diff bit");
 static const char *const peer_keys[] = {
 	"[peer NAME]", "fingerprint", "ca", "name", "endpoint", "address", "allowed-ips",
-	"keepalive", "preshared-key", "endpoint-tcp", "proxy", "sni",
+	"keepalive", "preshared-key", "endpoint-tcp", "proxy", "sni", "proxy-credentials",
 };
-_Static_assert(1u << (ARRAY_SIZE(peer_keys) - 1) == CONF_PEER_DIFF_SNI,
+_Static_assert(1u << (ARRAY_SIZE(peer_keys) - 1) == CONF_PEER_DIFF_PROXY_CREDENTIALS,
     "one name per enum conf_peer_diff bit");
 
 static bool
@@ -227,6 +227,10 @@ conf_diff_peer(const struct conf_peer *a, const struct conf_peer *b)
 		d |= CONF_PEER_DIFF_PROXY;
 	if (!str_equal(a->sni, b->sni))
 		d |= CONF_PEER_DIFF_SNI;
+	/* The same file may hold other credentials now. */
+	if (!str_equal(a->proxy_auth_file, b->proxy_auth_file) ||
+	    !str_equal(a->proxy_auth, b->proxy_auth))
+		d |= CONF_PEER_DIFF_PROXY_CREDENTIALS;
 	return d;
 }
 

@@ -58,7 +58,7 @@ enum conf_iface_diff {
 	CONF_IFACE_DIFF_SESSION_MAX_AGE | CONF_IFACE_DIFF_REKEY_BYTES | \
 	CONF_IFACE_DIFF_REKEY_RECORDS | CONF_IFACE_DIFF_FAIL_OPEN | CONF_IFACE_DIFF_METRICS | \
 	CONF_IFACE_DIFF_METRICS_ALLOW_REMOTE | CONF_IFACE_DIFF_METRICS_TOKEN_FILE | \
-	CONF_IFACE_DIFF_DNS | CONF_IFACE_DIFF_DNS_SEARCH)
+	CONF_IFACE_DIFF_DNS | CONF_IFACE_DIFF_DNS_SEARCH | CONF_IFACE_DIFF_LISTEN_TCP)
 
 /* [peer NAME]: the section's name, then its keys in the order of tou.conf(5). */
 enum conf_peer_diff {
@@ -74,6 +74,7 @@ enum conf_peer_diff {
 	CONF_PEER_DIFF_ENDPOINT_TCP = 1u << 9,
 	CONF_PEER_DIFF_PROXY       = 1u << 10,
 	CONF_PEER_DIFF_SNI         = 1u << 11,
+	CONF_PEER_DIFF_PROXY_CREDENTIALS = 1u << 12,
 };
 /* The keys that decide which keys the peer's sessions may authenticate with
  * (the preshared key decides their data keys). */

@@ -30,6 +30,15 @@ conf_instance_same_listen(const struct conf_iface *a, const struct conf_iface *b
 	    util_addr_equal(&a->listen_addr, &b->listen_addr);
 }
 
+static bool conf_instance_same_file(const char *a, const char *b);
+
+/* Both name the same key file (by path, or the same file by two paths). */
+static bool
+conf_instance_same_key(const char *a, const char *b)
+{
+	return a && b && (strcmp(a, b) == 0 || conf_instance_same_file(a, b));
+}
+
 /* What c, from err->file, shares with o (instance oname, from ofile). */
 static int
 conf_instance_compare(const struct conf *c, const struct conf *o, const char *ofile,
@@ -47,11 +56,21 @@ conf_instance_compare(const struct conf *c, const struct conf *o, const char *of
 	} else if (strcmp(conf_instance_control(c), conf_instance_control(o)) == 0) {
 		what = "control socket";
 		line = c->iface.control_line;
+	} else if (conf_instance_same_key(c->iface.private_key, o->iface.private_key)) {
+		what = "key pair";
+		line = c->iface.private_key_line;
 	} else {
 		return 0;
 	}
 	err->line = line ? line : c->iface.line;
-	if (strcmp(what, "listen port") == 0)
+	if (strcmp(what, "key pair") == 0)
+		/* One identity in two tunnels: a server that has both sees one
+		 * peer at two addresses, and each takes the other's session. */
+		snprintf(err->msg, sizeof(err->msg), "private-key %s is also that of %s%s%s%s: "
+		    "two tunnels with one key pair are one peer to a server, which breaks "
+		    "both; make this one its own with touctl genkey", c->iface.private_key,
+		    ofile, oname ? " (instance " : "", oname ? oname : "", oname ? ")" : "");
+	else if (strcmp(what, "listen port") == 0)
 		snprintf(err->msg, sizeof(err->msg), "listen port %u is also that of %s%s%s%s: "
 		    "give each instance its own listen port", c->iface.listen_port, ofile,
 		    oname ? " (instance " : "", oname ? oname : "", oname ? ")" : "");

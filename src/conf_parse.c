@@ -4,9 +4,11 @@
  * '#' starts a comment anywhere on a line, ';' a comment line; a UTF-8 byte
  * order mark before the first line is skipped.  Every message names the line and,
  * when it is about a key, the key. */
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -936,6 +938,12 @@ conf_set_proxy(struct conf_parser *p, const struct conf_key *k, const char *v)
 	char q[CONF_QUOTE_MAX + 1];
 	size_t n = strlen(v);
 
+	/* Before anything quotes the value: it would be the password. */
+	if (strchr(v, '@'))
+		return conf_perr(p, "%s: credentials do not belong in the configuration "
+		    "(readable by all, and printed by toud -T): write 'user:password' into a "
+		    "file only root and toud may read, name it with proxy-credentials = FILE, "
+		    "and leave proxy = http://HOST:PORT", k->name);
 	if (strncasecmp(v, "http://", 7) != 0 || n == 7)
 		return conf_perr(p, "%s: '%s' is not http://HOST:PORT", k->name,
 		    conf_quote(v, q, sizeof(q)));
@@ -948,6 +956,15 @@ conf_set_proxy(struct conf_parser *p, const struct conf_key *k, const char *v)
 		return conf_host_port(p, k, buf, &peer->proxy_host, &peer->proxy_port);
 	}
 	return conf_host_port(p, k, v + 7, &peer->proxy_host, &peer->proxy_port);
+}
+
+/* proxy-credentials = FILE: the file is read by proxy_auth_load_conf(). */
+static int
+conf_set_proxy_credentials(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	(void)k;
+	conf_cur_peer(p)->proxy_auth_line = p->line;
+	return conf_path(p, &conf_cur_peer(p)->proxy_auth_file, v);
 }
 
 /* sni = NAME: a DNS host name, as RFC 6066 allows it (no address, no
@@ -1138,9 +1155,87 @@ static const struct conf_key conf_keys[] = {
 	{ "preshared-key", SEC_PEER, false, conf_set_preshared_key },
 	{ "endpoint-tcp", SEC_PEER, false, conf_set_endpoint_tcp },
 	{ "proxy", SEC_PEER, false, conf_set_proxy },
+	{ "proxy-credentials", SEC_PEER, false, conf_set_proxy_credentials },
 	{ "sni", SEC_PEER, false, conf_set_sni },
 };
 _Static_assert(ARRAY_SIZE(conf_keys) <= 64, "the seen mask of struct conf_parser has 64 bits");
+
+/* key folded for comparison: lower case, without '-', '_' and spaces,
+ * so that WireGuard's AllowedIPs meets allowed-ips; "" if too long. */
+static void
+conf_key_fold(const char *key, char *out, size_t len)
+{
+	size_t n = 0;
+
+	for (; *key && n + 1 < len; key++)
+		if (*key != '-' && *key != '_' && *key != ' ')
+			out[n++] = (char)tolower((unsigned char)*key);
+	out[*key ? 0 : n] = '\0';
+}
+
+/* Levenshtein distance of a and b, at most 32 bytes each (else large). */
+static size_t
+conf_key_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), row[33], i, j, diag, up;
+
+	if (la > 32 || lb > 32)
+		return SIZE_MAX;
+	for (j = 0; j <= lb; j++)
+		row[j] = j;
+	for (i = 1; i <= la; i++) {
+		diag = row[0];
+		row[0] = i;
+		for (j = 1; j <= lb; j++) {
+			up = row[j];
+			row[j] = a[i - 1] == b[j - 1] ? diag : 1 + (diag < up ?
+			    (diag < row[j - 1] ? diag : row[j - 1]) : (up < row[j - 1] ? up : row[j - 1]));
+			diag = up;
+		}
+	}
+	return row[lb];
+}
+
+/* What an unknown key in section sec was probably meant to be, as the
+ * end of the message ("; did you mean allowed-ips?"), or "": a key of the
+ * other section, WireGuard's names, a near miss. */
+static const char *
+conf_key_hint(const char *key, enum conf_section sec, char *buf, size_t len)
+{
+	/* WireGuard's keys whose names differ by more than their spelling. */
+	static const struct { const char *wg, *ours; } wg[] = {
+		{ "listenport", "listen" }, { "persistentkeepalive", "keepalive" },
+	};
+	char f[40], g[40];
+	const struct conf_key *best = NULL;
+	size_t i, d, best_d = SIZE_MAX;
+
+	conf_key_fold(key, f, sizeof(f));
+	if (f[0] == '\0')
+		return "";
+	if (strcmp(f, "publickey") == 0)
+		return snprintf(buf, len, "; toud pins a peer by its certificate's fingerprint: "
+		    "fingerprint = sha256:... (touctl fingerprint, touctl export)"), buf;
+	for (i = 0; i < ARRAY_SIZE(wg); i++)
+		if (strcmp(f, wg[i].wg) == 0)
+			util_strlcpy(f, wg[i].ours, sizeof(f));
+	for (i = 0; i < ARRAY_SIZE(conf_keys); i++) {
+		conf_key_fold(conf_keys[i].name, g, sizeof(g));
+		if (strcmp(f, g) == 0 && conf_keys[i].sec != sec)
+			return snprintf(buf, len, "; %s%s%s belongs in %s",
+			    strcasecmp(key, conf_keys[i].name) ? "did you mean " : "",
+			    conf_keys[i].name, strcasecmp(key, conf_keys[i].name) ? "? it" : "",
+			    conf_keys[i].sec == SEC_IFACE ? "[interface]" : "[peer NAME]"), buf;
+		if (conf_keys[i].sec != sec)
+			continue;
+		d = strcmp(f, g) == 0 ? 0 : conf_key_distance(f, g);
+		if (d < best_d)
+			best = &conf_keys[i], best_d = d;
+	}
+	if (best && best_d <= (strlen(f) <= 4 ? 1u : 2u))
+		return snprintf(buf, len, "; did you mean %s?", best->name), buf;
+	return "";
+}
 
 static int
 conf_keyvalue(struct conf_parser *p, char *s)
@@ -1170,9 +1265,12 @@ conf_keyvalue(struct conf_parser *p, char *s)
 			break;
 		}
 	}
-	if (!k)
-		return conf_perr(p, "unknown key '%s' in %s",
-		    conf_quote(key, q, sizeof(q)), p->where);
+	if (!k) {
+		char hint[160];
+
+		return conf_perr(p, "unknown key '%s' in %s%s", conf_quote(key, q, sizeof(q)),
+		    p->where, conf_key_hint(key, p->sec, hint, sizeof(hint)));
+	}
 	if (!k->list && (p->seen & (UINT64_C(1) << i)))
 		return conf_perr(p, "duplicate key '%s' in %s", k->name, p->where);
 	p->seen |= UINT64_C(1) << i;
@@ -1201,6 +1299,10 @@ conf_peer_free(struct conf_peer *peer)
 	free(peer->endpoint_host);
 	free(peer->endpoint_tcp_host);
 	free(peer->proxy_host);
+	free(peer->proxy_auth_file);
+	if (peer->proxy_auth)
+		explicit_bzero(peer->proxy_auth, strlen(peer->proxy_auth));
+	free(peer->proxy_auth);
 	free(peer->sni);
 	free(peer->address);
 	free(peer->allowed_ips);

@@ -157,6 +157,7 @@ conf_print_peer(FILE *b, const struct conf_peer *p)
 	conf_kv_hostport(b, "endpoint", "", p->endpoint_host, p->endpoint_port);
 	conf_kv_hostport(b, "endpoint-tcp", "", p->endpoint_tcp_host, p->endpoint_tcp_port);
 	conf_kv_hostport(b, "proxy", "http://", p->proxy_host, p->proxy_port);
+	conf_kv_opt(b, "proxy-credentials", p->proxy_auth_file);
 	conf_kv_opt(b, "sni", p->sni);
 	conf_kv_prefixes(b, "address", p->address, p->n_address, true);
 	conf_kv_prefixes(b, "allowed-ips", p->allowed_ips, p->n_allowed_ips, false);

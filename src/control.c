@@ -32,6 +32,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "peer.h"
+#include "peer_fsm.h"
 #include "peer_timers.h"
 #include "reload.h"
 #include "show.h"
@@ -427,7 +428,10 @@ control_ping(struct control_conn *cc, char **argv, int argc)
 	cc->ping_start_us = util_now_us();
 	if ((r = peer_timers_ping(p, control_ping_answer, cc)) < 0) {
 		if (r == -ENOTCONN)
-			return control_error("peer '%s' has no session", p->name);
+			return control_error("peer '%s' has no session (state %s), so nothing "
+			    "was sent: a ping goes over a session; traffic to the peer, or its "
+			    "keepalive, starts one (touctl wait %s waits for it)", p->name,
+			    peer_state_name(p->state), p->name);
 		if (r == -EBUSY)
 			return control_error("peer '%s': a ping is already in flight", p->name);
 		return control_error("ping %s: %s", p->name, strerror(-r));

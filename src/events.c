@@ -34,6 +34,7 @@ static const char *const event_names[EVENT__MAX] = {
 	[EVENT_TCP_FRAMES_BAD] = "tcp_frames_bad",
 	[EVENT_TCP_CROSSED] = "tcp_crossed",
 	[EVENT_METRICS_REFUSED] = "metrics_refused",
+	[EVENT_HANDSHAKE_LATE_RECORD] = "handshake_late_record",
 };
 
 const char *

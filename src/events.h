@@ -34,6 +34,7 @@ enum toud_event {
 	EVENT_TCP_FRAMES_BAD,           /* a connection closed for an oversize or malformed frame */
 	EVENT_TCP_CROSSED,              /* both sides connected at once: one connection kept */
 	EVENT_METRICS_REFUSED,          /* a metrics request refused: Host, token, too many */
+	EVENT_HANDSHAKE_LATE_RECORD,    /* a record for a session whose handshake failed lately */
 	EVENT__MAX
 };
 

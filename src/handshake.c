@@ -51,6 +51,8 @@
 #define HS_HELLO_VERIFY_REQUEST 3
 
 /* The handshake state of the daemon (t->hs). */
+#define HS_FAILED_IDS 16
+
 struct handshake {
 	dtls_output_fn *session_output;         /* where a session's records go */
 	struct ratelimit *limit;                /* cookie-verified handshakes per source */
@@ -69,6 +71,11 @@ struct handshake {
 	struct peer *const *of_peers;
 	size_t of_n;
 	bool stale;
+	/* The IDs of the last sessions whose handshake failed: the other
+	 * side goes on retransmitting its flight to them for a while, which
+	 * is no loss (a typo in a fingerprint would page as one). */
+	uint64_t failed_ids[HS_FAILED_IDS];
+	unsigned failed_next;
 };
 
 static const char *
@@ -564,6 +571,18 @@ listen_admit(void *arg, const union sockaddr_union *from, size_t credit)
 	return s;
 }
 
+/* Whether id is that of a session whose handshake failed lately. */
+static bool
+failed_lately(const struct handshake *hs, uint64_t id)
+{
+	unsigned i;
+
+	for (i = 0; i < HS_FAILED_IDS; i++)
+		if (hs->failed_ids[i] == id && id != 0)
+			return true;
+	return false;
+}
+
 /* A record for an unknown session ID.  A ClientHello without a valid
  * cookie is answered by the stateless listener and leaves nothing behind. */
 void
@@ -576,6 +595,12 @@ handshake_listen(struct toud *t, uint64_t id, const uint8_t *rec, size_t len,
 
 	/* The retired first ID of a live session stays its name inside toud:
 	 * a new handshake may not take it. */
+	/* The rest of a handshake that failed here: the other side's
+	 * retransmissions and alerts, an event (events.h), not a loss. */
+	if (failed_lately(t->hs, id) && !session_named(t, id)) {
+		event_count(t, NULL, EVENT_HANDSHAKE_LATE_RECORD);
+		return;
+	}
 	if (rec[0] != DTLS_CT_HANDSHAKE || session_named(t, id)) {
 		t->drops[DROP_UNKNOWN_SESSION]++;
 		return;
@@ -845,6 +870,7 @@ fail(struct session *s, const char *why)
 
 	event_count(s->t, p, EVENT_HANDSHAKE_FAILED);
 	drop_count(s->t, p, DROP_HANDSHAKE, 1);
+	s->t->hs->failed_ids[s->t->hs->failed_next++ % HS_FAILED_IDS] = s->id;
 	failure_reason(s, p, why, reason, sizeof(reason));
 	if (p) {
 		if (log_due(p, reason, now))

@@ -22,20 +22,36 @@ host_ok(const char *host)
 	return 1;
 }
 
+/* base64 (RFC 4648 alphabet, padded): what a Basic token may hold. */
+static int
+token_ok(const char *t)
+{
+	if (*t == '\0')
+		return 0;
+	for (; *t != '\0'; t++)
+		if (!((*t >= 'A' && *t <= 'Z') || (*t >= 'a' && *t <= 'z') ||
+		    (*t >= '0' && *t <= '9') || *t == '+' || *t == '/' || *t == '='))
+			return 0;
+	return 1;
+}
+
 int
-http_connect_request(char *buf, size_t size, const char *host, uint16_t port)
+http_connect_request(char *buf, size_t size, const char *host, uint16_t port,
+    const char *basic)
 {
 	const char *open = "", *close = "";
 	int n;
 
-	if (host == NULL || !host_ok(host) || port == 0)
+	if (host == NULL || !host_ok(host) || port == 0 || (basic && !token_ok(basic)))
 		return -1;
 	if (strchr(host, ':') != NULL) {
 		open = "[";
 		close = "]";
 	}
-	n = snprintf(buf, size, "CONNECT %s%s%s:%u HTTP/1.1\r\nHost: %s%s%s:%u\r\n\r\n",
-	    open, host, close, (unsigned)port, open, host, close, (unsigned)port);
+	n = snprintf(buf, size, "CONNECT %s%s%s:%u HTTP/1.1\r\nHost: %s%s%s:%u\r\n"
+	    "%s%s%s\r\n", open, host, close, (unsigned)port, open, host, close,
+	    (unsigned)port, basic ? "Proxy-Authorization: Basic " : "", basic ? basic : "",
+	    basic ? "\r\n" : "");
 	if (n < 0 || (size_t)n >= size)
 		return -1;
 	return n;
@@ -171,4 +187,27 @@ http_connect_result_name(enum http_connect_result r)
 		return "bad";
 	}
 	return "?";
+}
+
+void
+http_connect_refusal(int status, bool sent_credentials, uint16_t port, char *buf, size_t len)
+{
+	switch (status) {
+	case 407:
+		snprintf(buf, len, sent_credentials ? "the proxy refused the credentials of "
+		    "proxy-credentials (407 Proxy Authentication Required): check the user "
+		    "and password in that file" : "the proxy asks for credentials (407 Proxy "
+		    "Authentication Required): put user:password into a file only root and "
+		    "toud may read, and name it with proxy-credentials");
+		break;
+	case 403:
+		snprintf(buf, len, "the proxy does not allow a connection to port %u (403 "
+		    "Forbidden): proxies mostly allow only 443; ask for 443 (the server's "
+		    "listen-tcp, this endpoint-tcp) or for port %u to be allowed",
+		    (unsigned)port, (unsigned)port);
+		break;
+	default:
+		snprintf(buf, len, "the proxy refused with status %d", status);
+		break;
+	}
 }

@@ -6,6 +6,7 @@
 #ifndef TOUD_HTTP_CONNECT_H
 #define TOUD_HTTP_CONNECT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -13,11 +14,14 @@
 #define HTTP_CONNECT_MAX_HEADER 8192
 
 /* Writes "CONNECT host:port HTTP/1.1\r\nHost: host:port\r\n\r\n" into buf
- * (an IPv6 literal host in brackets), NUL-terminated; the length without
- * the NUL, or -1 if it does not fit, host is empty or holds a byte that
- * cannot stand in a request line (control, space, '/', '@'), or port is
- * 0. */
-int http_connect_request(char *buf, size_t size, const char *host, uint16_t port);
+ * (an IPv6 literal host in brackets), with basic (the base64 of
+ * "user:password", proxy_auth.h) a "Proxy-Authorization: Basic basic"
+ * line before the empty one; NUL-terminated.  The length without the NUL,
+ * or -1 if it does not fit, host is empty or holds a byte that cannot
+ * stand in a request line (control, space, '/', '@'), basic is not base64,
+ * or port is 0. */
+int http_connect_request(char *buf, size_t size, const char *host, uint16_t port,
+    const char *basic);
 
 enum http_connect_result { HC_MORE, HC_OK, HC_REFUSED, HC_BAD };
 
@@ -29,6 +33,12 @@ enum http_connect_result { HC_MORE, HC_OK, HC_REFUSED, HC_BAD };
  * or a bare LF; HTTP/1.0 and HTTP/1.1 are accepted. */
 enum http_connect_result http_connect_response(const uint8_t *buf, size_t len,
     size_t *consumed, int *status);
+
+/* What a refusal with status means to the operator, and what to do: 407
+ * (no credentials sent, or the wrong ones), 403 (the proxy does not allow
+ * port), else the bare status.  Never the credentials themselves. */
+void http_connect_refusal(int status, bool sent_credentials, uint16_t port, char *buf,
+    size_t len);
 
 /* "more", "ok", "refused", "bad". */
 const char *http_connect_result_name(enum http_connect_result r);

@@ -139,6 +139,19 @@ log_check(const char *fmt, ...)
 }
 
 void
+log_check_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs(getenv("JOURNAL_STREAM") ? "<4>" : "warning: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	fflush(stderr);
+}
+
+void
 log_debug_rl(const char *fmt, ...)
 {
 	uint64_t now;

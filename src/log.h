@@ -25,6 +25,10 @@ void log_errx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A configuration error of toud -t: the bare message on stderr, with the
  * err priority prefix when JOURNAL_STREAM is set. */
 void log_check(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A warning of toud -t: "warning: " and the message, or the warning
+ * priority prefix under journald; never a time stamp nor a prefix a
+ * person would see when stderr is a pipe or a file. */
+void log_check_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));  /* adds strerror(errno) */
 void log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -5,18 +5,50 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "conf.h"
 #include "log.h"
 #include "priv.h"
 
 /* The capabilities toud keeps: routes, addresses and the TUN need
- * CAP_NET_ADMIN for as long as it runs (reload, link events, exit). */
+ * CAP_NET_ADMIN for as long as it runs (reload, link events, exit); a
+ * privileged port, CAP_NET_BIND_SERVICE, for the listeners a reload opens
+ * again (listen-tcp, metrics). */
 static void
-select_caps(uint16_t port)
+select_caps(bool bind_service)
 {
 	capng_clear(CAPNG_SELECT_BOTH);
 	capng_update(CAPNG_ADD, CAPNG_EFFECTIVE | CAPNG_PERMITTED, CAP_NET_ADMIN);
-	if (port && port < 1024)
+	if (bind_service)
 		capng_update(CAPNG_ADD, CAPNG_EFFECTIVE | CAPNG_PERMITTED, CAP_NET_BIND_SERVICE);
+}
+
+uint16_t
+priv_privileged_port(const struct conf_iface *ifc, const char **key, int *line)
+{
+	const char *k = NULL;
+	uint16_t port = 0;
+	int l = 0;
+
+	if (ifc->listen_port && ifc->listen_port < 1024)
+		k = "listen", port = ifc->listen_port, l = ifc->listen_line;
+	else if (ifc->has_listen_tcp && ifc->listen_tcp_port < 1024)
+		k = "listen-tcp", port = ifc->listen_tcp_port, l = ifc->listen_tcp_line;
+	else if (ifc->has_metrics && ifc->metrics_port && ifc->metrics_port < 1024)
+		k = "metrics", port = ifc->metrics_port, l = ifc->metrics_line;
+	if (key)
+		*key = k;
+	if (line)
+		*line = l;
+	return port;
+}
+
+bool
+priv_bind_service_kept(void)
+{
+	capng_get_caps_process();
+	if (geteuid() == 0)     /* priv_drop() keeps it across the switch */
+		return capng_have_capability(CAPNG_BOUNDING_SET, CAP_NET_BIND_SERVICE);
+	return capng_have_capability(CAPNG_EFFECTIVE, CAP_NET_BIND_SERVICE);
 }
 
 int
@@ -37,7 +69,7 @@ priv_give(const char *const *paths, uid_t uid, gid_t gid)
 }
 
 int
-priv_drop(const char *user, uint16_t port, const char *const *chown_paths)
+priv_drop(const char *user, bool bind_service, const char *const *chown_paths)
 {
 	struct passwd *pw = NULL;
 	int rc;
@@ -49,12 +81,15 @@ priv_drop(const char *user, uint16_t port, const char *const *chown_paths)
 			return errno ? -errno : -ENOENT;
 		}
 	}
+	capng_get_caps_process();
 	if (geteuid() != 0) {
 		/* Already unprivileged (systemd User= with ambient capabilities):
 		 * just keep no more than we need. */
 		if (!capng_have_capability(CAPNG_EFFECTIVE, CAP_NET_ADMIN))
 			log_warnx("running without CAP_NET_ADMIN: route changes will fail");
-		select_caps(port);
+		/* Only what the service manager gave: asking for more fails. */
+		select_caps(bind_service &&
+		    capng_have_capability(CAPNG_PERMITTED, CAP_NET_BIND_SERVICE));
 		/* Not the bounding set: emptying it needs CAP_SETPCAP, which
 		 * this path does not have (libcap-ng would log at err on
 		 * every start); the service manager sets it. */
@@ -62,7 +97,7 @@ priv_drop(const char *user, uint16_t port, const char *const *chown_paths)
 			return -EPERM;
 	} else if (pw) {
 		priv_give(chown_paths, pw->pw_uid, pw->pw_gid);
-		select_caps(port);
+		select_caps(bind_service);
 		rc = capng_change_id((int)pw->pw_uid, (int)pw->pw_gid,
 		    CAPNG_DROP_SUPP_GRP | CAPNG_CLEAR_BOUNDING);
 		if (rc < 0) {
@@ -72,7 +107,7 @@ priv_drop(const char *user, uint16_t port, const char *const *chown_paths)
 	} else {
 		/* root without a user to switch to: stay root but keep only
 		 * what is needed. */
-		select_caps(port);
+		select_caps(bind_service);
 		capng_apply(CAPNG_SELECT_BOUNDS);
 		if (capng_apply(CAPNG_SELECT_CAPS) < 0)
 			return -EPERM;

@@ -54,13 +54,11 @@ psk_decode(const char *text, size_t n, uint8_t psk[PSK_LEN])
 }
 
 int
-psk_read(const char *file, uid_t owner, uint8_t psk[PSK_LEN], char *err, size_t errlen)
+psk_secret_open(const char *file, uid_t owner, char *err, size_t errlen)
 {
-	char text[PSK_B64_LEN + 4];
 	const char *why;
 	struct stat st;
-	ssize_t n;
-	int fd, r = -EINVAL;
+	int fd, r;
 
 	if ((fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) < 0) {
 		r = -errno;
@@ -70,13 +68,26 @@ psk_read(const char *file, uid_t owner, uint8_t psk[PSK_LEN], char *err, size_t 
 	if (fstat(fd, &st) < 0) {
 		r = -errno;
 		snprintf(err, errlen, "cannot stat: %s", strerror(-r));
-		goto out;
+		close(fd);
+		return r;
 	}
 	if ((why = psk_file_unfit(&st, owner)) != NULL) {
 		snprintf(err, errlen, "refused: %s", why);
-		r = -EPERM;
-		goto out;
+		close(fd);
+		return -EPERM;
 	}
+	return fd;
+}
+
+int
+psk_read(const char *file, uid_t owner, uint8_t psk[PSK_LEN], char *err, size_t errlen)
+{
+	char text[PSK_B64_LEN + 4];
+	ssize_t n;
+	int fd, r = -EINVAL;
+
+	if ((fd = psk_secret_open(file, owner, err, errlen)) < 0)
+		return fd;
 	if ((n = read(fd, text, sizeof(text))) < 0) {
 		r = -errno;
 		snprintf(err, errlen, "cannot read: %s", strerror(-r));

@@ -21,6 +21,10 @@ struct conf_error;
 #define PSK_LEN 32
 #define PSK_B64_LEN 44                  /* base64 of PSK_LEN bytes */
 
+/* Open a file that holds a secret (a preshared key, a proxy's credentials)
+ * after checking it as above: the descriptor, or -errno with the reason
+ * (without the file name) in err. */
+int psk_secret_open(const char *file, uid_t owner, char *err, size_t errlen);
 /* Read and check the key in file into psk; besides root and the caller,
  * owner (the user toud runs as; (uid_t)-1 for none) may own it.  0, or
  * -errno with the reason (without the file name) in err. */

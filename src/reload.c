@@ -21,9 +21,11 @@
 #include "metrics_http.h"
 #include "notify.h"
 #include "peer.h"
+#include "proxy_auth.h"
 #include "psk.h"
 #include "reload.h"
 #include "session.h"
+#include "tcp.h"
 
 /* What a reload did to the peers, for its summary line. */
 struct reload_count {
@@ -83,8 +85,9 @@ reload_load(struct toud *t, struct conf **out, char *err, size_t errlen)
 		snprintf(err, errlen, "%s; nothing changed", conf_error_fmt(&ce, buf, sizeof(buf)));
 		return -EINVAL;
 	}
-	/* Preshared keys are read again: a reload may change one. */
-	if (psk_load_conf(nc, &ce) < 0) {
+	/* Preshared keys and proxy credentials are read again: a reload may
+	 * change one. */
+	if (psk_load_conf(nc, &ce) < 0 || proxy_auth_load_conf(nc, &ce) < 0) {
 		snprintf(err, errlen, "%s; nothing changed", conf_error_fmt(&ce, buf, sizeof(buf)));
 		conf_free(nc);
 		return -EINVAL;
@@ -218,6 +221,8 @@ reload(struct toud *t, char *err, size_t errlen)
 	struct reload_count n = { 0 };
 	struct conf *nc, *oc = t->conf;
 	struct peer **np;
+	char keys[200] = "";
+	uint32_t iface;
 	int rc;
 
 	if ((rc = reload_load(t, &nc, err, errlen)) < 0)
@@ -234,6 +239,22 @@ reload(struct toud *t, char *err, size_t errlen)
 		conf_free(nc);
 		return rc;
 	}
+	/* Then the TCP listener: a port the daemon may not bind (below 1024
+	 * without CAP_NET_BIND_SERVICE) fails the reload, and the metrics
+	 * endpoint goes back to the old file's. */
+	if ((rc = tcp_listen_reload(t, nc, err, errlen)) < 0) {
+		char e[400];
+
+		if (metrics_http_reload(t, oc, e, sizeof(e)) < 0)
+			log_warnx("metrics: back to the old endpoint: %s", e);
+		free(np);
+		conf_free(nc);
+		return rc;
+	}
+	/* What of [interface] changed, for the summary: a reload that only
+	 * changes metrics or dns must not read as one that changed nothing. */
+	if ((iface = conf_diff_iface(&oc->iface, &nc->iface)))
+		conf_diff_iface_fmt(iface, keys, sizeof(keys));
 	reload_peers(t, nc, np, &n);
 	conf_free(oc);
 	/* The rules and the mark follow the default routes in or out. */
@@ -249,8 +270,9 @@ reload(struct toud *t, char *err, size_t errlen)
 	if (t->dtls)
 		handshake_reauthorize(t);
 	peer_report_status(t);
-	snprintf(err, errlen, "%zu peer%s added, %zu removed, %zu changed%s%s", n.added,
-	    n.added == 1 ? "" : "s", n.removed, n.changed,
+	snprintf(err, errlen, "%zu peer%s added, %zu removed, %zu changed%s%s%s%s%s", n.added,
+	    n.added == 1 ? "" : "s", n.removed, n.changed, keys[0] ? "; [interface] " : "",
+	    keys, keys[0] ? " changed" : "",
 	    n.failed ? "; some routes or rules could not be installed (see the log)" : "",
 	    n.dns_failed ? "; dns not applied (see the log)" : "");
 	log_info("reload: %s", err);

@@ -68,6 +68,7 @@
 
 #include "codel.h"
 #include "conf.h"
+#include "conf_diff.h"
 #include "ctx.h"
 #include "drop.h"
 #include "events.h"
@@ -148,6 +149,7 @@ struct tcp_conn {
 	struct event *ev_flush;         /* active while frames are staged */
 	unsigned busy;                  /* inside its read callback: free later */
 	bool dead;
+	char *refused;                  /* outgoing: why verify_cb refused the key */
 };
 
 struct tcp {
@@ -189,6 +191,7 @@ conn_free(struct tcp_conn *c)
 	}
 	if (c->peer && c->peer->tcp == c)
 		c->peer->tcp = NULL;
+	free(c->refused);
 	if (c->phase != TCP_UP)
 		x->n_half--;
 	x->n_conns--;
@@ -404,6 +407,38 @@ conn_established(struct tcp_conn *c)
 	x->ops.up(p);
 }
 
+/* Why an outgoing connection's server is not its peer, for the log and
+ * last_error: a key no peer has is what a proxy that intercepts TLS
+ * presents (its own certificate, issued by its own CA), so the issuer is
+ * named; the name is escaped (it is the other end's to choose). */
+static void
+verify_refused(struct tcp_conn *c, X509 *leaf, const uint8_t fp[KEYS_FP_LEN],
+    const struct peer *p)
+{
+	char fps[7 + 2 * KEYS_FP_LEN + 1], issuer[120] = "?", buf[PEER_ERROR_MAX];
+	BIO *b;
+	int n;
+
+	keys_fp_format(fp, fps);
+	if ((b = BIO_new(BIO_s_mem()))) {
+		if (X509_NAME_print_ex(b, X509_get_issuer_name(leaf), 0, XN_FLAG_ONELINE) >= 0 &&
+		    (n = BIO_read(b, issuer, sizeof(issuer) - 1)) > 0)
+			issuer[n] = '\0';
+		BIO_free(b);
+	}
+	if (p)
+		snprintf(buf, sizeof(buf), "the server presented the key of peer \"%s\", "
+		    "not this one's", p->name);
+	else
+		snprintf(buf, sizeof(buf), "TLS intercepted? the server's key %.23s... is not "
+		    "this peer's (certificate issued by '%s'): %s", fps, issuer,
+		    c->peer && c->peer->cf->proxy_host ? "the proxy must let this connection "
+		    "through uninspected" : "something on the way inspects TLS, or another "
+		    "server answers there");
+	free(c->refused);
+	c->refused = strdup(buf);
+}
+
 /* Verification of the other end's certificate: the same rule as DTLS's
  * (pinned key, or CA and name), by the peer its key names. */
 static int
@@ -419,6 +454,8 @@ verify_cb(X509_STORE_CTX *xs, void *arg)
 	if (!c || !leaf || keys_cert_fp(leaf, fp) < 0)
 		goto refuse;
 	p = x->ops.authorize(x->t, fp, xs);
+	if (c->outgoing && p != c->peer)
+		verify_refused(c, leaf, fp, p);
 	if (!p || (c->outgoing && p != c->peer))
 		goto refuse;
 	c->authorized = p;
@@ -623,6 +660,12 @@ conn_handshake(struct tcp_conn *c)
 	}
 	ERR_clear_error();
 	if (!ok) {
+		char refused[PEER_ERROR_MAX];   /* c->refused goes with c */
+
+		if (c->refused) {
+			util_strlcpy(refused, c->refused, sizeof(refused));
+			why = refused;
+		}
 		conn_fail(c, why);
 		return false;
 	}
@@ -944,7 +987,7 @@ proxy_read(struct bufferevent *raw, void *arg)
 	struct tcp_conn *c = arg;
 	struct evbuffer *in = bufferevent_get_input(raw);
 	size_t len = evbuffer_get_length(in), used = 0;
-	char why[64];
+	char why[320];
 	int status = 0;
 
 	switch (http_connect_response(evbuffer_pullup(in, -1), len, &used, &status)) {
@@ -953,7 +996,8 @@ proxy_read(struct bufferevent *raw, void *arg)
 	case HC_OK:
 		break;
 	case HC_REFUSED:
-		snprintf(why, sizeof(why), "the proxy refused with status %d", status);
+		http_connect_refusal(status, c->peer && c->peer->cf->proxy_auth,
+		    c->peer ? c->peer->cf->endpoint_tcp_port : 0, why, sizeof(why));
 		conn_fail(c, why);
 		return;
 	case HC_BAD:
@@ -971,7 +1015,7 @@ raw_event(struct bufferevent *raw, short what, void *arg)
 {
 	struct tcp_conn *c = arg;
 	const struct conf_peer *cf = c->peer ? c->peer->cf : NULL;
-	char req[512], buf[160];
+	char req[1024], buf[160];
 	int n;
 
 	if (!(what & BEV_EVENT_CONNECTED)) {
@@ -984,11 +1028,12 @@ raw_event(struct bufferevent *raw, short what, void *arg)
 	}
 	conn_sockopts(bufferevent_getfd(raw));
 	if (!cf || (n = http_connect_request(req, sizeof(req), cf->endpoint_tcp_host,
-	    cf->endpoint_tcp_port)) < 0) {
+	    cf->endpoint_tcp_port, cf->proxy_auth)) < 0) {
 		conn_fail(c, "cannot write the CONNECT request");
 		return;
 	}
 	bufferevent_write(raw, req, (size_t)n);
+	OPENSSL_cleanse(req, sizeof(req));     /* it may hold the credentials */
 }
 
 int
@@ -1081,9 +1126,12 @@ accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int
 }
 
 /* The listening socket of listen-tcp: one address, or both families on
- * one IPv6 socket (IPv4 alone where IPv6 is off). */
+ * one IPv6 socket (IPv4 alone where IPv6 is off).  0 and *out, *laddr or
+ * -errno; x's own listener is not touched (a reload opens the new one
+ * before it lets the old go). */
 static int
-listen_open(struct tcp *x, const struct conf_iface *ifc)
+listen_open(struct tcp *x, const struct conf_iface *ifc, struct evconnlistener **out,
+    union sockaddr_union *laddr)
 {
 	union sockaddr_union sa;
 	struct ipaddr any6 = { .family = AF_INET6 }, any4 = { .family = AF_INET };
@@ -1106,12 +1154,67 @@ listen_open(struct tcp *x, const struct conf_iface *ifc)
 		close(fd);
 		return rc;
 	}
-	x->laddr = sa;
-	x->listener = evconnlistener_new(x->t->base, accept_cb, x, LEV_OPT_CLOSE_ON_FREE,
+	*out = evconnlistener_new(x->t->base, accept_cb, x, LEV_OPT_CLOSE_ON_FREE,
 	    TCP_BACKLOG, fd);
-	if (!x->listener) {
+	if (!*out) {
 		close(fd);
 		return -ENOMEM;
+	}
+	*laddr = sa;
+	return 0;
+}
+
+/* "listen-tcp PORT: why", and the fix where the kernel refused a port
+ * below its unprivileged range (toud(8), Privileged ports). */
+static void
+listen_why(const struct conf_iface *ifc, int rc, bool reload, char *buf, size_t len)
+{
+	snprintf(buf, len, "listen-tcp %u: %s%s", ifc->listen_tcp_port, strerror(-rc),
+	    rc != -EACCES ? "" : reload ? "; a port below 1024 needs CAP_NET_BIND_SERVICE, "
+	    "which toud keeps only when it starts with such a port configured (toud(8), "
+	    "Privileged ports): restart toud, or choose a port from 1024 up" :
+	    "; a port below 1024 needs CAP_NET_BIND_SERVICE: the unit's "
+	    "AmbientCapabilities= and CapabilityBoundingSet= must name it, as the shipped "
+	    "toud.service does (toud(8), Privileged ports)");
+}
+
+int
+tcp_listen_reload(struct toud *t, const struct conf *nc, char *err, size_t errlen)
+{
+	const struct conf_iface *n = &nc->iface;
+	struct tcp *x = t->tcp;
+	struct evconnlistener *l = NULL;
+	union sockaddr_union sa;
+	char a[UTIL_ADDRSTRLEN], why[400];
+	int rc;
+
+	if (!x)
+		return 0;
+	if (n->has_listen_tcp) {
+		if (x->listener &&
+		    !(conf_diff_iface(&t->conf->iface, n) & CONF_IFACE_DIFF_LISTEN_TCP))
+			return 0;
+		if ((rc = listen_open(x, n, &l, &sa)) < 0) {
+			/* The same port on another address may collide with
+			 * the old listener; it stays, and so does everything. */
+			listen_why(n, rc, true, why, sizeof(why));
+			snprintf(err, errlen, "%s%s; nothing changed", why, rc == -EADDRINUSE &&
+			    x->listener && util_sa_port(&x->laddr) == n->listen_tcp_port ?
+			    " (the running listener holds it: restart to move it)" : "");
+			return rc;
+		}
+	} else if (!x->listener) {
+		return 0;
+	}
+	if (x->listener) {
+		log_info("no longer accepting the tcp transport on %s",
+		    util_sa_fmt(&x->laddr, a, sizeof(a)));
+		evconnlistener_free(x->listener);
+	}
+	x->listener = l;
+	if (l) {
+		x->laddr = sa;
+		log_info("accepting the tcp transport on %s", util_sa_fmt(&sa, a, sizeof(a)));
 	}
 	return 0;
 }
@@ -1185,8 +1288,11 @@ tcp_init(struct toud *t, const struct tcp_ops *ops)
 	}
 	if (!ifc->has_listen_tcp)
 		return 0;
-	if ((rc = listen_open(x, ifc)) < 0) {
-		log_errx("listen-tcp %u: %s", ifc->listen_tcp_port, strerror(-rc));
+	if ((rc = listen_open(x, ifc, &x->listener, &x->laddr)) < 0) {
+		char why[400];
+
+		listen_why(ifc, rc, false, why, sizeof(why));
+		log_errx("%s", why);
 		return rc;
 	}
 	log_info("accepting the tcp transport on %s", util_sa_fmt(&x->laddr, a, sizeof(a)));

@@ -43,6 +43,10 @@ struct tcp_ops {
  * listen-tcp, the listening socket (before privileges are dropped).
  * 0 or -errno; a message names what failed. */
 int tcp_init(struct toud *t, const struct tcp_ops *ops);
+/* A reload's listen-tcp (nc's): the new listener opened before the old
+ * one closes; 0, or -errno and err ("...; nothing changed") with the old
+ * listener still accepting.  Connections are not touched. */
+int tcp_listen_reload(struct toud *t, const struct conf *nc, char *err, size_t errlen);
 /* Every connection closed, the listener too. */
 void tcp_free(struct toud *t);
 /* Connect to p's endpoint-tcp (through its proxy, if any); the result

@@ -12,6 +12,7 @@
 #include <limits.h>
 #include <math.h>
 #include <poll.h>
+#include <pwd.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,9 +96,42 @@ touctl_connect(const char *path)
 	return fd;
 }
 
+/* Who may use the socket at path: the user that owns it (or, when its
+ * directory cannot be entered, the directory), which is the one toud runs
+ * as; into buf, or "" if neither can be looked at. */
+static const char *
+touctl_socket_user(const char *path, char *buf, size_t len)
+{
+	const char *slash = strrchr(path, '/');
+	struct passwd *pw;
+	struct stat st;
+	char dir[PATH_MAX];
+
+	buf[0] = '\0';
+	if (stat(path, &st) < 0) {
+		if (!slash || (size_t)(slash - path) >= sizeof(dir))
+			return buf;
+		memcpy(dir, path, (size_t)(slash - path));
+		dir[slash == path ? 1 : slash - path] = '\0';
+		if (stat(dir, &st) < 0)
+			return buf;
+	}
+	if ((pw = getpwuid(st.st_uid)) && st.st_uid != 0)
+		snprintf(buf, len, " and user %s, which toud runs as,", pw->pw_name);
+	return buf;
+}
+
 static void
 touctl_fail(const char *path, int e)
 {
+	char who[96];
+
+	if (e == EACCES || e == EPERM) {
+		fprintf(stderr, "touctl: %s: %s: only root%s may use toud's control socket; "
+		    "run touctl as root (sudo)\n", path, strerror(e),
+		    touctl_socket_user(path, who, sizeof(who)));
+		exit(1);
+	}
 	fprintf(stderr, "touctl: %s: %s%s\n", path, strerror(e),
 	    e == ENOENT || e == ECONNREFUSED ? " (is toud running?)" : "");
 	exit(1);
@@ -577,7 +611,11 @@ touctl_ping(const char *path, int argc, char **argv)
 			answered++;
 		free(reply);
 		if (answered < i + 1 && !lost) {
-			i++;            /* no peer, no session: asking again changes nothing */
+			/* No peer, no session: nothing went out, and asking
+			 * again changes nothing; the error said it all. */
+			if (i == 0)
+				return 1;
+			i++;
 			break;
 		}
 	}

@@ -9,6 +9,7 @@
 #include <grp.h>
 #include <limits.h>
 #include <malloc.h>
+#include <netdb.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -26,6 +27,7 @@
 #include "dtls.h"
 #include "log.h"
 #include "priv.h"
+#include "proxy_auth.h"
 #include "psk.h"
 #include "reload.h"
 
@@ -52,13 +54,19 @@ usage(void)
 	exit(2);
 }
 
+/* toud -t: its warnings go out plain, as its errors do (log_check_warn). */
+static bool checking;
+
 static void
 conf_warning(const struct conf_error *w, void *arg)
 {
 	char buf[600];
 
 	(void)arg;
-	log_warnx("%s", conf_error_fmt(w, buf, sizeof(buf)));
+	if (checking)
+		log_check_warn("%s", conf_error_fmt(w, buf, sizeof(buf)));
+	else
+		log_warnx("%s", conf_error_fmt(w, buf, sizeof(buf)));
 }
 
 static void
@@ -102,7 +110,8 @@ free_signals(struct toud *t)
 		event_free(t->ev_sighup);
 }
 
-/* Keep only CAP_NET_ADMIN, as the configured user (priv.c). */
+/* Keep only CAP_NET_ADMIN (and CAP_NET_BIND_SERVICE for a port below
+ * 1024), as the configured user (priv.c). */
 static int
 drop_privileges(struct toud *t)
 {
@@ -112,7 +121,8 @@ drop_privileges(struct toud *t)
 	    control_dir_made(t->control, dir, sizeof(dir)), NULL };
 	int rc;
 
-	if ((rc = priv_drop(ifc->user, ifc->listen_port, owned)) < 0) {
+	if ((rc = priv_drop(ifc->user, priv_privileged_port(ifc, NULL, NULL) != 0,
+	    owned)) < 0) {
 		if (rc != -ENOENT)      /* no such user: priv_drop said so */
 			log_errx("cannot drop privileges: %s", strerror(-rc));
 		return rc;
@@ -166,6 +176,9 @@ check_readable_as_user(const struct conf *c, const struct passwd *pw)
 		if (c->peers[i].psk_file)
 			keys[n] = "preshared-key", paths[n] = c->peers[i].psk_file,
 			lines[n++] = c->peers[i].psk_line;
+		if (c->peers[i].proxy_auth_file && n < sizeof(paths) / sizeof(paths[0]))
+			keys[n] = "proxy-credentials", paths[n] = c->peers[i].proxy_auth_file,
+			lines[n++] = c->peers[i].proxy_auth_line;
 	}
 	fflush(stderr);
 	if ((pid = fork()) < 0) {
@@ -291,6 +304,136 @@ warn_endpoints_routed(const struct conf *c)
 	free(eps);
 }
 
+/* The lowest port the kernel lets anyone bind (a sysctl of the network
+ * namespace); 1024 where it cannot be read. */
+static unsigned
+check_unprivileged_port_start(void)
+{
+	unsigned v = 1024;
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_unprivileged_port_start", "re");
+
+	if (f) {
+		if (fscanf(f, "%u", &v) != 1)
+			v = 1024;
+		fclose(f);
+	}
+	return v;
+}
+
+/* A port below 1024 binds only with CAP_NET_BIND_SERVICE: started as the
+ * service user (the unit's ExecStartPre=), whether the unit gave it;
+ * started as root, whether the bounding set still holds it (priv.c keeps
+ * it across the switch to the user).  1 and the message, naming the fix. */
+static int
+check_privileged_port(const struct conf *c)
+{
+	const char *key, *file;
+	struct passwd *pw;
+	unsigned start;
+	uint16_t port;
+	int line;
+
+	if (!(port = priv_privileged_port(&c->iface, &key, &line)) ||
+	    port >= (start = check_unprivileged_port_start()))
+		return 0;
+	if (priv_bind_service_kept())
+		return 0;
+	file = line ? conf_line_of(c, line, &line) : c->file;
+	pw = getpwuid(geteuid());
+	log_check("%s:%d: %s %u: user %s may not bind a port below %u without "
+	    "CAP_NET_BIND_SERVICE; add it to both AmbientCapabilities= and "
+	    "CapabilityBoundingSet= of the unit (the shipped toud.service has it, "
+	    "see toud(8), Privileged ports), or choose a port from %u up", file, line, key,
+	    port, pw ? pw->pw_name : "?", start, start);
+	return 1;
+}
+
+/* Whether a is inside the tunnel other than by a default route: an
+ * interface address's prefix, or a peer's address or allowed-ips. */
+static bool
+check_in_tunnel(const struct conf *c, const struct ipaddr *a)
+{
+	size_t i, k;
+
+	for (k = 0; k < c->iface.n_address; k++)
+		if (util_prefix_contains(&c->iface.address[k].p, a))
+			return true;
+	for (i = 0; i < c->n_peers; i++) {
+		const struct conf_peer *p = &c->peers[i];
+
+		for (k = 0; k < p->n_address + p->n_allowed_ips; k++) {
+			const struct ipprefix *q = k < p->n_address ? &p->address[k].p :
+			    &p->allowed_ips[k - p->n_address].p;
+
+			if (q->len > 0 && util_prefix_contains(q, a))
+				return true;
+		}
+	}
+	return false;
+}
+
+/* A full tunnel takes every name server's traffic but the ones on the
+ * local network (more specific routes of the main table win): a dns
+ * server that nothing but the default route puts into the tunnel is
+ * asked outside it, or cannot answer from where it is. */
+static void
+warn_dns_outside(const struct conf *c)
+{
+	char buf[UTIL_ADDRSTRLEN];
+	struct conf_error w;
+	size_t k;
+
+	for (k = 0; k < c->iface.n_dns; k++) {
+		const struct ipaddr *a = &c->iface.dns[k].p.addr;
+
+		if (!conf_full_tunnel(c, a->family) || check_in_tunnel(c, a))
+			continue;
+		util_strlcpy(w.file, conf_line_of(c, c->iface.dns[k].line, &w.line),
+		    sizeof(w.file));
+		snprintf(w.msg, sizeof(w.msg), "dns %s: only the default route puts it in the "
+		    "tunnel; a full tunnel leaves a server on the local network outside (a leak) "
+		    "and one elsewhere may not answer: name one the tunnel reaches (the far "
+		    "side's tunnel address)", util_addr_fmt(a, buf, sizeof(buf)));
+		conf_warning(&w, NULL);
+	}
+}
+
+#define TOUD_CHECK_NAMES 16     /* endpoint names -t looks up, at most */
+
+/* An endpoint name that does not resolve now: toud starts anyway and
+ * retries, so it is a warning, for a person running -t (the unit's
+ * ExecStartPre= does not wait on the resolver at boot). */
+static void
+warn_names_unresolved(const struct conf *c)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_DGRAM }, *res;
+	struct conf_error w;
+	struct ipaddr a;
+	size_t i, looked = 0;
+	int r;
+
+	if (getenv("JOURNAL_STREAM"))
+		return;
+	for (i = 0; i < c->n_peers && looked < TOUD_CHECK_NAMES; i++) {
+		const struct conf_peer *p = &c->peers[i];
+
+		if (!p->endpoint_host || util_addr_parse(p->endpoint_host, &a) == 0 ||
+		    strchr(p->endpoint_host, '%'))
+			continue;
+		looked++;
+		if ((r = getaddrinfo(p->endpoint_host, NULL, &hints, &res)) == 0) {
+			freeaddrinfo(res);
+			continue;
+		}
+		util_strlcpy(w.file, conf_line_of(c, p->endpoint_line, &w.line), sizeof(w.file));
+		snprintf(w.msg, sizeof(w.msg), "peer '%s': endpoint name '%s' does not resolve "
+		    "now (%s); toud starts anyway and keeps trying, but check the name",
+		    p->name, p->endpoint_host, r == EAI_SYSTEM ? strerror(errno) :
+		    gai_strerror(r));
+		conf_warning(&w, NULL);
+	}
+}
+
 static int
 check_deep(const struct conf *c)
 {
@@ -328,6 +471,9 @@ check_deep(const struct conf *c)
 		}
 		dtls_ctx_free(d);
 	}
+	errors += check_privileged_port(c);
+	warn_dns_outside(c);
+	warn_names_unresolved(c);
 	/* A prefix routed into the tunnel that holds a peer's own endpoint
 	 * sends the tunnel's datagrams into the tunnel (tou.conf(5) CAVEATS). */
 	warn_endpoints_routed(c);
@@ -387,12 +533,13 @@ main(int argc, char *argv[])
 	}
 	log_init(debug ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO, "toud");
 	t.debug = debug;
+	checking = check_only;
 
 	if (conf_load(t.conf_file, true, &t.conf, &err, conf_warning, NULL) < 0) {
 		log_check("%s", conf_error_fmt(&err, buf, sizeof(buf)));
 		return 1;
 	}
-	if (psk_load_conf(t.conf, &err) < 0) {
+	if (psk_load_conf(t.conf, &err) < 0 || proxy_auth_load_conf(t.conf, &err) < 0) {
 		log_check("%s", conf_error_fmt(&err, buf, sizeof(buf)));
 		conf_free(t.conf);
 		return 1;

@@ -64,6 +64,51 @@ rc=$?
 case "$err" in *"loop.conf:10: peer 'bob': 192.0.2.0/24 covers the endpoint 192.0.2.7 of peer 'bob'"*)
 	[ $rc -eq 0 ] && ok "allowed-ips covering the peer's endpoint: a warning naming the line (rc 0)" || nok "loop rc $rc";;
 	*) nok "loop: rc $rc, '$err'";; esac
+# Its stderr is a pipe here, not a terminal: plain text, no syslog
+# priority prefix nor time stamp (those are for journald only).
+is_plain="warning: $work/loop.conf:10: peer 'bob': 192.0.2.0/24 covers"
+case "$err" in "$is_plain"*) ok "the warning is plain text on a pipe: '$err'";;
+	*) nok "the warning on a pipe: '$err'";; esac
+err=$(JOURNAL_STREAM=1:1 "$TOUD" -t -c "$work/loop.conf" 2>&1)
+case "$err" in "<4>$work/loop.conf:10: peer 'bob'"*) ok "under journald, with the warning priority";;
+	*) nok "the warning under journald: '$err'";; esac
+
+# What would fail quietly later: an endpoint name that does not resolve
+# (looked up only outside journald, in a namespace without a network here,
+# so that it fails at once), a full tunnel's dns server that only the
+# default route puts into the tunnel.  Warnings: rc 0.
+{
+	echo "[interface]"
+	echo "address = 10.9.0.1/24"
+	echo "private-key = $work/a/key.pem"
+	echo "certificate = $work/a/cert.pem"
+	echo "dns = 192.168.1.1, 10.9.0.2"
+	echo "[peer bob]"
+	echo "endpoint = no-such-host.invalid:6080"
+	echo "address = 10.9.0.2"
+	echo "allowed-ips = 0.0.0.0/0"
+	echo "fingerprint = sha256:$(printf '%064d' 1)"
+} >"$work/names.conf"
+if unshare -n true 2>/dev/null; then
+	err=$(unshare -n "$TOUD" -t -c "$work/names.conf" 2>&1)
+	rc=$?
+	case "$err" in *"warning: $work/names.conf:7: peer 'bob': endpoint name 'no-such-host.invalid' does not resolve now ("*"); toud starts anyway and keeps trying, but check the name"*)
+		[ $rc -eq 0 ] && ok "an endpoint name that does not resolve: a warning (rc 0)" || nok "names rc $rc";;
+		*) nok "unresolved name: rc $rc, '$err'";; esac
+	case "$err" in *"warning: $work/names.conf:5: dns 192.168.1.1: only the default route puts it in the tunnel; a full tunnel leaves a server on the local network outside (a leak)"*)
+		ok "a full tunnel's dns server outside the tunnel: a warning";;
+		*) nok "dns outside the full tunnel: '$err'";; esac
+	case "$err" in *"dns 10.9.0.2"*) nok "the peer's own address as dns is no warning: '$err'";;
+		*) ok "the peer's own address as dns is no warning";; esac
+	err=$(JOURNAL_STREAM=1:1 unshare -n "$TOUD" -t -c "$work/names.conf" 2>&1)
+	case "$err" in *"does not resolve"*) nok "under journald names are not looked up: '$err'";;
+		*) ok "under journald (the unit's ExecStartPre) names are not looked up";; esac
+else
+	ok "# SKIP no unshare -n: endpoint names"
+	ok "# SKIP no unshare -n: endpoint names"
+	ok "# SKIP no unshare -n: endpoint names"
+	ok "# SKIP no unshare -n: endpoint names"
+fi
 
 # A full tunnel (table = auto, the default) routes 0.0.0.0/0 in its own
 # table, which the tunnel's marked datagrams skip: no warning.  The same
@@ -104,7 +149,7 @@ err=$("$TOUD" -t -i toud-test-none 2>&1)
 case "$err" in */toud/toud-test-none.conf:*) ok "toud -i NAME reads DIR/toud/NAME.conf ($err)";;
 	*) nok "toud -i NAME: '$err'";; esac
 # An instance's directory holds only instances: each other *.conf there
-# is one, whose port, device and socket -t -i compares.
+# is one, whose port, device, socket and key pair -t -i compares.
 mkdir "$work/inst"
 cp "$work/good.conf" "$work/inst/x.conf"
 out=$("$TOUD" -T -i x -c "$work/inst/x.conf" 2>&1)
@@ -116,6 +161,11 @@ case "$out" in *"$work/inst/own.conf:1: listen port 6080 is also that of $work/i
 	ok "a second instance with the first one's port is refused: $out";;
 	*) nok "toud -i own beside x: '$out'";; esac
 sed -i "/^user/a listen = 6081" "$work/inst/own.conf"
+out=$("$TOUD" -T -i own -c "$work/inst/own.conf" 2>&1)
+case "$out" in *"$work/inst/own.conf:3: private-key $work/a/key.pem is also that of $work/inst/x.conf (instance x): two tunnels with one key pair are one peer to a server, which breaks both; make this one its own with touctl genkey"*)
+	ok "... then, with its own port, the key pair it shares with x: $out";;
+	*) nok "toud -i own with x's key pair: '$out'";; esac
+sed -i "s|$work/a/|$work/b/|" "$work/inst/own.conf"
 out=$("$TOUD" -T -i own -c "$work/inst/own.conf" 2>&1)
 case "$out" in *"$work/own.sock"*) ok "... and with its own port, it keeps the socket the file names";;
 	*) nok "toud -i own with control set: '$out'";; esac
@@ -173,6 +223,45 @@ if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
 	chmod 700 "$work"
 else
 	ok "# SKIP not root: the files as the configured user"
+fi
+
+# listen-tcp = 443 as the service user (the unit's ExecStartPre=): the
+# port binds only with CAP_NET_BIND_SERVICE, which toud -t checks, naming
+# the unit's two lines.  In a network namespace of its own, where the
+# kernel's unprivileged range starts at 1024 whatever the host's says.
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1 && unshare -n true 2>/dev/null; then
+	pw=$(mktemp -d)
+	chmod 755 "$pw"
+	"$TOUCTL" genkey "$pw/k" >/dev/null 2>&1 && chown -R nobody: "$pw/k" && chmod 755 "$pw/k" ||
+	    nok "genkey for nobody"
+	conf "$pw/443.conf" "$pw/k" "$pw/k" nobody
+	sed -i "/^user = /a listen-tcp = 443" "$pw/443.conf"
+	chmod 644 "$pw/443.conf"
+	as_nobody() { unshare -n setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups "$@"; }
+	err=$(as_nobody "$TOUD" -t -c "$pw/443.conf" 2>&1)
+	rc=$?
+	case "$err" in *"443.conf:6: listen-tcp 443: user nobody may not bind a port below 1024 without CAP_NET_BIND_SERVICE; add it to both AmbientCapabilities= and CapabilityBoundingSet= of the unit"*)
+		[ $rc -eq 1 ] && ok "as the user without CAP_NET_BIND_SERVICE, listen-tcp = 443 fails -t (rc 1), naming the fix: $err" ||
+		    nok "listen-tcp 443 without the capability: rc $rc";;
+		*) nok "listen-tcp 443 without the capability: rc $rc, '$err'";; esac
+	err=$(as_nobody --inh-caps=+net_bind_service --ambient-caps=+net_bind_service \
+	    "$TOUD" -t -c "$pw/443.conf" 2>&1)
+	[ $? -eq 0 ] && [ -z "$err" ] && ok "with the unit's CAP_NET_BIND_SERVICE (ambient), it passes" ||
+	    nok "listen-tcp 443 with the capability: '$err'"
+	sed -i 's/^listen-tcp = 443/listen-tcp = 1443/' "$pw/443.conf"
+	err=$(as_nobody "$TOUD" -t -c "$pw/443.conf" 2>&1)
+	[ $? -eq 0 ] && [ -z "$err" ] && ok "a port from 1024 up needs no capability" ||
+	    nok "listen-tcp 1443 without the capability: '$err'"
+	sed -i 's/^listen-tcp = 1443/metrics = 127.0.0.1:99/' "$pw/443.conf"
+	err=$(as_nobody "$TOUD" -t -c "$pw/443.conf" 2>&1)
+	case "$err" in *"443.conf:6: metrics 99: user nobody may not bind"*) ok "so does a metrics port below 1024: $err";;
+		*) nok "metrics 99 without the capability: '$err'";; esac
+	err=$("$TOUD" -t -c "$pw/443.conf" 2>&1)
+	[ $? -eq 0 ] && [ -z "$err" ] && ok "root (which keeps the capability when it switches to the user) passes" ||
+	    nok "root, metrics 99: '$err'"
+	rm -rf "$pw"
+else
+	ok "# SKIP not root, or no setpriv or unshare: privileged ports as the user"
 fi
 
 echo "1..$n"

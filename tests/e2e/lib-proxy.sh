@@ -36,3 +36,47 @@ proxy_start() {
 proxy_connects() {
 	grep -c 'CONNECT' "$PROXY_LOG" 2>/dev/null || echo 0
 }
+
+# squid_start NODE ADDR PORT USER PASSWORD: Debian's squid in NODE on
+# ADDR:PORT, in the foreground with a config of the run's own, asking for
+# Basic authentication (basic_ncsa_auth, a htpasswd file of USER with
+# PASSWORD hashed by openssl passwd -apr1) and refusing CONNECT to any port
+# but 443 (403, before it asks for credentials).  SQUID_PID, SQUID_LOG
+# (its access log).
+squid_start() {
+	local node=$1 addr=$2 port=$3 dir=$E2E_DIR/squid auth=/usr/lib/squid/basic_ncsa_auth
+	need_cmd squid openssl
+	[ -x "$auth" ] || skip_all "no $auth (squid's helpers)"
+	mkdir -p "$dir"
+	printf '%s:%s\n' "$4" "$(openssl passwd -apr1 "$5")" >"$dir/htpasswd"
+	SQUID_LOG=$dir/access.log
+	# It drops to nobody; its logs must be writable for it there.
+	: >"$SQUID_LOG"
+	: >"$dir/cache.log"
+	chmod 755 "$dir"
+	chmod 644 "$dir/htpasswd"
+	chown nobody "$SQUID_LOG" "$dir/cache.log"
+	cat >"$dir/squid.conf" <<-EOC
+	http_port $addr:$port
+	cache_effective_user nobody
+	pid_filename none
+	cache_log $dir/cache.log
+	access_log stdio:$SQUID_LOG
+	cache deny all
+	cache_mem 8 MB
+	coredump_dir $dir
+	shutdown_lifetime 0 seconds
+	auth_param basic program $auth $dir/htpasswd
+	auth_param basic realm toud-e2e
+	acl SSL_ports port 443
+	acl CONNECT method CONNECT
+	acl authed proxy_auth REQUIRED
+	http_access deny CONNECT !SSL_ports
+	http_access allow authed
+	http_access deny all
+	EOC
+	bg_start "$node" "$dir/squid.out" squid -N -f "$dir/squid.conf"
+	SQUID_PID=$BG_PID
+	wait_for 30 port_listening "$node" t "$port" ||
+	    bail_out "squid on $node $addr:$port did not start: $(tail -n 20 "$dir/squid.out" "$dir/cache.log")"
+}

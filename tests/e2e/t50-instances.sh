@@ -5,8 +5,8 @@
 # /run/toud/NAME.sock, is the host's).  Each instance's TUN device is named
 # after it;
 # `toud -t -i two` refuses the copy while its listen port is still that
-# of instance one, naming the other file, and accepts it once the port is
-# changed; then both instances carry a tunnel at once (data checked by
+# of instance one, naming the other file, then while its key pair is still
+# one's, and accepts it with its own port and key pair; then both instances carry a tunnel at once (data checked by
 # sha256), `touctl show --all` shows both, text and JSON.  The instances
 # run as in the unit (user nobody, DTLS), and from start through
 # handshake, transfer and stop none of them logs a line at err or worse
@@ -100,8 +100,27 @@ check "naming the line, the port and the other file" grep -q \
 for node in a b; do
 	sed -i 's/^listen = 6080/listen = 6081/; s/^\(endpoint = .*\):6080/\1:6081/' \
 	    "$(dir $node)/two.conf"
+done
+# Its own port, but still one's key pair: one peer to the other side.
+out=$(nsx a "$TOUD" -t -i two -c "$(dir a)/two.conf" 2>&1)
+is "$?" 1 "toud -t -i two refuses a copy with one's key pair"
+diag "$out"
+check "naming the key, the other file and the fix" grep -qF \
+    "two.conf:11: private-key $E2E_DIR/keys/a/key.pem is also that of $(dir a)/one.conf (instance one): two tunnels with one key pair are one peer to a server, which breaks both; make this one its own with touctl genkey" \
+    <<<"$out"
+# Each tunnel its own key pair, the other side pinning it.
+for node in a b; do
+	"$TOUCTL" genkey "$(dir $node)/two-keys" >"$(dir $node)/two-fp" 2>&1 ||
+	    bail_out "genkey for two on $node: $(cat "$(dir $node)/two-fp")"
+	chown -R "$uid:$gid" "$(dir $node)/two-keys"
+	sed -i "s|^private-key = .*|private-key = $(dir $node)/two-keys/key.pem|;
+	    s|^certificate = .*|certificate = $(dir $node)/two-keys/cert.pem|" "$(dir $node)/two.conf"
+done
+sed -i "s|^fingerprint = .*|fingerprint = $(cat "$(dir b)/two-fp")|" "$(dir a)/two.conf"
+sed -i "s|^fingerprint = .*|fingerprint = $(cat "$(dir a)/two-fp")|" "$(dir b)/two.conf"
+for node in a b; do
 	out=$(nsx $node "$TOUD" -t -i two -c "$(dir $node)/two.conf" 2>&1)
-	is "$?/$out" "0/" "toud -t -i two on $node accepts it with its own port"
+	is "$?/$out" "0/" "toud -t -i two on $node accepts it with its own port and key pair"
 	out=$(nsx $node "$TOUD" -T -i two -c "$(dir $node)/two.conf" 2>&1)
 	is "$(sed -n 's/^name *= *//p' <<<"$out")" two "its device is named after the instance" ||
 	    diag "$out"

@@ -87,7 +87,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		memcpy(host, data, size);
 		host[size] = '\0';
-		n = http_connect_request(req, sizeof(req), host, (uint16_t)(size + 1));
+		n = http_connect_request(req, sizeof(req), host, (uint16_t)(size + 1), NULL);
 		if (n >= 0) {
 			check((size_t)n == strlen(req));
 			check(memcmp(req, "CONNECT ", 8) == 0);

@@ -17,13 +17,18 @@
 #     with a 0600 /dev/net/tun (a container has no udev),
 #   - the README's last line, `systemctl enable --now toud`, leaves the
 #     unit active and the peer up (Type=notify, the hardened unit:
-#     User=toud with CAP_NET_ADMIN only, a private /dev with net/tun alone,
+#     User=toud with CAP_NET_ADMIN only (CAP_NET_BIND_SERVICE dropped: no
+#     port below 1024), a private /dev with net/tun alone,
 #     the control socket in /run/toud),
 #   - the host's own curl fetches a file from a python http.server through
 #     the tunnel (sha256 compared),
 #   - `systemctl reload toud` during a transfer applies a changed
 #     configuration without disturbing the transfer or restarting toud,
 #     and fails, with the reason, when the new file is refused,
+#   - listen-tcp = 443: a reload that adds it is refused (toud dropped
+#     CAP_NET_BIND_SERVICE at start) and changes nothing; a restart with it
+#     keeps the capability, and b, its UDP to a dropped, reaches a over
+#     the TCP transport on 443,
 #   - a second tunnel runs as toud@second (/etc/toud/second.conf) beside
 #     the first, touctl -i second reaches it, and stopping it leaves the
 #     first one's socket alone,
@@ -57,7 +62,7 @@ declare -A TUN4=([a]=10.77.0.1 [b]=10.77.0.2)
 declare -A TUN6=([a]=fd77::1 [b]=fd77::2)
 . "$(dirname "$0")/nspawn_lib.sh"
 
-need_commands systemd-nspawn nsenter ip python3 curl sha256sum findmnt zstd make autoreconf cc pkg-config
+need_commands systemd-nspawn nsenter ip nft python3 curl sha256sum findmnt zstd make autoreconf cc pkg-config
 start_work toud-nspawn
 
 # --- the README's installation, and the build on the host --------------------
@@ -190,10 +195,11 @@ for n in "${NODES[@]}"; do
 	fi
 done
 
-# write_conf NODE [EXTRA-ALLOWED-IPS [EXTRA-INTERFACE-LINE]]: a whole
-# /etc/tou.conf inside NODE's container (the reloads below change it).
+# write_conf NODE [EXTRA-ALLOWED-IPS [EXTRA-INTERFACE-LINE [PEER-LINES]]]: a
+# whole /etc/tou.conf inside NODE's container (the reloads below change it);
+# an endpoint in PEER-LINES replaces the usual one.
 write_conf() {
-	local n=$1 p extra=${2:-}
+	local n=$1 p extra=${2:-} peer=${4:-}
 	[ "$n" = a ] && p=b || p=a
 	{
 		echo "# /etc/tou.conf of container $n (toud nspawn test)"
@@ -208,7 +214,8 @@ write_conf() {
 		[ -n "${3:-}" ] && echo "$3"
 		echo
 		echo "[peer $p]"
-		echo "endpoint = ${UL[$p]}:6080"
+		grep -q '^endpoint = ' <<<"$peer" || echo "endpoint = ${UL[$p]}:6080"
+		[ -n "$peer" ] && echo "$peer"
 		echo "address = ${TUN4[$p]}, ${TUN6[$p]}"
 		[ -n "$extra" ] && echo "allowed-ips = $extra"
 		echo "fingerprint = ${FPR[$p]}"
@@ -251,9 +258,11 @@ for n in "${NODES[@]}"; do
 	uid=$(cx "$n" id -u toud)
 	is "$(proc_field "$n" "$mp" Uid | awk '{ print $1, $2, $3, $4 }')" "$uid $uid $uid $uid" \
 	    "$n: the daemon (pid $mp) runs as user toud"
+	# The bounding set is the unit's (CAP_NET_BIND_SERVICE too, for a port
+	# below 1024); toud keeps that one only with such a port configured.
 	is "$(proc_field "$n" "$mp" CapEff)/$(proc_field "$n" "$mp" CapPrm)/$(proc_field "$n" "$mp" CapBnd)" \
-	    "0000000000001000/0000000000001000/0000000000001000" \
-	    "$n: effective, permitted and bounding capabilities are CAP_NET_ADMIN only"
+	    "0000000000001000/0000000000001000/0000000000001400" \
+	    "$n: effective and permitted capabilities are CAP_NET_ADMIN only (bounding: and CAP_NET_BIND_SERVICE)"
 	is "$(proc_field "$n" "$mp" NoNewPrivs)" 1 "$n: no_new_privs is set"
 	# PrivateDevices= + BindPaths=: the daemon's /dev (seen through its
 	# /proc/PID/root) has the pseudo devices and the TUN clone device only.
@@ -358,6 +367,64 @@ is "$(peer_state a b)" up "after the refused reload peer b is still up"
 write_conf a 192.168.77.0/24
 check "the good file reloads again" cx a systemctl reload toud.service
 
+# --- listen-tcp = 443 under the shipped unit ------------------------------------
+
+# peer_field NODE PEER FIELD: a field of the peer in touctl show --json.
+peer_field() {
+	cx "$1" touctl show --json 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+print(next((p[sys.argv[2]] for p in d["peers"] if p["name"] == sys.argv[1]), "absent"))' "$2" "$3" 2>&1
+}
+stamp "listen-tcp 443"
+t443=$(date +%s)
+# Started without a port below 1024, toud dropped CAP_NET_BIND_SERVICE: a
+# reload that adds 443 is refused, naming the fix, and changes nothing.
+write_conf a 192.168.77.0/24 "listen-tcp = 443"
+if out=$(cx a systemctl reload toud.service 2>&1); then
+	not_ok "a: systemctl reload adding listen-tcp = 443 fails (the capability was dropped at start)" "it succeeded"
+else
+	ok "a: systemctl reload adding listen-tcp = 443 fails (the capability was dropped at start)"
+fi
+j=$(journal a --since=-30s)
+grep -q 'reload refused: listen-tcp 443: Permission denied; .*restart toud' <<<"$j" &&
+    ok "a: the journal says why, and that a restart gives the port" ||
+    not_ok "a: the journal says why, and that a restart gives the port" "$(tail -n 5 <<<"$j")"
+is "$(prop a MainPID)/$(cx a systemctl is-active toud.service)/$(peer_state a b)" "$mp0/active/up" \
+    "a: toud runs on after it, not restarted, peer b up"
+# A start with it: the unit gives the capability and toud keeps it.
+if out=$(cx a systemctl restart toud.service 2>&1); then
+	ok "a: systemctl restart with listen-tcp = 443 under the shipped unit"
+else
+	not_ok "a: systemctl restart with listen-tcp = 443 under the shipped unit" "$out
+$(journal a -n 10)"
+fi
+mp=$(prop a MainPID)
+is "$(proc_field a "$mp" CapEff)" 0000000000001400 \
+    "a: the daemon keeps CAP_NET_ADMIN and CAP_NET_BIND_SERVICE (CapEff)"
+# b reaches a over TCP only: nftables in b's namespace drops its UDP to a.
+write_conf b "" "" "endpoint-tcp = ${UL[a]}:443"
+check "b: systemctl reload with endpoint-tcp = a:443" cx b systemctl reload toud.service
+check "b: its UDP to a dropped (nftables)" ip netns exec "${PREFIX}b" nft -f - <<EOF
+table inet nspawn_udp443 {
+	chain out {
+		type filter hook output priority 0; policy accept;
+		ip daddr ${UL[a]} udp dport 6080 drop
+	}
+}
+EOF
+tr=
+for ((i = 0; i < 30; i++)); do
+	ping_ok b "${TUN4[a]}" && tr=$(peer_field b a transport) && [ "$tr" = tcp ] && break
+	sleep 0.5
+done
+is "$tr" tcp "b: ping a through the tunnel, over TCP to a's port 443 (peer a's transport)"
+is "$(peer_field a b transport)" tcp "a: serves b over the TCP transport"
+ip netns exec "${PREFIX}b" nft delete table inet nspawn_udp443
+write_conf b
+check "b: without endpoint-tcp again" cx b systemctl reload toud.service
+diag "listen-tcp 443 checks: $(($(date +%s) - t443)) s"
+
 # --- dns: the tunnel's name servers in systemd-resolved ---------------------------
 
 # dns_of NODE: what systemd-resolved holds for tou0, "SERVERS | DOMAINS"
@@ -424,14 +491,17 @@ check "a: systemctl reload with dns = again" cx a systemctl reload toud.service
 # --- a second tunnel: toud@second ---------------------------------------------------------
 
 stamp "toud@second"
+# Its own key pair: toud -t -i refuses one another tunnel uses.
+check "a: touctl genkey /etc/toud/second" cx a sh -c \
+    'mkdir -p /etc/toud && touctl genkey /etc/toud/second >/dev/null && chown -R toud: /etc/toud/second'
 {
 	echo "[interface]"
 	echo "name = tou1"
 	echo "address = 10.78.0.1/24"
 	echo "listen = 6090"
 	echo "user = toud"
-	echo "private-key = /etc/tou/key.pem"
-	echo "certificate = /etc/tou/cert.pem"
+	echo "private-key = second/key.pem"
+	echo "certificate = second/cert.pem"
 	echo "[peer c]"
 	echo "address = 10.78.0.2"
 	echo "fingerprint = ${FPR[b]}"

@@ -134,7 +134,8 @@ readme_block() {
 
 # readme_steps LINE FIRST: the block after LINE (readme_block) split into
 # BUILD, the lines before the first that matches the pattern FIRST (but
-# `apt-get build-dep`: dpkg-buildpackage checks those itself), and INSTALL,
+# `apt-get update` and `apt-get build-dep`: the host has its lists and
+# dpkg-buildpackage checks the dependencies itself), and INSTALL,
 # from it on; EDIT is the index of INSTALL's `editor` line.
 readme_steps() {
 	local l i steps
@@ -145,7 +146,7 @@ readme_steps() {
 	for l in "${steps[@]}"; do
 		if [ ${#INSTALL[@]} -gt 0 ] || [[ $l == $2 ]]; then
 			INSTALL+=("$l")
-		elif [[ $l != "apt-get build-dep "* ]]; then
+		elif [[ $l != "apt-get build-dep "* && $l != "apt-get update" ]]; then
 			BUILD+=("$l")
 		fi
 	done

@@ -415,7 +415,8 @@ START_TEST(test_bad_fixture)
 	struct conf_error err;
 	struct conf *c = (struct conf *)1;
 	const char *name = bad_names[_i];
-	size_t l = strlen(name);
+	size_t l = strlen(name), used = 0;
+	int w;
 
 	snprintf(path, sizeof(path), "%s/%.*s.expect", testdata_conf(), (int)(l - 5),
 	    name);
@@ -423,13 +424,16 @@ START_TEST(test_bad_fixture)
 	nl = strchr(exp, '\n');
 	ck_assert_msg(nl && nl[1] == '\0', "%s: not exactly one line", path);
 	*nl = '\0';
-	/* substitute every @DIR@ */
-	want[0] = '\0';
+	/* substitute every @DIR@; a message that does not fit fails (a cut
+	 * one could match a cut result) */
 	for (at = exp; (nl = strstr(at, "@DIR@")); at = nl + 5) {
-		strncat(want, at, (size_t)(nl - at));
-		strncat(want, testdata_conf(), sizeof(want) - strlen(want) - 1);
+		w = snprintf(want + used, sizeof(want) - used, "%.*s%s", (int)(nl - at), at,
+		    testdata_conf());
+		ck_assert_msg(w >= 0 && (size_t)w < sizeof(want) - used, "%s: too long", path);
+		used += (size_t)w;
 	}
-	strncat(want, at, sizeof(want) - strlen(want) - 1);
+	w = snprintf(want + used, sizeof(want) - used, "%s", at);
+	ck_assert_msg(w >= 0 && (size_t)w < sizeof(want) - used, "%s: too long", path);
 	ck_assert_msg(strncmp(exp, "@DIR@/", 6) == 0, "%s: must start with @DIR@/",
 	    path);
 
@@ -589,7 +593,26 @@ START_TEST(test_syntax)
 	bad(HEAD "[\n", "t.conf:5: section header does not end with ']'");
 	bad(HEAD "[peer b] x\n", "t.conf:5: section header does not end with ']'");
 	bad(HEAD "mtu\n", "t.conf:5: missing '=' (expected 'key = value')");
-	bad(HEAD "private key = /k\n", "t.conf:5: unknown key 'private key' in [interface]");
+	bad(HEAD "private key = /k\n", "t.conf:5: unknown key 'private key' in [interface]; did you mean private-key?");
+	/* hints: WireGuard's names, the other section's keys, near misses */
+	bad(HEAD "[peer p]\nAllowedIPs = 10.0.0.0/8\n", "t.conf:6: unknown key 'AllowedIPs' "
+	    "in [peer p]; did you mean allowed-ips?");
+	bad(HEAD "[peer p]\nPublicKey = abc=\n", "t.conf:6: unknown key 'PublicKey' in [peer p]; "
+	    "toud pins a peer by its certificate's fingerprint: fingerprint = sha256:... (touctl "
+	    "fingerprint, touctl export)");
+	bad(HEAD "[peer p]\nPersistentKeepalive = 25\n", "t.conf:6: unknown key "
+	    "'PersistentKeepalive' in [peer p]; did you mean keepalive?");
+	bad(HEAD "ListenPort = 51820\n", "t.conf:5: unknown key 'ListenPort' in [interface]; "
+	    "did you mean listen?");
+	bad(HEAD "[peer p]\nListenPort = 51820\n", "t.conf:6: unknown key 'ListenPort' in "
+	    "[peer p]; did you mean listen? it belongs in [interface]");
+	bad(HEAD "[peer p]\nlisten-tcp = 443\n", "t.conf:6: unknown key 'listen-tcp' in [peer p]; "
+	    "listen-tcp belongs in [interface]");
+	bad(HEAD "endpoint-tcp = h:443\n", "t.conf:5: unknown key 'endpoint-tcp' in [interface]; "
+	    "endpoint-tcp belongs in [peer NAME]");
+	bad(HEAD "[peer p]\nkeeplive = 5\n", "t.conf:6: unknown key 'keeplive' in [peer p]; "
+	    "did you mean keepalive?");
+	bad(HEAD "[peer p]\nfoo = 5\n", "t.conf:6: unknown key 'foo' in [peer p]");
 	bad(HEAD "x\x7f = 1\n", "t.conf:5: control character 0x7f in line");
 	bad(HEAD "user = a\rb\n", "t.conf:5: control character 0x0d in line");
 	bad(HEAD "user = a\vb\n", "t.conf:5: control character 0x0b in line");
@@ -857,7 +880,7 @@ START_TEST(test_peer_values)
 	bad(PEER "allowed-ips = 2001:db8::1/64\n", "t.conf:8: allowed-ips: host bits set in '2001:db8::1/64'");
 	bad(PEER "allowed-ips = 10.0.0.0/8/8\n", "t.conf:8: allowed-ips: bad prefix length in '10.0.0.0/8/8'");
 	bad(PEER "name = n\nca = /ca\nca = /ca2\n", "t.conf:10: duplicate key 'ca' in [peer x]");
-	bad(PEER "mtu = 1400\n", "t.conf:8: unknown key 'mtu' in [peer x]");
+	bad(PEER "mtu = 1400\n", "t.conf:8: unknown key 'mtu' in [peer x]; mtu belongs in [interface]");
 	bad(HEAD "[peer x]\nfingerprint = sha256: " FP_A2 "\n",
 	    "t.conf:6: fingerprint: 'sha256: a2aeb6b88ebbc7413e33ccaf26b44c6152219...' is not sha256:<64 hex digits>");
 	bad(HEAD "[peer x]\nfingerprint = " FP_A2 "\n",
@@ -1199,7 +1222,7 @@ START_TEST(test_routing_bad)
 	bad(HEAD "table = auto\ntable = off\n", "t.conf:6: duplicate key 'table' in [interface]");
 	bad(HEAD "fwmark = 1\nfwmark = 1\n", "t.conf:6: duplicate key 'fwmark' in [interface]");
 	bad(HEAD "[peer p]\nfingerprint = sha256:" FP_A2 "\ntable = auto\n",
-	    "t.conf:7: unknown key 'table' in [peer p]");
+	    "t.conf:7: unknown key 'table' in [peer p]; table belongs in [interface]");
 	/* a full tunnel numbers its table by the fwmark: not one of the
 	 * kernel's own; without a default route the mark is free */
 	bad(HEAD "fwmark = 0xfe\n[peer p]\nfingerprint = sha256:" FP_A2 "\nallowed-ips = ::/0\n",
@@ -1559,15 +1582,19 @@ START_TEST(test_key_files)
 	ck_assert_str_eq(c->iface.certificate, cert);
 	conf_free(c);
 	ck_assert_int_eq(conf_load(path, true, &c, &err, collect, &ws), -EINVAL);
+	/* Beside the file (a relative path): the node's pair is elsewhere,
+	 * most likely, and a new one is a new identity. */
 	snprintf(want, sizeof(want), "%s:4: private-key: cannot open '%s': "
-	    "No such file or directory; create the key pair with 'touctl genkey %s'",
+	    "No such file or directory; point it at this node's key pair, or copy the pair "
+	    "there ('touctl genkey %s' makes a new identity, which every peer must pin anew)",
 	    path, key, dir);
 	ck_assert_str_eq(fmt_err(&err), want);
 
 	write_file(key, "key\n", 0644);
 	ck_assert_int_eq(conf_load(path, true, &c, &err, collect, &ws), -EINVAL);
 	snprintf(want, sizeof(want), "%s:3: certificate: cannot open '%s': "
-	    "No such file or directory; create the key pair with 'touctl genkey %s'",
+	    "No such file or directory; point it at this node's key pair, or copy the pair "
+	    "there ('touctl genkey %s' makes a new identity, which every peer must pin anew)",
 	    path, cert, dir);
 	ck_assert_str_eq(fmt_err(&err), want);
 	ck_assert_int_eq(ws.n, 0);
@@ -1805,6 +1832,21 @@ START_TEST(test_tcp_keys)
 	    "'https://p:8080' is not http://HOST:PORT");
 	bad(HEAD TPEER "proxy = http://p:8080\n", "t.conf:8: proxy: without 'endpoint-tcp' in "
 	    "[peer x] (the proxy reaches the TCP transport)");
+	/* Credentials in the proxy's URL: refused without quoting them. */
+	bad(HEAD TPEER "endpoint-tcp = h:443\nproxy = http://jo:s3cret@p:3128\n", "t.conf:9: "
+	    "proxy: credentials do not belong in the configuration (readable by all, and "
+	    "printed by toud -T): write 'user:password' into a file only root and toud may "
+	    "read, name it with proxy-credentials = FILE, and leave proxy = http://HOST:PORT");
+	bad(HEAD TPEER "proxy-credentials = /etc/tou/proxy.pw\n", "t.conf:8: proxy-credentials: "
+	    "without 'proxy' in [peer x] (they are the proxy's)");
+	c = good(HEAD TPEER "endpoint-tcp = h:443\nproxy = http://p:3128\n"
+	    "proxy-credentials = /etc/tou/proxy.pw\n");
+	ck_assert_str_eq(c->peers[0].proxy_auth_file, "/etc/tou/proxy.pw");
+	ck_assert_ptr_null(c->peers[0].proxy_auth);     /* read by proxy_auth_load_conf() */
+	t = conf_print(c);
+	ck_assert_msg(strstr(t, "\nproxy-credentials = /etc/tou/proxy.pw\n"), "%s", t);
+	free(t);
+	conf_free(c);
 	bad(HEAD TPEER "sni = a.example\n", "t.conf:8: sni: without 'endpoint-tcp' in "
 	    "[peer x] (the name is sent when connecting there)");
 	bad(HEAD TPEER "endpoint-tcp = h:443\nsni = 192.0.2.1\n", "t.conf:9: sni: '192.0.2.1' is "
@@ -1913,7 +1955,7 @@ START_TEST(test_metrics)
 	    "'maybe' (yes or no)");
 	bad(HEAD "metrics = 127.0.0.1:1\nmetrics = 127.0.0.1:2\n", "t.conf:6: duplicate key "
 	    "'metrics' in [interface]");
-	bad(HEAD "[peer p]\nmetrics = 127.0.0.1:1\n", "t.conf:6: unknown key 'metrics' in [peer p]");
+	bad(HEAD "[peer p]\nmetrics = 127.0.0.1:1\n", "t.conf:6: unknown key 'metrics' in [peer p]; metrics belongs in [interface]");
 }
 END_TEST
 
@@ -1983,7 +2025,7 @@ START_TEST(test_dns)
 	    "a domain name (DOMAIN, or ~DOMAIN for a routing-only domain)");
 	bad(HEAD "dns = 10.77.0.53\ndns-search = a..b\n", "t.conf:6: dns-search: 'a..b' is not "
 	    "a domain name (DOMAIN, or ~DOMAIN for a routing-only domain)");
-	bad(HEAD "[peer p]\ndns = 10.77.0.53\n", "t.conf:6: unknown key 'dns' in [peer p]");
+	bad(HEAD "[peer p]\ndns = 10.77.0.53\n", "t.conf:6: unknown key 'dns' in [peer p]; dns belongs in [interface]");
 }
 END_TEST
 

@@ -154,7 +154,8 @@ START_TEST(test_iface_each_key)
 	    CONF_IFACE_DIFF_SESSION_MAX_AGE | CONF_IFACE_DIFF_REKEY_BYTES |
 	    CONF_IFACE_DIFF_REKEY_RECORDS | CONF_IFACE_DIFF_FAIL_OPEN |
 	    CONF_IFACE_DIFF_METRICS | CONF_IFACE_DIFF_METRICS_ALLOW_REMOTE |
-	    CONF_IFACE_DIFF_METRICS_TOKEN_FILE | CONF_IFACE_DIFF_DNS | CONF_IFACE_DIFF_DNS_SEARCH;
+	    CONF_IFACE_DIFF_METRICS_TOKEN_FILE | CONF_IFACE_DIFF_DNS | CONF_IFACE_DIFF_DNS_SEARCH |
+	    CONF_IFACE_DIFF_LISTEN_TCP;
 	char text[512], name[64];
 	size_t x;
 
@@ -265,7 +266,12 @@ START_TEST(test_peer_each_key)
 	ck_assert_uint_eq(peer_diff(PEER "endpoint-tcp = b.example:443\n",
 	    PEER "endpoint-tcp = b.example:443\nsni = cdn.example\n"), CONF_PEER_DIFF_SNI);
 	all |= CONF_PEER_DIFF_SNI;
-	ck_assert_uint_eq(all, (CONF_PEER_DIFF_SNI << 1) - 1);
+	/* Credentials need a proxy. */
+	ck_assert_uint_eq(peer_diff(PEER "endpoint-tcp = b.example:443\nproxy = http://p:3128\n",
+	    PEER "endpoint-tcp = b.example:443\nproxy = http://p:3128\nproxy-credentials = /pw\n"),
+	    CONF_PEER_DIFF_PROXY_CREDENTIALS);
+	all |= CONF_PEER_DIFF_PROXY_CREDENTIALS;
+	ck_assert_uint_eq(all, (CONF_PEER_DIFF_PROXY_CREDENTIALS << 1) - 1);
 	ck_assert_uint_eq(CONF_PEER_DIFF_AUTH, auth);
 	/* A pinned key swapped for a CA and a name: three keys, all of them auth. */
 	ck_assert_uint_eq(peer_diff(PEER, "[peer p]\nca = /ca\nname = p\n" PEER_KEYS),

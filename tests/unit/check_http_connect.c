@@ -4,11 +4,13 @@
  * malformed and oversize headers are refused; the stream's first bytes
  * after the header are left to the caller. */
 #include <check.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "http_connect.h"
+#include "proxy_auth.h"
 
 #include "testutil.h"
 
@@ -18,10 +20,10 @@ START_TEST(request_names)
 	const char *want = "CONNECT vpn.example.org:443 HTTP/1.1\r\n"
 	    "Host: vpn.example.org:443\r\n\r\n";
 
-	ck_assert_int_eq(http_connect_request(buf, sizeof(buf), "vpn.example.org", 443),
+	ck_assert_int_eq(http_connect_request(buf, sizeof(buf), "vpn.example.org", 443, NULL),
 	    (int)strlen(want));
 	ck_assert_str_eq(buf, want);
-	ck_assert_int_eq(http_connect_request(buf, sizeof(buf), "192.0.2.1", 8443), 57);
+	ck_assert_int_eq(http_connect_request(buf, sizeof(buf), "192.0.2.1", 8443, NULL), 57);
 	ck_assert_str_eq(buf, "CONNECT 192.0.2.1:8443 HTTP/1.1\r\nHost: 192.0.2.1:8443\r\n\r\n");
 }
 END_TEST
@@ -30,7 +32,7 @@ START_TEST(request_ipv6_brackets)
 {
 	char buf[256];
 
-	ck_assert_int_gt(http_connect_request(buf, sizeof(buf), "2001:db8::1", 443), 0);
+	ck_assert_int_gt(http_connect_request(buf, sizeof(buf), "2001:db8::1", 443, NULL), 0);
 	ck_assert_str_eq(buf, "CONNECT [2001:db8::1]:443 HTTP/1.1\r\n"
 	    "Host: [2001:db8::1]:443\r\n\r\n");
 }
@@ -39,13 +41,13 @@ END_TEST
 START_TEST(request_fits_exactly)
 {
 	char buf[256];
-	int n = http_connect_request(buf, sizeof(buf), "h", 1);
+	int n = http_connect_request(buf, sizeof(buf), "h", 1, NULL);
 
 	ck_assert_int_eq(n, (int)strlen("CONNECT h:1 HTTP/1.1\r\nHost: h:1\r\n\r\n"));
 	/* n bytes and the NUL fit; one byte less does not. */
-	ck_assert_int_eq(http_connect_request(buf, (size_t)n + 1, "h", 1), n);
-	ck_assert_int_eq(http_connect_request(buf, (size_t)n, "h", 1), -1);
-	ck_assert_int_eq(http_connect_request(buf, 0, "h", 1), -1);
+	ck_assert_int_eq(http_connect_request(buf, (size_t)n + 1, "h", 1, NULL), n);
+	ck_assert_int_eq(http_connect_request(buf, (size_t)n, "h", 1, NULL), -1);
+	ck_assert_int_eq(http_connect_request(buf, 0, "h", 1, NULL), -1);
 }
 END_TEST
 
@@ -58,10 +60,77 @@ START_TEST(request_refuses_bad_hosts)
 	size_t i;
 
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		ck_assert_msg(http_connect_request(buf, sizeof(buf), bad[i], 443) == -1,
+		ck_assert_msg(http_connect_request(buf, sizeof(buf), bad[i], 443, NULL) == -1,
 		    "host \"%s\" accepted", bad[i]);
-	ck_assert_int_eq(http_connect_request(buf, sizeof(buf), "h", 0), -1);
-	ck_assert_int_eq(http_connect_request(buf, sizeof(buf), NULL, 443), -1);
+	ck_assert_int_eq(http_connect_request(buf, sizeof(buf), "h", 0, NULL), -1);
+	ck_assert_int_eq(http_connect_request(buf, sizeof(buf), NULL, 443, NULL), -1);
+}
+END_TEST
+
+/* Basic credentials: the header line, after Host; a token that is not
+ * base64 (a line break would inject a header) is refused. */
+START_TEST(request_basic)
+{
+	char buf[256], *tok = NULL, err[120];
+
+	/* RFC 7617's example */
+	ck_assert_int_eq(proxy_auth_encode("Aladdin:open sesame\n", 20, &tok, err, sizeof(err)), 0);
+	ck_assert_str_eq(tok, "QWxhZGRpbjpvcGVuIHNlc2FtZQ==");
+	ck_assert_int_gt(http_connect_request(buf, sizeof(buf), "vpn.example.org", 443, tok), 0);
+	ck_assert_str_eq(buf, "CONNECT vpn.example.org:443 HTTP/1.1\r\nHost: vpn.example.org:443\r\n"
+	    "Proxy-Authorization: Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==\r\n\r\n");
+	free(tok);
+	ck_assert_int_eq(http_connect_request(buf, sizeof(buf), "h", 443, "abc\r\nX: 1"), -1);
+	ck_assert_int_eq(http_connect_request(buf, sizeof(buf), "h", 443, ""), -1);
+	ck_assert_int_eq(http_connect_request(buf, 60, "h", 443, "QWxhZGRpbjpvcGVuIHNlc2FtZQ=="), -1);
+}
+END_TEST
+
+/* What a credentials file may hold: one line user:password (CRLF or LF
+ * or none at its end); the reason otherwise, never the password. */
+START_TEST(credentials_file_text)
+{
+	static const char *const bad[] = {
+		"nocolon\n", ":pw\n", "u:p\nsecond:line\n", "u:p\tq\n", "",
+	};
+	char err[120], *tok = NULL, big[PROXY_AUTH_MAX + 2];
+	size_t i;
+
+	ck_assert_int_eq(proxy_auth_encode("u:p\r\n", 5, &tok, err, sizeof(err)), 0);
+	ck_assert_str_eq(tok, "dTpw");
+	free(tok);
+	ck_assert_int_eq(proxy_auth_encode("u:", 2, &tok, err, sizeof(err)), 0);
+	ck_assert_str_eq(tok, "dTo=");
+	free(tok);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		tok = NULL;
+		ck_assert_msg(proxy_auth_encode(bad[i], strlen(bad[i]), &tok, err, sizeof(err)) ==
+		    -EINVAL && !tok, "'%s' accepted", bad[i]);
+		ck_assert_ptr_null(strstr(err, "pw"));
+	}
+	memset(big, 'a', sizeof(big));
+	big[1] = ':';
+	ck_assert_int_eq(proxy_auth_encode(big, sizeof(big), &tok, err, sizeof(err)), -EINVAL);
+	ck_assert_str_eq(err, "longer than 255 bytes");
+}
+END_TEST
+
+/* The refusals an operator meets: 407 without and with credentials, 403
+ * naming the port and 443, and any other status as it is. */
+START_TEST(refusal_messages)
+{
+	char buf[320];
+
+	http_connect_refusal(407, false, 8443, buf, sizeof(buf));
+	ck_assert_msg(strstr(buf, "asks for credentials (407 Proxy Authentication Required)") &&
+	    strstr(buf, "proxy-credentials"), "%s", buf);
+	http_connect_refusal(407, true, 8443, buf, sizeof(buf));
+	ck_assert_msg(strstr(buf, "refused the credentials of proxy-credentials (407"), "%s", buf);
+	http_connect_refusal(403, false, 8443, buf, sizeof(buf));
+	ck_assert_msg(strstr(buf, "does not allow a connection to port 8443 (403 Forbidden)") &&
+	    strstr(buf, "ask for 443"), "%s", buf);
+	http_connect_refusal(502, false, 443, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "the proxy refused with status 502");
 }
 END_TEST
 
@@ -247,6 +316,9 @@ main(void)
 	tcase_add_test(tc, request_ipv6_brackets);
 	tcase_add_test(tc, request_fits_exactly);
 	tcase_add_test(tc, request_refuses_bad_hosts);
+	tcase_add_test(tc, request_basic);
+	tcase_add_test(tc, credentials_file_text);
+	tcase_add_test(tc, refusal_messages);
 	tcase_add_test(tc, ok_200);
 	tcase_add_test(tc, ok_with_fields);
 	tcase_add_test(tc, ok_http10_no_reason);
