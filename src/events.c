@@ -33,6 +33,7 @@ static const char *const event_names[EVENT__MAX] = {
 	[EVENT_TCP_HANDSHAKE_FAILED] = "tcp_handshake_failed",
 	[EVENT_TCP_FRAMES_BAD] = "tcp_frames_bad",
 	[EVENT_TCP_CROSSED] = "tcp_crossed",
+	[EVENT_TCP_LOOPED] = "tcp_looped",
 };
 
 const char *

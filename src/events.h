@@ -33,6 +33,7 @@ enum toud_event {
 	EVENT_TCP_HANDSHAKE_FAILED,     /* a TLS handshake failed, timed out or named no peer */
 	EVENT_TCP_FRAMES_BAD,           /* a connection closed for an oversize or malformed frame */
 	EVENT_TCP_CROSSED,              /* both sides connected at once: one connection kept */
+	EVENT_TCP_LOOPED,               /* one refused: its source is a peer's, it came through a tunnel */
 	EVENT__MAX
 };
 

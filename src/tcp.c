@@ -60,6 +60,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/dns.h>
+#include <event2/util.h>
 #include <event2/event.h>
 #include <event2/listener.h>
 #include <openssl/err.h>
@@ -76,6 +77,7 @@
 #include "keys.h"
 #include "log.h"
 #include "peer.h"
+#include "prefix.h"
 #include "ratelimit.h"
 #include "rx.h"
 #include "stream.h"
@@ -93,6 +95,7 @@
  * accepted. */
 #define TCP_BACKLOG 1024
 #define TCP_HANDSHAKE_MS 5000           /* connect, proxy and TLS, each connection */
+#define TCP_LOOP_WARN_MS 60000          /* a looping connection is warned of once a minute */
 /* Bytes a connection may hold for TLS and the socket: a bound on memory.
  * How long they wait is the drop policy's (codel.h); this is only reached
  * by a queue that grows faster than it can decide. */
@@ -141,6 +144,7 @@ struct tcp_conn {
 	union sockaddr_union addr;      /* the other end (incoming), for logs */
 	char name[UTIL_ADDRSTRLEN + 8];
 	struct event *ev_deadline;
+	struct evdns_getaddrinfo_request *dns_req;  /* outgoing: the name lookup */
 	struct stream_rx srx;
 	uint8_t *part;                  /* the frame being gathered, between reads */
 	uint8_t *stage;                 /* frames of this turn of the loop, not yet TLS's */
@@ -160,6 +164,8 @@ struct tcp {
 	BIO_METHOD *wbio;               /* TLS writes into c->cipher (wbio_write) */
 	TAILQ_HEAD(, tcp_conn) conns;
 	unsigned n_conns, n_half;
+	uint32_t mark;                  /* SO_MARK of every socket (tcp_set_mark) */
+	uint64_t loop_warned_ms;        /* the last warning of a looping connection */
 	uint8_t own_fp[KEYS_FP_LEN];    /* of the interface's key: tie-breaks (conn_keep_old) */
 	uint8_t *slots;                 /* TCP_BATCH frames being gathered */
 	struct udp_msg msgs[TCP_BATCH];
@@ -189,6 +195,8 @@ conn_free(struct tcp_conn *c)
 	}
 	if (c->peer && c->peer->tcp == c)
 		c->peer->tcp = NULL;
+	if (c->dns_req)                 /* its callback, told, touches nothing */
+		evdns_getaddrinfo_cancel(c->dns_req);
 	if (c->phase != TCP_UP)
 		x->n_half--;
 	x->n_conns--;
@@ -991,6 +999,53 @@ raw_event(struct bufferevent *raw, short what, void *arg)
 	bufferevent_write(raw, req, (size_t)n);
 }
 
+/* A socket of ours carries the full tunnel's mark, so that its packets
+ * leave by the main table instead of into the tunnel they carry
+ * (fulltunnel.h).  0 or -errno. */
+static int
+sock_mark(const struct tcp *x, int fd)
+{
+	if (x->mark && setsockopt(fd, SOL_SOCKET, SO_MARK, &x->mark, sizeof(x->mark)) < 0)
+		return -errno;
+	return 0;
+}
+
+/* The name of the endpoint (or of its proxy) is known: a socket of ours,
+ * marked, connects to it.  The rest is raw_event's. */
+static void
+conn_resolved(int result, struct evutil_addrinfo *res, void *arg)
+{
+	struct tcp_conn *c = arg;
+	char buf[160];
+	int fd = -1, rc;
+
+	if (result == EVUTIL_EAI_CANCEL)
+		return;                 /* c is being freed: touch nothing */
+	c->dns_req = NULL;
+	if (result != 0 || !res) {
+		snprintf(buf, sizeof(buf), "cannot resolve: %s", evutil_gai_strerror(result));
+		if (res)
+			evutil_freeaddrinfo(res);
+		conn_fail(c, buf);
+		return;
+	}
+	if ((fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) < 0 ||
+	    (rc = sock_mark(c->tcp, fd)) < 0 || bufferevent_setfd(c->raw, fd) < 0) {
+		rc = fd < 0 ? -errno : rc;
+		if (fd >= 0 && bufferevent_getfd(c->raw) != fd)
+			close(fd);
+		evutil_freeaddrinfo(res);
+		snprintf(buf, sizeof(buf), "cannot open a socket: %s%s", strerror(-rc),
+		    rc == -EPERM ? " (SO_MARK needs CAP_NET_ADMIN)" : "");
+		conn_fail(c, buf);
+		return;
+	}
+	rc = bufferevent_socket_connect(c->raw, res->ai_addr, (int)res->ai_addrlen);
+	evutil_freeaddrinfo(res);
+	if (rc < 0)
+		conn_fail(c, "cannot connect");
+}
+
 int
 tcp_connect(struct peer *p)
 {
@@ -998,8 +1053,12 @@ tcp_connect(struct peer *p)
 	const struct conf_peer *cf = p->cf;
 	const char *host = cf->proxy_host ? cf->proxy_host : cf->endpoint_tcp_host;
 	uint16_t port = cf->proxy_host ? cf->proxy_port : cf->endpoint_tcp_port;
+	struct evutil_addrinfo hints = { .ai_socktype = SOCK_STREAM,
+	    .ai_protocol = IPPROTO_TCP, .ai_flags = EVUTIL_AI_ADDRCONFIG };
+	struct evdns_getaddrinfo_request *req;
 	struct bufferevent *bev;
 	struct tcp_conn *c;
+	char service[8];
 
 	if (!x || !cf->endpoint_tcp_host)
 		return -EOPNOTSUPP;
@@ -1020,8 +1079,10 @@ tcp_connect(struct peer *p)
 		conn_free(c);
 		return -ENOMEM;
 	}
-	/* The name lookup, the connect and any proxy's CONNECT on a plain
-	 * socket bufferevent; TLS, once there, on the bare socket. */
+	/* The name lookup here, the connect and any proxy's CONNECT on a
+	 * plain socket bufferevent; TLS, once there, on the bare socket.
+	 * The socket is ours (conn_resolved), for its mark: libevent's own
+	 * would connect before anything could be set on it. */
 	if (cf->proxy_host)
 		c->phase = TCP_PROXY;
 	bev = c->raw = bufferevent_socket_new(x->t->base, -1,
@@ -1036,14 +1097,46 @@ tcp_connect(struct peer *p)
 	bufferevent_enable(bev, cf->proxy_host ? EV_READ | EV_WRITE : EV_WRITE);
 	log_info("peer \"%s\": connecting to tcp endpoint %s%s%s", p->name, c->name,
 	    cf->proxy_host ? " through proxy " : "", cf->proxy_host ? cf->proxy_host : "");
-	if (bufferevent_socket_connect_hostname(bev, x->t->dns, AF_UNSPEC, host, port) < 0) {
-		conn_fail(c, "cannot connect");
-		return -ECONNREFUSED;
-	}
+	/* An address, or a name in the hosts file, is answered at once,
+	 * from inside the call: c may fail there, and is freed only after. */
+	snprintf(service, sizeof(service), "%u", port);
+	c->busy++;
+	req = evdns_getaddrinfo(x->t->dns, host, service, &hints, conn_resolved, c);
+	if (!c->dead)
+		c->dns_req = req;
+	if (!--c->busy && c->dead)
+		conn_free(c);
 	return 0;
 }
 
 /* --- incoming -------------------------------------------------------- */
+
+/* Whether a connection from src came through one of our own tunnels: a
+ * source inside a peer's address or allowed-ips, other than a default
+ * route (which covers every address, and whose table our marked sockets
+ * do not use).  A peer's own TCP transport connection, routed into the
+ * tunnel instead of beside it, would carry the tunnel inside itself, and
+ * its replies would follow it into the tunnel once the peer went back to
+ * UDP: nothing but loss, while every counter said up. */
+static bool
+accept_loops(const struct tcp *x, const struct ipaddr *src)
+{
+	const struct peer *p = prefix_lookup(x->t->routes, src->family, src->b);
+	const struct conf_prefix *lists[2];
+	size_t ns[2], i, k;
+
+	if (!p)
+		return false;
+	lists[0] = p->cf->address;
+	ns[0] = p->cf->n_address;
+	lists[1] = p->cf->allowed_ips;
+	ns[1] = p->cf->n_allowed_ips;
+	for (i = 0; i < 2; i++)
+		for (k = 0; k < ns[i]; k++)
+			if (lists[i][k].p.len > 0 && util_prefix_contains(&lists[i][k].p, src))
+				return true;
+	return false;
+}
 
 static void
 accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen,
@@ -1053,17 +1146,32 @@ accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int
 	struct tcp_conn *c;
 	union sockaddr_union from;
 	struct ipaddr src;
+	char a[UTIL_ADDRSTRLEN];
+	uint64_t now = toud_now(x->t);
 	uint16_t port;
 
 	(void)l;
 	memset(&from, 0, sizeof(from));
 	memcpy(&from, sa, (size_t)salen < sizeof(from) ? (size_t)salen : sizeof(from));
 	util_sa_to_addr(&from, &src, &port);
+	util_addr_unmap(&src);
 	if (x->n_conns >= TCP_CONN_MAX || x->n_half >= TCP_HALF_OPEN_MAX ||
-	    !ratelimit_allow(x->rl, &src, toud_now(x->t))) {
+	    !ratelimit_allow(x->rl, &src, now)) {
 		x->t->events[EVENT_TCP_REFUSED]++;
 		log_debug_rl("tcp: connection from %s refused (limit)",
-		    util_addr_fmt(&src, (char[UTIL_ADDRSTRLEN]){ 0 }, UTIL_ADDRSTRLEN));
+		    util_addr_fmt(&src, a, sizeof(a)));
+		close(fd);
+		return;
+	}
+	if (accept_loops(x, &src)) {
+		x->t->events[EVENT_TCP_LOOPED]++;
+		if (!x->loop_warned_ms || now - x->loop_warned_ms >= TCP_LOOP_WARN_MS) {
+			x->loop_warned_ms = now;
+			log_warnx("tcp: connection from %s refused: that address is a peer's, "
+			    "so it came through the tunnel (a peer whose tcp transport is "
+			    "routed into its own tunnel: set fwmark on its side)",
+			    util_addr_fmt(&src, a, sizeof(a)));
+		}
 		close(fd);
 		return;
 	}
@@ -1075,6 +1183,7 @@ accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int
 	c->addr = from;
 	util_sa_fmt(&from, c->name, sizeof(c->name));
 	conn_sockopts(fd);
+	(void)sock_mark(x, fd);         /* inherited from the listener: for a mark set since */
 	SSL_set_accept_state(c->ssl);
 	if (conn_tls_start(c, fd) < 0)
 		conn_free(c);                   /* and fd with it */
@@ -1101,8 +1210,8 @@ listen_open(struct tcp *x, const struct conf_iface *ifc)
 	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (sa.sa.sa_family == AF_INET6 && !ifc->has_listen_tcp_addr)
 		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-	if (bind(fd, &sa.sa, util_sa_len(&sa)) < 0) {
-		rc = -errno;
+	if ((rc = sock_mark(x, fd)) < 0 || bind(fd, &sa.sa, util_sa_len(&sa)) < 0) {
+		rc = rc < 0 ? rc : -errno;
 		close(fd);
 		return rc;
 	}
@@ -1170,6 +1279,7 @@ tcp_init(struct toud *t, const struct tcp_ops *ops)
 	t->tcp = x;
 	x->t = t;
 	x->ops = *ops;
+	x->mark = t->fwmark;            /* a full tunnel's, set up before (fulltunnel.c) */
 	TAILQ_INIT(&x->conns);
 	if (getrandom(secret, sizeof(secret), 0) != sizeof(secret) ||
 	    !(x->rl = ratelimit_new(TCP_ACCEPT_SOURCES, TCP_ACCEPT_RATE, TCP_ACCEPT_BURST, secret)) ||
@@ -1225,6 +1335,29 @@ tcp_listen_fmt(const struct toud *t, char *buf, size_t len)
 	if (!t->tcp || !t->tcp->listener)
 		return NULL;
 	return util_sa_fmt(&t->tcp->laddr, buf, len);
+}
+
+int
+tcp_set_mark(struct toud *t, uint32_t mark)
+{
+	struct tcp *x = t->tcp;
+	struct tcp_conn *c;
+	int fd;
+
+	if (!x)
+		return 0;
+	x->mark = mark;
+	if (x->listener && setsockopt(evconnlistener_get_fd(x->listener), SOL_SOCKET, SO_MARK,
+	    &mark, sizeof(mark)) < 0)
+		return -errno;
+	/* Those open already, too: a reload that makes a full tunnel must
+	 * not route them into it. */
+	TAILQ_FOREACH(c, &x->conns, entry) {
+		fd = c->fd >= 0 ? c->fd : c->raw ? bufferevent_getfd(c->raw) : -1;
+		if (fd >= 0)
+			(void)setsockopt(fd, SOL_SOCKET, SO_MARK, &mark, sizeof(mark));
+	}
+	return 0;
 }
 
 unsigned

@@ -59,6 +59,10 @@ int tcp_send(struct peer *p, const uint8_t *payload, size_t len, bool data);
 /* Whether p's connection is up, and whether we opened it. */
 bool tcp_up(const struct peer *p);
 bool tcp_outgoing(const struct peer *p);
+/* Every socket of the transport (the listener, the connections open and
+ * those to come) carries mark (SO_MARK; 0 for none), as the UDP sockets
+ * do in a full tunnel (fulltunnel.c).  0 or -errno (the listener's). */
+int tcp_set_mark(struct toud *t, uint32_t mark);
 /* For touctl show: the listening address ("ADDR:PORT", NULL when off)
  * and the number of connections open. */
 const char *tcp_listen_fmt(const struct toud *t, char *buf, size_t len);
