@@ -16,7 +16,14 @@
  *       frame, on the second a length of 65535 with that many bytes of
  *       garbage behind it (DESIGN 2.5: a frame is a 2-byte length and an
  *       inner payload); reports for each whether the server closed the
- *       connection within SECS.
+ *       connection within SECS;
+ *   tcp-attack flood LOCAL DST PORT RATE SECS
+ *       RATE a second a TCP connection, closed as soon as it is made, no
+ *       TLS at all: what a host spends to fill a per-source limit;
+ *   tcp-attack legit LOCAL DST PORT KEY CERT SECS
+ *       a client with a configured key: a handshake, tried again every
+ *       0.2 s until one completes and the server keeps the connection
+ *       (0.5 s), for up to SECS; reports whether and after how long.
  *
  * It prints one JSON object.  SIGTERM ends nokey early with the same
  * report.  Blocking sockets with timeouts: one connection at a time,
@@ -330,6 +337,61 @@ run_frames(const char *key, const char *cert, double secs)
 	return 0;
 }
 
+static int
+run_flood(double rate, double secs)
+{
+	unsigned long attempts = 0, connected = 0;
+	double t0 = now_s(), next = t0;
+	int fd;
+
+	while (!stopping && now_s() - t0 < secs) {
+		if (now_s() < next) {
+			usleep(2000);
+			continue;
+		}
+		next += 1.0 / rate;
+		attempts++;
+		if ((fd = tcp_connect(1, 0)) >= 0) {
+			connected++;
+			close(fd);
+		}
+	}
+	printf("{\"mode\": \"flood\", \"seconds\": %.2f, \"attempts\": %lu, "
+	    "\"connected\": %lu}\n", now_s() - t0, attempts, connected);
+	return 0;
+}
+
+static int
+run_legit(const char *key, const char *cert, double secs)
+{
+	SSL_CTX *ctx = tls_ctx(key, cert);
+	unsigned long attempts = 0;
+	double t0 = now_s();
+	int up = 0;
+
+	while (!up && now_s() - t0 < secs) {
+		SSL *ssl;
+		int fd;
+
+		if (attempts++)
+			usleep(200000);
+		if ((fd = tcp_connect(2, 0)) < 0)
+			continue;
+		ssl = SSL_new(ctx);
+		SSL_set_fd(ssl, fd);
+		/* TLS 1.3: the server judges our certificate after our side
+		 * is done; its verdict is whether it keeps the connection. */
+		up = SSL_connect(ssl) == 1 && !closed_within(ssl, fd, 0.5);
+		SSL_free(ssl);
+		close(fd);
+		ERR_clear_error();
+	}
+	printf("{\"mode\": \"legit\", \"up\": %s, \"ms\": %.0f, \"attempts\": %lu}\n",
+	    up ? "true" : "false", (now_s() - t0) * 1000, attempts);
+	SSL_CTX_free(ctx);
+	return 0;
+}
+
 static void
 addr(struct sockaddr_in *sa, const char *a, int port)
 {
@@ -362,9 +424,15 @@ main(int argc, char **argv)
 		    atof(argv[7]));
 	if (argc == 8 && !strcmp(argv[1], "frames"))
 		return run_frames(argv[5], argv[6], atof(argv[7]));
+	if (argc == 7 && !strcmp(argv[1], "flood") && atof(argv[5]) > 0)
+		return run_flood(atof(argv[5]), atof(argv[6]));
+	if (argc == 8 && !strcmp(argv[1], "legit"))
+		return run_legit(argv[5], argv[6], atof(argv[7]));
 usage:
 	fprintf(stderr, "usage: tcp-attack nokey LOCAL DST PORT KEY CERT RATE SECS\n"
 	    "       tcp-attack halfopen LOCAL DST PORT COUNT hello|silent SECS\n"
-	    "       tcp-attack frames LOCAL DST PORT KEY CERT SECS\n");
+	    "       tcp-attack frames LOCAL DST PORT KEY CERT SECS\n"
+	    "       tcp-attack flood LOCAL DST PORT RATE SECS\n"
+	    "       tcp-attack legit LOCAL DST PORT KEY CERT SECS\n");
 	return 2;
 }
