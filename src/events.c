@@ -34,6 +34,7 @@ static const char *const event_names[EVENT__MAX] = {
 	[EVENT_TCP_FRAMES_BAD] = "tcp_frames_bad",
 	[EVENT_TCP_CROSSED] = "tcp_crossed",
 	[EVENT_TCP_LOOPED] = "tcp_looped",
+	[EVENT_TCP_EVICTED] = "tcp_evicted",
 };
 
 const char *

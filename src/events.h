@@ -34,6 +34,7 @@ enum toud_event {
 	EVENT_TCP_FRAMES_BAD,           /* a connection closed for an oversize or malformed frame */
 	EVENT_TCP_CROSSED,              /* both sides connected at once: one connection kept */
 	EVENT_TCP_LOOPED,               /* one refused: its source is a peer's, it came through a tunnel */
+	EVENT_TCP_EVICTED,              /* one not yet authenticated closed to make room (half-open table) */
 	EVENT__MAX
 };
 

@@ -27,11 +27,14 @@
  * (conn_keep_old).
  *
  * Limits against anyone who can reach listen-tcp: accepts per source
- * address (ratelimit.c), TCP_CONN_MAX connections and TCP_HALF_OPEN_MAX of
- * them not yet authenticated, a deadline of TCP_HANDSHAKE_MS for the
- * handshake; a frame of length 0 or over TCP_FRAME_MAX, or one that is not
- * an inner payload, closes its connection.  Every refusal is counted
- * (events tcp_refused, tcp_handshake_failed, tcp_frames_bad).
+ * address (ratelimit.c; an IPv4 client of the dual-stack socket as its
+ * IPv4 address), TCP_CONN_MAX connections and TCP_HALF_OPEN_MAX of them
+ * not yet authenticated, TCP_HALF_OPEN_PER_SOURCE of those from one
+ * source, with eviction of the oldest (accept_room), a first byte within
+ * TCP_FIRST_BYTE_MS and the handshake within TCP_HANDSHAKE_MS; a frame of
+ * length 0 or over TCP_FRAME_MAX, or one that is not an inner payload,
+ * closes its connection.  Every refusal is counted (events tcp_refused,
+ * tcp_evicted, tcp_looped, tcp_handshake_failed, tcp_frames_bad).
  *
  * Inner TCP over outer TCP: the inner connections retransmit, so the
  * carrier's queue stays short.  TCP_NODELAY; TCP_NOTSENT_LOWAT keeps the
@@ -87,6 +90,19 @@
 
 #define TCP_CONN_MAX 256                /* connections at once */
 #define TCP_HALF_OPEN_MAX 64            /* of them not yet authenticated */
+/* Of those, accepted from one source (an IPv6 one by its /64, as the
+ * rate limit counts it): beyond, the source's oldest goes once it is no
+ * longer young, else the newcomer is refused; a full table loses its
+ * oldest accepted one that has not presented a configured key.  So a few
+ * hosts that connect and say nothing never lock the others out (the
+ * rules of the DTLS handshakes, handshake.c). */
+#define TCP_HALF_OPEN_PER_SOURCE 4
+#define TCP_HALF_OPEN_YOUNG_MS 1000
+/* An accepted connection says something (its ClientHello) within this,
+ * or closes: a silent one holds a slot for 2 seconds, not the whole
+ * handshake's deadline.  A client through a proxy speaks one round trip
+ * to its proxy after we accept: room for a slow one. */
+#define TCP_FIRST_BYTE_MS 2000
 /* The kernel's queue of connections not yet accepted.  A burst that
  * overflows it is not refused: the kernel answers with a SYN cookie and
  * drops the ACK, the client believes it is connected and the server holds
@@ -140,6 +156,8 @@ struct tcp_conn {
 	bool outgoing;
 	bool by_lower;                  /* opened by the side whose key sorts first */
 	uint64_t up_ms;                 /* when it was authenticated (toud_now) */
+	uint64_t opened_ms;             /* when it was accepted or opened */
+	bool heard;                     /* incoming: it has sent something */
 	enum tcp_phase phase;
 	union sockaddr_union addr;      /* the other end (incoming), for logs */
 	char name[UTIL_ADDRSTRLEN + 8];
@@ -255,9 +273,12 @@ conn_fail(struct tcp_conn *c, const char *why)
 static void
 deadline_cb(evutil_socket_t fd, short what, void *arg)
 {
+	struct tcp_conn *c = arg;
+
 	(void)fd;
 	(void)what;
-	conn_fail(arg, "handshake deadline passed");
+	conn_fail(c, c->outgoing || c->heard ? "handshake deadline passed" :
+	    "nothing sent within the first-byte deadline");
 }
 
 static struct tcp_conn *
@@ -286,7 +307,8 @@ conn_new(struct tcp *x, bool outgoing)
 	TAILQ_INSERT_TAIL(&x->conns, c, entry);
 	x->n_conns++;
 	x->n_half++;
-	timer_arm_ms(c->ev_deadline, TCP_HANDSHAKE_MS);
+	c->opened_ms = toud_now(x->t);
+	timer_arm_ms(c->ev_deadline, outgoing ? TCP_HANDSHAKE_MS : TCP_FIRST_BYTE_MS);
 	return c;
 }
 
@@ -655,6 +677,13 @@ conn_read_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	/* Its first bytes: the rest of the handshake's time. */
+	if (!c->outgoing && !c->heard && c->phase == TCP_TLS) {
+		uint64_t age = toud_now(c->tcp->t) - c->opened_ms;
+
+		c->heard = true;
+		timer_arm_ms(c->ev_deadline, age < TCP_HANDSHAKE_MS ? TCP_HANDSHAKE_MS - age : 0);
+	}
 	c->busy++;
 	if (c->phase == TCP_TLS && (!conn_handshake(c) || c->phase != TCP_UP))
 		goto out;
@@ -1138,6 +1167,58 @@ accept_loops(const struct tcp *x, const struct ipaddr *src)
 	return false;
 }
 
+/* One source, as the rate limit counts it: an IPv6 address by its /64. */
+static bool
+same_source(const struct ipaddr *a, const struct ipaddr *b)
+{
+	if (a->family != b->family)
+		return false;
+	return memcmp(a->b, b->b, a->family == AF_INET6 ? 8 : 4) == 0;
+}
+
+/* Room in the half-open table for a connection from src, at now: false
+ * when it is to be refused.  Makes the room by closing the source's
+ * oldest (once no longer young) or, in a full table, the oldest accepted
+ * one that has not presented a configured key (counted tcp_evicted). */
+static bool
+accept_room(struct tcp *x, const struct ipaddr *src, uint64_t now)
+{
+	struct tcp_conn *c, *oldest = NULL, *oldest_src = NULL;
+	struct ipaddr other;
+	char a[UTIL_ADDRSTRLEN];
+	unsigned n_src = 0;
+
+	TAILQ_FOREACH(c, &x->conns, entry) {
+		if (c->outgoing || c->phase == TCP_UP || c->authorized || c->dead)
+			continue;
+		/* The list is in order of opening: the first is the oldest. */
+		if (!oldest)
+			oldest = c;
+		util_sa_to_addr(&c->addr, &other, NULL);
+		util_addr_unmap(&other);
+		if (!same_source(src, &other))
+			continue;
+		if (!oldest_src)
+			oldest_src = c;
+		n_src++;
+	}
+	if (n_src >= TCP_HALF_OPEN_PER_SOURCE) {
+		if (now - oldest_src->opened_ms < TCP_HALF_OPEN_YOUNG_MS)
+			return false;
+		oldest = oldest_src;
+	} else if (x->n_half < TCP_HALF_OPEN_MAX) {
+		return true;
+	}
+	if (!oldest)
+		return false;           /* all of them ours, or nearly up */
+	x->t->events[EVENT_TCP_EVICTED]++;
+	log_debug_rl("tcp %s: closed before its handshake ended, for %s (%s)", oldest->name,
+	    util_addr_fmt(src, a, sizeof(a)), n_src >= TCP_HALF_OPEN_PER_SOURCE ?
+	    "its source's quota" : "a full table");
+	conn_free(oldest);
+	return x->n_half < TCP_HALF_OPEN_MAX;
+}
+
 static void
 accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen,
     void *arg)
@@ -1149,14 +1230,22 @@ accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int
 	char a[UTIL_ADDRSTRLEN];
 	uint64_t now = toud_now(x->t);
 	uint16_t port;
+	bool refuse;
 
 	(void)l;
 	memset(&from, 0, sizeof(from));
 	memcpy(&from, sa, (size_t)salen < sizeof(from) ? (size_t)salen : sizeof(from));
 	util_sa_to_addr(&from, &src, &port);
 	util_addr_unmap(&src);
-	if (x->n_conns >= TCP_CONN_MAX || x->n_half >= TCP_HALF_OPEN_MAX ||
-	    !ratelimit_allow(x->rl, &src, now)) {
+	refuse = x->n_conns >= TCP_CONN_MAX || !ratelimit_allow(x->rl, &src, now);
+	if (!refuse && !accept_room(x, &src, now)) {
+		/* Refused for want of room, the source keeps its token: a
+		 * client waiting for its own young handshakes to finish
+		 * is not punished for it. */
+		ratelimit_refund(x->rl, &src);
+		refuse = true;
+	}
+	if (refuse) {
 		x->t->events[EVENT_TCP_REFUSED]++;
 		log_debug_rl("tcp: connection from %s refused (limit)",
 		    util_addr_fmt(&src, a, sizeof(a)));

@@ -20,6 +20,11 @@
  *   tcp-attack flood LOCAL DST PORT RATE SECS
  *       RATE a second a TCP connection, closed as soon as it is made, no
  *       TLS at all: what a host spends to fill a per-source limit;
+ *   tcp-attack hold LOCAL DST PORT COUNT SECS
+ *       COUNT connections that say nothing, each opened again 0.25 s
+ *       after the server closes it, for SECS (or until SIGTERM): a host
+ *       that keeps the half-open table as full as it can; reports how
+ *       many it opened and how many the server closed;
  *   tcp-attack legit LOCAL DST PORT KEY CERT SECS
  *       a client with a configured key: a handshake, tried again every
  *       0.2 s until one completes and the server keeps the connection
@@ -362,6 +367,51 @@ run_flood(double rate, double secs)
 }
 
 static int
+run_hold(unsigned count, double secs)
+{
+	static struct pollfd pfd[MAX_HALFOPEN];
+	static double again[MAX_HALFOPEN];
+	unsigned long opened = 0, closed = 0;
+	double t0 = now_s();
+	unsigned i;
+	char buf[256];
+	ssize_t n;
+
+	for (i = 0; i < count; i++)
+		pfd[i].fd = -1;
+	while (!stopping && now_s() - t0 < secs) {
+		for (i = 0; i < count; i++) {
+			if (pfd[i].fd >= 0 || now_s() < again[i])
+				continue;
+			if ((pfd[i].fd = tcp_connect(1, 1)) >= 0)
+				opened++;
+			else
+				again[i] = now_s() + 0.25;
+			pfd[i].events = POLLIN;
+		}
+		if (poll(pfd, count, 50) <= 0)
+			continue;
+		for (i = 0; i < count; i++) {
+			if (pfd[i].fd < 0 || !(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			if ((n = read(pfd[i].fd, buf, sizeof(buf))) > 0 ||
+			    (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)))
+				continue;
+			closed++;
+			close(pfd[i].fd);
+			pfd[i].fd = -1;
+			again[i] = now_s() + 0.25;
+		}
+	}
+	for (i = 0; i < count; i++)
+		if (pfd[i].fd >= 0)
+			close(pfd[i].fd);
+	printf("{\"mode\": \"hold\", \"seconds\": %.2f, \"opened\": %lu, "
+	    "\"closed_by_server\": %lu}\n", now_s() - t0, opened, closed);
+	return 0;
+}
+
+static int
 run_legit(const char *key, const char *cert, double secs)
 {
 	SSL_CTX *ctx = tls_ctx(key, cert);
@@ -426,6 +476,9 @@ main(int argc, char **argv)
 		return run_frames(argv[5], argv[6], atof(argv[7]));
 	if (argc == 7 && !strcmp(argv[1], "flood") && atof(argv[5]) > 0)
 		return run_flood(atof(argv[5]), atof(argv[6]));
+	if (argc == 7 && !strcmp(argv[1], "hold") && atoi(argv[5]) > 0 &&
+	    atoi(argv[5]) <= MAX_HALFOPEN)
+		return run_hold((unsigned)atoi(argv[5]), atof(argv[6]));
 	if (argc == 8 && !strcmp(argv[1], "legit"))
 		return run_legit(argv[5], argv[6], atof(argv[7]));
 usage:
@@ -433,6 +486,7 @@ usage:
 	    "       tcp-attack halfopen LOCAL DST PORT COUNT hello|silent SECS\n"
 	    "       tcp-attack frames LOCAL DST PORT KEY CERT SECS\n"
 	    "       tcp-attack flood LOCAL DST PORT RATE SECS\n"
+	    "       tcp-attack hold LOCAL DST PORT COUNT SECS\n"
 	    "       tcp-attack legit LOCAL DST PORT KEY CERT SECS\n");
 	return 2;
 }
