@@ -33,8 +33,12 @@
  * source, with eviction of the oldest (accept_room), a first byte within
  * TCP_FIRST_BYTE_MS and the handshake within TCP_HANDSHAKE_MS; a frame of
  * length 0 or over TCP_FRAME_MAX, or one that is not an inner payload,
- * closes its connection.  Every refusal is counted (events tcp_refused,
- * tcp_evicted, tcp_looped, tcp_handshake_failed, tcp_frames_bad).
+ * closes its connection, and so do KeyUpdates faster than
+ * TCP_KEY_UPDATES_PER_S (msg_cb).  One read event takes TCP_READ_TURN
+ * bytes or TCP_READ_RECORDS records at most; what TLS writes of its own
+ * counts against TCP_SENDQ_MAX (wbio_write).  Every refusal is counted
+ * (events tcp_refused, tcp_evicted, tcp_looped, tcp_handshake_failed,
+ * tcp_frames_bad, tcp_key_updates).
  *
  * Inner TCP over outer TCP: the inner connections retransmit, so the
  * carrier's queue stays short.  TCP_NODELAY; TCP_NOTSENT_LOWAT keeps the
@@ -125,10 +129,19 @@
 #define TCP_READ_CHUNK 16384
 #define TCP_STAGE_MAX 16384             /* a TLS record's plaintext at most */
 #define TCP_RBUF_LEN (64 * 1024)        /* TLS read-ahead: several records a read */
-/* Plaintext one read event takes at most: a sender that never lets the
- * socket run dry does not hold the loop (timers, UDP, the other
- * connections, our own queued frames). */
+/* What one read event takes at most, in what the other end sent (bytes
+ * read from the socket, records opened), not in what it yields: a sender
+ * that never lets the socket run dry does not hold the loop (timers, UDP,
+ * the other connections, our own queued frames), nor one whose records
+ * carry next to nothing. */
 #define TCP_READ_TURN (256 * 1024)
+#define TCP_READ_RECORDS 64
+/* KeyUpdates a peer may send in a second: toud sends none, and each costs
+ * the receiver a key schedule (and, when it asks for one back, a record of
+ * ours).  More closes the connection (event tcp_key_updates). */
+#define TCP_KEY_UPDATES_PER_S 4
+#define TCP_STR_(x) #x
+#define TCP_STR(x) TCP_STR_(x)
 #define TCP_WRITE_MAX (64 * 1024)       /* records gathered for one write(2) */
 /* The groups offered, best first: a hybrid post-quantum one where the
  * OpenSSL build has it (3.5), else the classic ones (3.0). */
@@ -158,6 +171,11 @@ struct tcp_conn {
 	uint64_t up_ms;                 /* when it was authenticated (toud_now) */
 	uint64_t opened_ms;             /* when it was accepted or opened */
 	bool heard;                     /* incoming: it has sent something */
+	bool sealing;                   /* inside our SSL_write: TLS writes our frames */
+	bool sendq_over;                /* TLS's own output found the queue at its bound */
+	bool key_updates_over;          /* KeyUpdates came faster than allowed */
+	unsigned key_updates;           /* received since key_updates_ms */
+	uint64_t key_updates_ms;
 	enum tcp_phase phase;
 	union sockaddr_union addr;      /* the other end (incoming), for logs */
 	char name[UTIL_ADDRSTRLEN + 8];
@@ -542,11 +560,24 @@ conn_ssl_error(int ret, int err, int serr, char *buf, size_t len)
 /* The socket's side of TLS's writes: the records gather in c->cipher,
  * and conn_sock_write hands them to the socket together (one write(2)
  * for many records, where a socket BIO makes one of every record). */
+static size_t conn_queued(const struct tcp_conn *c);
+
+/* What TLS writes of its own (a KeyUpdate, an alert) counts against the
+ * send queue's bound like our frames (tcp_send): an end that asks for
+ * answers and never reads them makes it fail, and the connection close. */
 static int
 wbio_write(BIO *b, const char *data, int len)
 {
+	struct tcp_conn *c = BIO_get_data(b);
+
 	BIO_clear_retry_flags(b);
-	if (len < 0 || evbuffer_add(BIO_get_data(b), data, (size_t)len) < 0)
+	if (len < 0)
+		return -1;
+	if (!c->sealing && conn_queued(c) + (size_t)len > TCP_SENDQ_MAX) {
+		c->sendq_over = true;
+		return -1;
+	}
+	if (evbuffer_add(c->cipher, data, (size_t)len) < 0)
 		return -1;
 	return len;
 }
@@ -571,7 +602,8 @@ wbio_create(BIO *b)
 static size_t
 conn_queued(const struct tcp_conn *c)
 {
-	return c->staged + evbuffer_get_length(c->out) + evbuffer_get_length(c->cipher);
+	return c->staged + (c->out ? evbuffer_get_length(c->out) : 0) +
+	    evbuffer_get_length(c->cipher);
 }
 
 /* w bytes of records reached the socket: how long the last of them waited
@@ -661,6 +693,46 @@ conn_handshake(struct tcp_conn *c)
 	return true;
 }
 
+/* TLS reports each message it reads (SSL_CTX_set_msg_callback): a
+ * KeyUpdate is counted against its allowance.  The verdict is the
+ * reader's (conn_read_cb), after the SSL_read that found it. */
+static void
+msg_cb(int write_p, int version, int content_type, const void *buf, size_t len, SSL *ssl,
+    void *arg)
+{
+	struct tcp_conn *c = SSL_get_app_data(ssl);
+	uint64_t now;
+
+	(void)version;
+	(void)arg;
+	if (write_p || content_type != SSL3_RT_HANDSHAKE || len < 1 || !c ||
+	    ((const uint8_t *)buf)[0] != SSL3_MT_KEY_UPDATE)
+		return;
+	now = toud_now(c->tcp->t);
+	if (now - c->key_updates_ms >= 1000) {
+		c->key_updates_ms = now;
+		c->key_updates = 0;
+	}
+	if (++c->key_updates > TCP_KEY_UPDATES_PER_S)
+		c->key_updates_over = true;
+}
+
+/* Why c, which misbehaved (msg_cb, wbio_write), is to close: counted. */
+static const char *
+conn_abuse(struct tcp_conn *c)
+{
+	struct toud *t = c->tcp->t;
+
+	ERR_clear_error();
+	if (c->key_updates_over) {
+		event_count(t, c->peer, EVENT_TCP_KEY_UPDATES);
+		return "KeyUpdates faster than " TCP_STR(TCP_KEY_UPDATES_PER_S) " a second";
+	}
+	if (c->peer)
+		c->peer->drops[DROP_TCP_SENDQ]++;
+	return "TLS's own records would pass the send queue's bound (the other end does not read)";
+}
+
 /* Records in: every one TLS has buffered (read-ahead brings in several),
  * into frames. */
 static void
@@ -670,9 +742,9 @@ conn_read_cb(evutil_socket_t fd, short what, void *arg)
 	uint8_t chunk[TCP_READ_CHUNK];
 	const char *why = NULL;
 	char buf[160];
-	unsigned n = 0;
+	unsigned n = 0, records = 0;
 	bool ok = true;
-	size_t taken = 0;
+	uint64_t read0 = BIO_number_read(SSL_get_rbio(c->ssl));
 	int got;
 
 	(void)fd;
@@ -700,7 +772,13 @@ conn_read_cb(evutil_socket_t fd, short what, void *arg)
 		memcpy(c->tcp->slots + RX_HEADROOM, c->part, stream_rx_partial(&c->srx));
 	for (;;) {
 		ERR_clear_error();
-		if ((got = SSL_read(c->ssl, chunk, sizeof(chunk))) <= 0) {
+		got = SSL_read(c->ssl, chunk, sizeof(chunk));
+		if (c->key_updates_over || c->sendq_over) {
+			why = conn_abuse(c);
+			ok = false;
+			break;
+		}
+		if (got <= 0) {
 			if (!conn_ssl_wait(c, got, &why, buf, sizeof(buf)))
 				ok = false;
 			break;
@@ -711,8 +789,10 @@ conn_read_cb(evutil_socket_t fd, short what, void *arg)
 		if (!SSL_has_pending(c->ssl))
 			break;
 		/* What TLS read ahead is no longer in the socket: nothing
-		 * would report it, so the event comes back by itself. */
-		if ((taken += (size_t)got) >= TCP_READ_TURN) {
+		 * would report it, so the event comes back by itself.  An
+		 * SSL_read returns one record's plaintext at most. */
+		if (++records >= TCP_READ_RECORDS ||
+		    BIO_number_read(SSL_get_rbio(c->ssl)) - read0 >= TCP_READ_TURN) {
 			event_active(c->ev_read, EV_READ, 0);
 			break;
 		}
@@ -769,7 +849,10 @@ conn_write(struct tcp_conn *c, const char **why, char *buf, size_t len)
 			p = v.iov_base;
 			sealed = evbuffer_get_length(c->cipher);
 			ERR_clear_error();
-			if ((r = SSL_write(c->ssl, p, (int)n)) <= 0) {
+			c->sealing = true;
+			r = SSL_write(c->ssl, p, (int)n);
+			c->sealing = false;
+			if (r <= 0) {
 				*why = conn_ssl_error(r, SSL_get_error(c->ssl, r), errno, buf, len);
 				return -1;
 			}
@@ -934,7 +1017,7 @@ conn_tls_start(struct tcp_conn *c, int fd)
 		BIO_free(rb);
 		return -ENOMEM;
 	}
-	BIO_set_data(wb, c->cipher);
+	BIO_set_data(wb, c);
 	SSL_set_bio(c->ssl, rb, wb);
 	if (!(c->ev_read = event_new(base, fd, EV_READ | EV_PERSIST, conn_read_cb, c)) ||
 	    !(c->ev_write = event_new(base, fd, EV_WRITE | EV_PERSIST, conn_write_cb, c)) ||
@@ -1350,6 +1433,7 @@ ctx_setup(struct tcp *x, const struct conf_iface *ifc)
 	if (keys_cert_fp(SSL_CTX_get0_certificate(ctx), x->own_fp) < 0)
 		return -EINVAL;
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+	SSL_CTX_set_msg_callback(ctx, msg_cb);
 	SSL_CTX_set_cert_verify_callback(ctx, verify_cb, x);
 	return 0;
 }

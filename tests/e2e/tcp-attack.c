@@ -25,6 +25,12 @@
  *       after the server closes it, for SECS (or until SIGTERM): a host
  *       that keeps the half-open table as full as it can; reports how
  *       many it opened and how many the server closed;
+ *   tcp-attack keyupdate LOCAL DST PORT KEY CERT COUNT SECS
+ *       connections with a configured key, one after the other for SECS
+ *       (at least one): on each, COUNT times a TLS KeyUpdate that asks
+ *       for one back and a keepalive frame behind it (what makes TLS
+ *       process them); reports how many came up, how many of those the
+ *       server closed, and how many KeyUpdates went out;
  *   tcp-attack legit LOCAL DST PORT KEY CERT SECS
  *       a client with a configured key: a handshake, tried again every
  *       0.2 s until one completes and the server keeps the connection
@@ -411,6 +417,66 @@ run_hold(unsigned count, double secs)
 	return 0;
 }
 
+/* One connection of keyupdate: count KeyUpdates at most.  -1 if it did
+ * not come up, else 1 if the server closed it, 0 if not; *sent grows. */
+static int
+keyupdate_conn(SSL_CTX *ctx, unsigned long count, unsigned long *sent)
+{
+	/* A frame: length 4, a GUE control word, keepalive (type 1). */
+	static const uint8_t frame[] = { 0x00, 0x04, 0x20, 0x01, 0x00, 0x00 };
+	unsigned long n = 0;
+	int fd, rc = -1;
+	SSL *ssl;
+
+	if ((fd = tcp_connect(5, 0)) < 0)
+		return -1;
+	ssl = SSL_new(ctx);
+	SSL_set_fd(ssl, fd);
+	if (SSL_connect(ssl) == 1) {
+		rc = 0;
+		while (!stopping && n < count) {
+			if (SSL_key_update(ssl, SSL_KEY_UPDATE_REQUESTED) != 1 ||
+			    SSL_write(ssl, frame, sizeof(frame)) != (int)sizeof(frame)) {
+				rc = 1;
+				break;
+			}
+			n++;
+		}
+		/* The rest of the answer: the server's close, if it did not
+		 * come while we wrote. */
+		if (!rc)
+			rc = closed_within(ssl, fd, 5);
+	}
+	*sent += n;
+	SSL_free(ssl);
+	close(fd);
+	ERR_clear_error();
+	return rc;
+}
+
+static int
+run_keyupdate(const char *key, const char *cert, unsigned long count, double secs)
+{
+	SSL_CTX *ctx = tls_ctx(key, cert);
+	unsigned long sent = 0, up = 0, closed = 0, refused = 0;
+	double t0 = now_s();
+	int rc;
+
+	do {
+		if ((rc = keyupdate_conn(ctx, count, &sent)) < 0) {
+			refused++;
+			usleep(50000);
+			continue;
+		}
+		up++;
+		closed += (unsigned long)rc;
+	} while (!stopping && now_s() - t0 < secs);
+	printf("{\"mode\": \"keyupdate\", \"up\": %lu, \"closed\": %lu, \"refused\": %lu, "
+	    "\"sent\": %lu, \"seconds\": %.2f}\n", up, closed, refused, sent, now_s() - t0);
+	SSL_CTX_free(ctx);
+	return 0;
+}
+
 static int
 run_legit(const char *key, const char *cert, double secs)
 {
@@ -479,6 +545,8 @@ main(int argc, char **argv)
 	if (argc == 7 && !strcmp(argv[1], "hold") && atoi(argv[5]) > 0 &&
 	    atoi(argv[5]) <= MAX_HALFOPEN)
 		return run_hold((unsigned)atoi(argv[5]), atof(argv[6]));
+	if (argc == 9 && !strcmp(argv[1], "keyupdate") && atol(argv[7]) > 0)
+		return run_keyupdate(argv[5], argv[6], (unsigned long)atol(argv[7]), atof(argv[8]));
 	if (argc == 8 && !strcmp(argv[1], "legit"))
 		return run_legit(argv[5], argv[6], atof(argv[7]));
 usage:
@@ -487,6 +555,7 @@ usage:
 	    "       tcp-attack frames LOCAL DST PORT KEY CERT SECS\n"
 	    "       tcp-attack flood LOCAL DST PORT RATE SECS\n"
 	    "       tcp-attack hold LOCAL DST PORT COUNT SECS\n"
+	    "       tcp-attack keyupdate LOCAL DST PORT KEY CERT COUNT SECS\n"
 	    "       tcp-attack legit LOCAL DST PORT KEY CERT SECS\n");
 	return 2;
 }
