@@ -24,6 +24,7 @@
 #include "psk.h"
 #include "reload.h"
 #include "session.h"
+#include "tcp.h"
 
 /* What a reload did to the peers, for its summary line. */
 struct reload_count {
@@ -248,6 +249,8 @@ reload(struct toud *t, char *err, size_t errlen)
 	 * same name, a key another peer now accepts too. */
 	if (t->dtls)
 		handshake_reauthorize(t);
+	/* The TCP transport's connections, by the same rules. */
+	tcp_reauthorize(t);
 	peer_report_status(t);
 	snprintf(err, errlen, "%zu peer%s added, %zu removed, %zu changed%s%s", n.added,
 	    n.added == 1 ? "" : "s", n.removed, n.changed,

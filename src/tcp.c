@@ -174,6 +174,7 @@ struct tcp_conn {
 	bool sealing;                   /* inside our SSL_write: TLS writes our frames */
 	bool sendq_over;                /* TLS's own output found the queue at its bound */
 	bool key_updates_over;          /* KeyUpdates came faster than allowed */
+	bool revoked;                   /* a reload no longer accepts its key (tcp_reauthorize) */
 	unsigned key_updates;           /* received since key_updates_ms */
 	uint64_t key_updates_ms;
 	enum tcp_phase phase;
@@ -295,8 +296,11 @@ deadline_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	conn_fail(c, c->outgoing || c->heard ? "handshake deadline passed" :
-	    "nothing sent within the first-byte deadline");
+	if (c->revoked)
+		conn_fail(c, "its key is no longer accepted for this peer");
+	else
+		conn_fail(c, c->outgoing || c->heard ? "handshake deadline passed" :
+		    "nothing sent within the first-byte deadline");
 }
 
 static struct tcp_conn *
@@ -1508,6 +1512,54 @@ tcp_listen_fmt(const struct toud *t, char *buf, size_t len)
 	if (!t->tcp || !t->tcp->listener)
 		return NULL;
 	return util_sa_fmt(&t->tcp->laddr, buf, len);
+}
+
+/* Whether the configuration still gives c's key (its certificate and
+ * chain, as presented) to c's peer. */
+static bool
+conn_still_accepted(struct tcp *x, struct tcp_conn *c, const struct peer *p)
+{
+	X509 *leaf = SSL_get0_peer_certificate(c->ssl);
+	uint8_t fp[KEYS_FP_LEN];
+	X509_STORE_CTX *xs;
+	bool ok;
+
+	if (!leaf || keys_cert_fp(leaf, fp) < 0 || !(xs = X509_STORE_CTX_new()))
+		return false;
+	ok = X509_STORE_CTX_init(xs, NULL, leaf, SSL_get_peer_cert_chain(c->ssl)) == 1 &&
+	    x->ops.authorize(x->t, fp, xs) == p;
+	X509_STORE_CTX_free(xs);
+	ERR_clear_error();
+	return ok;
+}
+
+size_t
+tcp_reauthorize(struct toud *t)
+{
+	struct tcp *x = t->tcp;
+	struct tcp_conn *c;
+	size_t ended = 0;
+
+	if (!x)
+		return 0;
+	TAILQ_FOREACH(c, &x->conns, entry) {
+		if (c->dead || c->revoked)
+			continue;
+		if (c->phase == TCP_UP && c->peer) {
+			if (conn_still_accepted(x, c, c->peer))
+				continue;
+			log_warnx("peer \"%s\": tcp connection %s ends: its key is no longer "
+			    "accepted for this peer", c->peer->name, c->name);
+			/* Ended from the loop, so that the peer hears of it
+			 * (ops->down) as of any other end. */
+			c->revoked = true;
+			event_active(c->ev_deadline, EV_TIMEOUT, 0);
+			ended++;
+		} else if (c->authorized && !conn_still_accepted(x, c, c->authorized)) {
+			c->authorized = NULL;   /* conn_established refuses it */
+		}
+	}
+	return ended;
 }
 
 int

@@ -56,6 +56,11 @@ void tcp_close(struct peer *p);
  * control message, dropped because the queue's wait has stayed too long:
  * codel.h), -EMSGSIZE. */
 int tcp_send(struct peer *p, const uint8_t *payload, size_t len, bool data);
+/* After a reload: every connection whose key the configuration no longer
+ * gives to its peer (a fingerprint or CA changed, a CA file replaced)
+ * ends, as its peer's DTLS sessions do (handshake_reauthorize), reported
+ * through ops->down from the loop.  How many. */
+size_t tcp_reauthorize(struct toud *t);
 /* Whether p's connection is up, and whether we opened it. */
 bool tcp_up(const struct peer *p);
 bool tcp_outgoing(const struct peer *p);
