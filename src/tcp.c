@@ -116,6 +116,10 @@
 #define TCP_BACKLOG 1024
 #define TCP_HANDSHAKE_MS 5000           /* connect, proxy and TLS, each connection */
 #define TCP_LOOP_WARN_MS 60000          /* a looping connection is warned of once a minute */
+/* A connection lives session-max-age, as a DTLS session does: then the
+ * side that opened it opens another, which replaces it once up; one not
+ * replaced within this much more ends (conn_age_cb). */
+#define TCP_MAX_AGE_GRACE_MS 10000
 /* Bytes a connection may hold for TLS and the socket: a bound on memory.
  * How long they wait is the drop policy's (codel.h); this is only reached
  * by a queue that grows faster than it can decide. */
@@ -175,6 +179,7 @@ struct tcp_conn {
 	bool sendq_over;                /* TLS's own output found the queue at its bound */
 	bool key_updates_over;          /* KeyUpdates came faster than allowed */
 	bool revoked;                   /* a reload no longer accepts its key (tcp_reauthorize) */
+	bool renewing;                  /* at its maximum age: its replacement was opened */
 	unsigned key_updates;           /* received since key_updates_ms */
 	uint64_t key_updates_ms;
 	enum tcp_phase phase;
@@ -289,6 +294,33 @@ conn_fail(struct tcp_conn *c, const char *why)
 		x->ops.down(p, why);
 }
 
+static int conn_open(struct peer *p, bool take);
+
+/* c reached its maximum age (its deadline, once up): the side that opened
+ * it opens a replacement (conn_established swaps them, with no gap), then
+ * waits TCP_MAX_AGE_GRACE_MS more for it; without one by then it ends, so
+ * no key once accepted keeps access for longer. */
+static void
+conn_aged(struct tcp_conn *c)
+{
+	struct peer *p = c->peer;
+
+	if (c->outgoing && !c->renewing && p && p->tcp == c) {
+		c->renewing = true;
+		log_info("peer \"%s\": tcp connection %s reached its maximum age: opening "
+		    "another", p->name, c->name);
+		if (conn_open(p, false) < 0)
+			log_warnx("peer \"%s\": cannot open a tcp connection to replace %s",
+			    p->name, c->name);
+		timer_arm_ms(c->ev_deadline, TCP_MAX_AGE_GRACE_MS);
+		return;
+	}
+	if (p)
+		log_warnx("peer \"%s\": tcp connection %s ends at its maximum age", p->name,
+		    c->name);
+	conn_fail(c, "the connection reached its maximum age");
+}
+
 static void
 deadline_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -298,6 +330,8 @@ deadline_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (c->revoked)
 		conn_fail(c, "its key is no longer accepted for this peer");
+	else if (c->phase == TCP_UP)
+		conn_aged(c);
 	else
 		conn_fail(c, c->outgoing || c->heard ? "handshake deadline passed" :
 		    "nothing sent within the first-byte deadline");
@@ -449,7 +483,10 @@ conn_established(struct tcp_conn *c)
 	c->phase = TCP_UP;
 	c->up_ms = now;
 	x->n_half--;
-	evtimer_del(c->ev_deadline);
+	/* Its maximum age: the side that opened it replaces it then, the
+	 * other ends it if that did not happen (conn_aged). */
+	timer_arm_ms(c->ev_deadline, conf_session_max_age_ms(&x->t->conf->iface) +
+	    (c->outgoing ? 0 : TCP_MAX_AGE_GRACE_MS));
 	conn_sockopts(c->fd);
 	log_info("peer \"%s\": tcp connection %s up (%s, %s)", p->name, c->name,
 	    SSL_get_version(c->ssl), SSL_get_cipher_name(c->ssl));
@@ -1165,6 +1202,19 @@ conn_resolved(int result, struct evutil_addrinfo *res, void *arg)
 int
 tcp_connect(struct peer *p)
 {
+	if (!p->toud->tcp || !p->cf->endpoint_tcp_host)
+		return -EOPNOTSUPP;
+	if (p->tcp)
+		return 0;
+	return conn_open(p, true);
+}
+
+/* A connection of ours to p's endpoint-tcp: p's connection (take), or a
+ * replacement of p's that takes over once up (conn_established).  0 or
+ * -errno; a failure once under way is conn_fail's. */
+static int
+conn_open(struct peer *p, bool take)
+{
 	struct tcp *x = p->toud->tcp;
 	const struct conf_peer *cf = p->cf;
 	const char *host = cf->proxy_host ? cf->proxy_host : cf->endpoint_tcp_host;
@@ -1178,14 +1228,13 @@ tcp_connect(struct peer *p)
 
 	if (!x || !cf->endpoint_tcp_host)
 		return -EOPNOTSUPP;
-	if (p->tcp)
-		return 0;
 	if (x->n_conns >= TCP_CONN_MAX)
 		return -EMFILE;
 	if (!(c = conn_new(x, true)))
 		return -ENOMEM;
 	c->peer = p;
-	p->tcp = c;
+	if (take)
+		p->tcp = c;
 	snprintf(c->name, sizeof(c->name), strchr(cf->endpoint_tcp_host, ':') ? "[%s]:%u" :
 	    "%s:%u", cf->endpoint_tcp_host, cf->endpoint_tcp_port);
 	SSL_set_connect_state(c->ssl);
