@@ -67,9 +67,9 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/dns.h>
-#include <event2/util.h>
 #include <event2/event.h>
 #include <event2/listener.h>
+#include <event2/util.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
@@ -118,7 +118,7 @@
 #define TCP_LOOP_WARN_MS 60000          /* a looping connection is warned of once a minute */
 /* A connection lives session-max-age, as a DTLS session does: then the
  * side that opened it opens another, which replaces it once up; one not
- * replaced within this much more ends (conn_age_cb). */
+ * replaced within this much more ends (conn_aged). */
 #define TCP_MAX_AGE_GRACE_MS 10000
 /* Bytes a connection may hold for TLS and the socket: a bound on memory.
  * How long they wait is the drop policy's (codel.h); this is only reached
@@ -598,12 +598,12 @@ conn_ssl_error(int ret, int err, int serr, char *buf, size_t len)
 	return ret == 0 ? "closed by the other end" : "connection lost";
 }
 
-/* The socket's side of TLS's writes: the records gather in c->cipher,
- * and conn_sock_write hands them to the socket together (one write(2)
- * for many records, where a socket BIO makes one of every record). */
 static size_t conn_queued(const struct tcp_conn *c);
 
-/* What TLS writes of its own (a KeyUpdate, an alert) counts against the
+/* The socket's side of TLS's writes: the records gather in c->cipher,
+ * and conn_sock_write hands them to the socket together (one write(2)
+ * for many records, where a socket BIO makes one of every record).
+ * What TLS writes of its own (a KeyUpdate, an alert) counts against the
  * send queue's bound like our frames (tcp_send): an end that asks for
  * answers and never reads them makes it fail, and the connection close. */
 static int
