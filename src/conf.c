@@ -1071,6 +1071,12 @@ conf_full_tunnel(const struct conf *c, int family)
 	return false;
 }
 
+uint64_t
+conf_session_max_age_ms(const struct conf_iface *i)
+{
+	return 1000ULL * (i->session_max_age ? i->session_max_age : 2ULL * i->rekey_seconds);
+}
+
 uint32_t
 conf_route_table(const struct conf_iface *i, const struct ipprefix *p, uint32_t full_table)
 {

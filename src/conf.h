@@ -294,6 +294,9 @@ uint32_t conf_route_table(const struct conf_iface *i, const struct ipprefix *p,
  * addresses: the kernel's connected route for that address sends p into
  * the TUN already (in the main table). */
 bool conf_iface_covers(const struct conf_iface *i, const struct ipprefix *p);
+/* How long a session (DTLS) or a connection (TCP transport) may live, in
+ * ms: session-max-age, else twice rekey-time. */
+uint64_t conf_session_max_age_ms(const struct conf_iface *i);
 /* The mark toud puts on its UDP sockets: fwmark if set, else full_table
  * when the configuration is a full tunnel of either family, else 0. */
 uint32_t conf_effective_fwmark(const struct conf *c, uint32_t full_table);

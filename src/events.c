@@ -35,6 +35,9 @@ static const char *const event_names[EVENT__MAX] = {
 	[EVENT_TCP_CROSSED] = "tcp_crossed",
 	[EVENT_METRICS_REFUSED] = "metrics_refused",
 	[EVENT_HANDSHAKE_LATE_RECORD] = "handshake_late_record",
+	[EVENT_TCP_LOOPED] = "tcp_looped",
+	[EVENT_TCP_EVICTED] = "tcp_evicted",
+	[EVENT_TCP_KEY_UPDATES] = "tcp_key_updates",
 };
 
 const char *

@@ -35,6 +35,9 @@ enum toud_event {
 	EVENT_TCP_CROSSED,              /* both sides connected at once: one connection kept */
 	EVENT_METRICS_REFUSED,          /* a metrics request refused: Host, token, too many */
 	EVENT_HANDSHAKE_LATE_RECORD,    /* a record for a session whose handshake failed lately */
+	EVENT_TCP_LOOPED,               /* one refused: its source is a peer's, it came through a tunnel */
+	EVENT_TCP_EVICTED,              /* one not yet authenticated closed to make room (half-open table) */
+	EVENT_TCP_KEY_UPDATES,          /* a connection closed: TLS KeyUpdates faster than allowed */
 	EVENT__MAX
 };
 

@@ -9,6 +9,7 @@
 #include "fulltunnel.h"
 #include "log.h"
 #include "rtnl.h"
+#include "tcp.h"
 #include "udp.h"
 
 /* How many tables table = auto tries from CONF_TABLE_AUTO_FIRST up. */
@@ -90,6 +91,13 @@ fulltunnel_mark(struct toud *t, uint32_t mark)
 	if ((rc = udp_set_mark(t->udp, mark)) < 0) {
 		(t->starting ? log_errx : log_warnx)("udp sockets: cannot set fwmark 0x%x: %s%s", mark, strerror(-rc),
 		    rc == -EPERM ? " (SO_MARK needs CAP_NET_ADMIN)" : "");
+		return rc;
+	}
+	/* The TCP transport's too: a full tunnel on TCP would carry itself. */
+	if ((rc = tcp_set_mark(t, mark)) < 0) {
+		(t->starting ? log_errx : log_warnx)("tcp listener: cannot set fwmark 0x%x: %s",
+		    mark, strerror(-rc));
+		(void)udp_set_mark(t->udp, t->fwmark);
 		return rc;
 	}
 	t->fwmark = mark;

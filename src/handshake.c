@@ -958,9 +958,7 @@ handshake_reauthorize(struct toud *t)
 uint64_t
 handshake_max_age_ms(const struct toud *t)
 {
-	const struct conf_iface *ifc = &t->conf->iface;
-
-	return 1000ULL * (ifc->session_max_age ? ifc->session_max_age : 2ULL * ifc->rekey_seconds);
+	return conf_session_max_age_ms(&t->conf->iface);
 }
 
 bool

@@ -81,9 +81,16 @@ ratelimit_free(struct ratelimit *rl)
 	free(rl);
 }
 
+/* An IPv4 source seen through a dual-stack socket (::ffff:a.b.c.d) is
+ * keyed as the IPv4 address it is: by its first 64 bits, all zero, every
+ * IPv4 host would share one bucket, and one of them could starve the
+ * rest. */
 static size_t
-make_key(const struct ipaddr *a, uint8_t key[9])
+make_key(const struct ipaddr *src, uint8_t key[9])
 {
+	struct ipaddr u = *src, *a = &u;
+
+	util_addr_unmap(a);
 	memset(key, 0, 9);
 	if (a->family == AF_INET6) {
 		key[0] = 6;

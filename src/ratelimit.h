@@ -1,7 +1,7 @@
 /* ratelimit.h - per-source token buckets in a keyed hash table.
  *
  * Each source address (an IPv6 source by its /64, which one host can fill
- * at will) gets its own bucket of `burst` tokens refilled at `rate` per
+ * at will; an IPv4-mapped one as the IPv4 address it is) gets its own bucket of `burst` tokens refilled at `rate` per
  * second.  Entries are chained under a keyed hash (SipHash-2-4 with a
  * secret the caller draws at random), so an attacker can neither aim at a
  * victim's chain nor reset its bucket: every entry is compared by the whole

@@ -269,6 +269,8 @@ reload(struct toud *t, char *err, size_t errlen)
 	 * same name, a key another peer now accepts too. */
 	if (t->dtls)
 		handshake_reauthorize(t);
+	/* The TCP transport's connections, by the same rules. */
+	tcp_reauthorize(t);
 	peer_report_status(t);
 	snprintf(err, errlen, "%zu peer%s added, %zu removed, %zu changed%s%s%s%s%s", n.added,
 	    n.added == 1 ? "" : "s", n.removed, n.changed, keys[0] ? "; [interface] " : "",

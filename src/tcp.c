@@ -27,11 +27,18 @@
  * (conn_keep_old).
  *
  * Limits against anyone who can reach listen-tcp: accepts per source
- * address (ratelimit.c), TCP_CONN_MAX connections and TCP_HALF_OPEN_MAX of
- * them not yet authenticated, a deadline of TCP_HANDSHAKE_MS for the
- * handshake; a frame of length 0 or over TCP_FRAME_MAX, or one that is not
- * an inner payload, closes its connection.  Every refusal is counted
- * (events tcp_refused, tcp_handshake_failed, tcp_frames_bad).
+ * address (ratelimit.c; an IPv4 client of the dual-stack socket as its
+ * IPv4 address), TCP_CONN_MAX connections and TCP_HALF_OPEN_MAX of them
+ * not yet authenticated, TCP_HALF_OPEN_PER_SOURCE of those from one
+ * source, with eviction of the oldest (accept_room), a first byte within
+ * TCP_FIRST_BYTE_MS and the handshake within TCP_HANDSHAKE_MS; a frame of
+ * length 0 or over TCP_FRAME_MAX, or one that is not an inner payload,
+ * closes its connection, and so do KeyUpdates faster than
+ * TCP_KEY_UPDATES_PER_S (msg_cb).  One read event takes TCP_READ_TURN
+ * bytes or TCP_READ_RECORDS records at most; what TLS writes of its own
+ * counts against TCP_SENDQ_MAX (wbio_write).  Every refusal is counted
+ * (events tcp_refused, tcp_evicted, tcp_looped, tcp_handshake_failed,
+ * tcp_frames_bad, tcp_key_updates).
  *
  * Inner TCP over outer TCP: the inner connections retransmit, so the
  * carrier's queue stays short.  TCP_NODELAY; TCP_NOTSENT_LOWAT keeps the
@@ -62,6 +69,7 @@
 #include <event2/dns.h>
 #include <event2/event.h>
 #include <event2/listener.h>
+#include <event2/util.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
@@ -77,6 +85,7 @@
 #include "keys.h"
 #include "log.h"
 #include "peer.h"
+#include "prefix.h"
 #include "ratelimit.h"
 #include "rx.h"
 #include "stream.h"
@@ -86,6 +95,19 @@
 
 #define TCP_CONN_MAX 256                /* connections at once */
 #define TCP_HALF_OPEN_MAX 64            /* of them not yet authenticated */
+/* Of those, accepted from one source (an IPv6 one by its /64, as the
+ * rate limit counts it): beyond, the source's oldest goes once it is no
+ * longer young, else the newcomer is refused; a full table loses its
+ * oldest accepted one that has not presented a configured key.  So a few
+ * hosts that connect and say nothing never lock the others out (the
+ * rules of the DTLS handshakes, handshake.c). */
+#define TCP_HALF_OPEN_PER_SOURCE 4
+#define TCP_HALF_OPEN_YOUNG_MS 1000
+/* An accepted connection says something (its ClientHello) within this,
+ * or closes: a silent one holds a slot for 2 seconds, not the whole
+ * handshake's deadline.  A client through a proxy speaks one round trip
+ * to its proxy after we accept: room for a slow one. */
+#define TCP_FIRST_BYTE_MS 2000
 /* The kernel's queue of connections not yet accepted.  A burst that
  * overflows it is not refused: the kernel answers with a SYN cookie and
  * drops the ACK, the client believes it is connected and the server holds
@@ -94,6 +116,11 @@
  * accepted. */
 #define TCP_BACKLOG 1024
 #define TCP_HANDSHAKE_MS 5000           /* connect, proxy and TLS, each connection */
+#define TCP_LOOP_WARN_MS 60000          /* a looping connection is warned of once a minute */
+/* A connection lives session-max-age, as a DTLS session does: then the
+ * side that opened it opens another, which replaces it once up; one not
+ * replaced within this much more ends (conn_aged). */
+#define TCP_MAX_AGE_GRACE_MS 10000
 /* Bytes a connection may hold for TLS and the socket: a bound on memory.
  * How long they wait is the drop policy's (codel.h); this is only reached
  * by a queue that grows faster than it can decide. */
@@ -107,10 +134,19 @@
 #define TCP_READ_CHUNK 16384
 #define TCP_STAGE_MAX 16384             /* a TLS record's plaintext at most */
 #define TCP_RBUF_LEN (64 * 1024)        /* TLS read-ahead: several records a read */
-/* Plaintext one read event takes at most: a sender that never lets the
- * socket run dry does not hold the loop (timers, UDP, the other
- * connections, our own queued frames). */
+/* What one read event takes at most, in what the other end sent (bytes
+ * read from the socket, records opened), not in what it yields: a sender
+ * that never lets the socket run dry does not hold the loop (timers, UDP,
+ * the other connections, our own queued frames), nor one whose records
+ * carry next to nothing. */
 #define TCP_READ_TURN (256 * 1024)
+#define TCP_READ_RECORDS 64
+/* KeyUpdates a peer may send in a second: toud sends none, and each costs
+ * the receiver a key schedule (and, when it asks for one back, a record of
+ * ours).  More closes the connection (event tcp_key_updates). */
+#define TCP_KEY_UPDATES_PER_S 4
+#define TCP_STR_(x) #x
+#define TCP_STR(x) TCP_STR_(x)
 #define TCP_WRITE_MAX (64 * 1024)       /* records gathered for one write(2) */
 /* The groups offered, best first: a hybrid post-quantum one where the
  * OpenSSL build has it (3.5), else the classic ones (3.0). */
@@ -138,10 +174,20 @@ struct tcp_conn {
 	bool outgoing;
 	bool by_lower;                  /* opened by the side whose key sorts first */
 	uint64_t up_ms;                 /* when it was authenticated (toud_now) */
+	uint64_t opened_ms;             /* when it was accepted or opened */
+	bool heard;                     /* incoming: it has sent something */
+	bool sealing;                   /* inside our SSL_write: TLS writes our frames */
+	bool sendq_over;                /* TLS's own output found the queue at its bound */
+	bool key_updates_over;          /* KeyUpdates came faster than allowed */
+	bool revoked;                   /* a reload no longer accepts its key (tcp_reauthorize) */
+	bool renewing;                  /* at its maximum age: its replacement was opened */
+	unsigned key_updates;           /* received since key_updates_ms */
+	uint64_t key_updates_ms;
 	enum tcp_phase phase;
 	union sockaddr_union addr;      /* the other end (incoming), for logs */
 	char name[UTIL_ADDRSTRLEN + 8];
 	struct event *ev_deadline;
+	struct evdns_getaddrinfo_request *dns_req;  /* outgoing: the name lookup */
 	struct stream_rx srx;
 	uint8_t *part;                  /* the frame being gathered, between reads */
 	uint8_t *stage;                 /* frames of this turn of the loop, not yet TLS's */
@@ -162,6 +208,8 @@ struct tcp {
 	BIO_METHOD *wbio;               /* TLS writes into c->cipher (wbio_write) */
 	TAILQ_HEAD(, tcp_conn) conns;
 	unsigned n_conns, n_half;
+	uint32_t mark;                  /* SO_MARK of every socket (tcp_set_mark) */
+	uint64_t loop_warned_ms;        /* the last warning of a looping connection */
 	uint8_t own_fp[KEYS_FP_LEN];    /* of the interface's key: tie-breaks (conn_keep_old) */
 	uint8_t *slots;                 /* TCP_BATCH frames being gathered */
 	struct udp_msg msgs[TCP_BATCH];
@@ -192,6 +240,8 @@ conn_free(struct tcp_conn *c)
 	if (c->peer && c->peer->tcp == c)
 		c->peer->tcp = NULL;
 	free(c->refused);
+	if (c->dns_req)                 /* its callback, told, touches nothing */
+		evdns_getaddrinfo_cancel(c->dns_req);
 	if (c->phase != TCP_UP)
 		x->n_half--;
 	x->n_conns--;
@@ -247,12 +297,47 @@ conn_fail(struct tcp_conn *c, const char *why)
 		x->ops.down(p, why);
 }
 
+static int conn_open(struct peer *p, bool take);
+
+/* c reached its maximum age (its deadline, once up): the side that opened
+ * it opens a replacement (conn_established swaps them, with no gap), then
+ * waits TCP_MAX_AGE_GRACE_MS more for it; without one by then it ends, so
+ * no key once accepted keeps access for longer. */
+static void
+conn_aged(struct tcp_conn *c)
+{
+	struct peer *p = c->peer;
+
+	if (c->outgoing && !c->renewing && p && p->tcp == c) {
+		c->renewing = true;
+		log_info("peer \"%s\": tcp connection %s reached its maximum age: opening "
+		    "another", p->name, c->name);
+		if (conn_open(p, false) < 0)
+			log_warnx("peer \"%s\": cannot open a tcp connection to replace %s",
+			    p->name, c->name);
+		timer_arm_ms(c->ev_deadline, TCP_MAX_AGE_GRACE_MS);
+		return;
+	}
+	if (p)
+		log_warnx("peer \"%s\": tcp connection %s ends at its maximum age", p->name,
+		    c->name);
+	conn_fail(c, "the connection reached its maximum age");
+}
+
 static void
 deadline_cb(evutil_socket_t fd, short what, void *arg)
 {
+	struct tcp_conn *c = arg;
+
 	(void)fd;
 	(void)what;
-	conn_fail(arg, "handshake deadline passed");
+	if (c->revoked)
+		conn_fail(c, "its key is no longer accepted for this peer");
+	else if (c->phase == TCP_UP)
+		conn_aged(c);
+	else
+		conn_fail(c, c->outgoing || c->heard ? "handshake deadline passed" :
+		    "nothing sent within the first-byte deadline");
 }
 
 static struct tcp_conn *
@@ -281,7 +366,8 @@ conn_new(struct tcp *x, bool outgoing)
 	TAILQ_INSERT_TAIL(&x->conns, c, entry);
 	x->n_conns++;
 	x->n_half++;
-	timer_arm_ms(c->ev_deadline, TCP_HANDSHAKE_MS);
+	c->opened_ms = toud_now(x->t);
+	timer_arm_ms(c->ev_deadline, outgoing ? TCP_HANDSHAKE_MS : TCP_FIRST_BYTE_MS);
 	return c;
 }
 
@@ -400,7 +486,10 @@ conn_established(struct tcp_conn *c)
 	c->phase = TCP_UP;
 	c->up_ms = now;
 	x->n_half--;
-	evtimer_del(c->ev_deadline);
+	/* Its maximum age: the side that opened it replaces it then, the
+	 * other ends it if that did not happen (conn_aged). */
+	timer_arm_ms(c->ev_deadline, conf_session_max_age_ms(&x->t->conf->iface) +
+	    (c->outgoing ? 0 : TCP_MAX_AGE_GRACE_MS));
 	conn_sockopts(c->fd);
 	log_info("peer \"%s\": tcp connection %s up (%s, %s)", p->name, c->name,
 	    SSL_get_version(c->ssl), SSL_get_cipher_name(c->ssl));
@@ -546,14 +635,27 @@ conn_ssl_error(int ret, int err, int serr, char *buf, size_t len)
 	return ret == 0 ? "closed by the other end" : "connection lost";
 }
 
+static size_t conn_queued(const struct tcp_conn *c);
+
 /* The socket's side of TLS's writes: the records gather in c->cipher,
  * and conn_sock_write hands them to the socket together (one write(2)
- * for many records, where a socket BIO makes one of every record). */
+ * for many records, where a socket BIO makes one of every record).
+ * What TLS writes of its own (a KeyUpdate, an alert) counts against the
+ * send queue's bound like our frames (tcp_send): an end that asks for
+ * answers and never reads them makes it fail, and the connection close. */
 static int
 wbio_write(BIO *b, const char *data, int len)
 {
+	struct tcp_conn *c = BIO_get_data(b);
+
 	BIO_clear_retry_flags(b);
-	if (len < 0 || evbuffer_add(BIO_get_data(b), data, (size_t)len) < 0)
+	if (len < 0)
+		return -1;
+	if (!c->sealing && conn_queued(c) + (size_t)len > TCP_SENDQ_MAX) {
+		c->sendq_over = true;
+		return -1;
+	}
+	if (evbuffer_add(c->cipher, data, (size_t)len) < 0)
 		return -1;
 	return len;
 }
@@ -578,7 +680,8 @@ wbio_create(BIO *b)
 static size_t
 conn_queued(const struct tcp_conn *c)
 {
-	return c->staged + evbuffer_get_length(c->out) + evbuffer_get_length(c->cipher);
+	return c->staged + (c->out ? evbuffer_get_length(c->out) : 0) +
+	    evbuffer_get_length(c->cipher);
 }
 
 /* w bytes of records reached the socket: how long the last of them waited
@@ -674,6 +777,46 @@ conn_handshake(struct tcp_conn *c)
 	return true;
 }
 
+/* TLS reports each message it reads (SSL_CTX_set_msg_callback): a
+ * KeyUpdate is counted against its allowance.  The verdict is the
+ * reader's (conn_read_cb), after the SSL_read that found it. */
+static void
+msg_cb(int write_p, int version, int content_type, const void *buf, size_t len, SSL *ssl,
+    void *arg)
+{
+	struct tcp_conn *c = SSL_get_app_data(ssl);
+	uint64_t now;
+
+	(void)version;
+	(void)arg;
+	if (write_p || content_type != SSL3_RT_HANDSHAKE || len < 1 || !c ||
+	    ((const uint8_t *)buf)[0] != SSL3_MT_KEY_UPDATE)
+		return;
+	now = toud_now(c->tcp->t);
+	if (now - c->key_updates_ms >= 1000) {
+		c->key_updates_ms = now;
+		c->key_updates = 0;
+	}
+	if (++c->key_updates > TCP_KEY_UPDATES_PER_S)
+		c->key_updates_over = true;
+}
+
+/* Why c, which misbehaved (msg_cb, wbio_write), is to close: counted. */
+static const char *
+conn_abuse(struct tcp_conn *c)
+{
+	struct toud *t = c->tcp->t;
+
+	ERR_clear_error();
+	if (c->key_updates_over) {
+		event_count(t, c->peer, EVENT_TCP_KEY_UPDATES);
+		return "KeyUpdates faster than " TCP_STR(TCP_KEY_UPDATES_PER_S) " a second";
+	}
+	if (c->peer)
+		c->peer->drops[DROP_TCP_SENDQ]++;
+	return "TLS's own records would pass the send queue's bound (the other end does not read)";
+}
+
 /* Records in: every one TLS has buffered (read-ahead brings in several),
  * into frames. */
 static void
@@ -683,13 +826,20 @@ conn_read_cb(evutil_socket_t fd, short what, void *arg)
 	uint8_t chunk[TCP_READ_CHUNK];
 	const char *why = NULL;
 	char buf[160];
-	unsigned n = 0;
+	unsigned n = 0, records = 0;
 	bool ok = true;
-	size_t taken = 0;
+	uint64_t read0 = BIO_number_read(SSL_get_rbio(c->ssl));
 	int got;
 
 	(void)fd;
 	(void)what;
+	/* Its first bytes: the rest of the handshake's time. */
+	if (!c->outgoing && !c->heard && c->phase == TCP_TLS) {
+		uint64_t age = toud_now(c->tcp->t) - c->opened_ms;
+
+		c->heard = true;
+		timer_arm_ms(c->ev_deadline, age < TCP_HANDSHAKE_MS ? TCP_HANDSHAKE_MS - age : 0);
+	}
 	c->busy++;
 	if (c->phase == TCP_TLS && (!conn_handshake(c) || c->phase != TCP_UP))
 		goto out;
@@ -706,7 +856,13 @@ conn_read_cb(evutil_socket_t fd, short what, void *arg)
 		memcpy(c->tcp->slots + RX_HEADROOM, c->part, stream_rx_partial(&c->srx));
 	for (;;) {
 		ERR_clear_error();
-		if ((got = SSL_read(c->ssl, chunk, sizeof(chunk))) <= 0) {
+		got = SSL_read(c->ssl, chunk, sizeof(chunk));
+		if (c->key_updates_over || c->sendq_over) {
+			why = conn_abuse(c);
+			ok = false;
+			break;
+		}
+		if (got <= 0) {
 			if (!conn_ssl_wait(c, got, &why, buf, sizeof(buf)))
 				ok = false;
 			break;
@@ -717,8 +873,10 @@ conn_read_cb(evutil_socket_t fd, short what, void *arg)
 		if (!SSL_has_pending(c->ssl))
 			break;
 		/* What TLS read ahead is no longer in the socket: nothing
-		 * would report it, so the event comes back by itself. */
-		if ((taken += (size_t)got) >= TCP_READ_TURN) {
+		 * would report it, so the event comes back by itself.  An
+		 * SSL_read returns one record's plaintext at most. */
+		if (++records >= TCP_READ_RECORDS ||
+		    BIO_number_read(SSL_get_rbio(c->ssl)) - read0 >= TCP_READ_TURN) {
 			event_active(c->ev_read, EV_READ, 0);
 			break;
 		}
@@ -775,7 +933,10 @@ conn_write(struct tcp_conn *c, const char **why, char *buf, size_t len)
 			p = v.iov_base;
 			sealed = evbuffer_get_length(c->cipher);
 			ERR_clear_error();
-			if ((r = SSL_write(c->ssl, p, (int)n)) <= 0) {
+			c->sealing = true;
+			r = SSL_write(c->ssl, p, (int)n);
+			c->sealing = false;
+			if (r <= 0) {
 				*why = conn_ssl_error(r, SSL_get_error(c->ssl, r), errno, buf, len);
 				return -1;
 			}
@@ -940,7 +1101,7 @@ conn_tls_start(struct tcp_conn *c, int fd)
 		BIO_free(rb);
 		return -ENOMEM;
 	}
-	BIO_set_data(wb, c->cipher);
+	BIO_set_data(wb, c);
 	SSL_set_bio(c->ssl, rb, wb);
 	if (!(c->ev_read = event_new(base, fd, EV_READ | EV_PERSIST, conn_read_cb, c)) ||
 	    !(c->ev_write = event_new(base, fd, EV_WRITE | EV_PERSIST, conn_write_cb, c)) ||
@@ -1036,26 +1197,89 @@ raw_event(struct bufferevent *raw, short what, void *arg)
 	OPENSSL_cleanse(req, sizeof(req));     /* it may hold the credentials */
 }
 
+/* A socket of ours carries the full tunnel's mark, so that its packets
+ * leave by the main table instead of into the tunnel they carry
+ * (fulltunnel.h).  0 or -errno. */
+static int
+sock_mark(const struct tcp *x, int fd)
+{
+	if (x->mark && setsockopt(fd, SOL_SOCKET, SO_MARK, &x->mark, sizeof(x->mark)) < 0)
+		return -errno;
+	return 0;
+}
+
+/* The name of the endpoint (or of its proxy) is known: a socket of ours,
+ * marked, connects to it.  The rest is raw_event's. */
+static void
+conn_resolved(int result, struct evutil_addrinfo *res, void *arg)
+{
+	struct tcp_conn *c = arg;
+	char buf[160];
+	int fd = -1, rc;
+
+	if (result == EVUTIL_EAI_CANCEL)
+		return;                 /* c is being freed: touch nothing */
+	c->dns_req = NULL;
+	if (result != 0 || !res) {
+		snprintf(buf, sizeof(buf), "cannot resolve: %s", evutil_gai_strerror(result));
+		if (res)
+			evutil_freeaddrinfo(res);
+		conn_fail(c, buf);
+		return;
+	}
+	if ((fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) < 0 ||
+	    (rc = sock_mark(c->tcp, fd)) < 0 || bufferevent_setfd(c->raw, fd) < 0) {
+		rc = fd < 0 ? -errno : rc;
+		if (fd >= 0 && bufferevent_getfd(c->raw) != fd)
+			close(fd);
+		evutil_freeaddrinfo(res);
+		snprintf(buf, sizeof(buf), "cannot open a socket: %s%s", strerror(-rc),
+		    rc == -EPERM ? " (SO_MARK needs CAP_NET_ADMIN)" : "");
+		conn_fail(c, buf);
+		return;
+	}
+	rc = bufferevent_socket_connect(c->raw, res->ai_addr, (int)res->ai_addrlen);
+	evutil_freeaddrinfo(res);
+	if (rc < 0)
+		conn_fail(c, "cannot connect");
+}
+
 int
 tcp_connect(struct peer *p)
+{
+	if (!p->toud->tcp || !p->cf->endpoint_tcp_host)
+		return -EOPNOTSUPP;
+	if (p->tcp)
+		return 0;
+	return conn_open(p, true);
+}
+
+/* A connection of ours to p's endpoint-tcp: p's connection (take), or a
+ * replacement of p's that takes over once up (conn_established).  0 or
+ * -errno; a failure once under way is conn_fail's. */
+static int
+conn_open(struct peer *p, bool take)
 {
 	struct tcp *x = p->toud->tcp;
 	const struct conf_peer *cf = p->cf;
 	const char *host = cf->proxy_host ? cf->proxy_host : cf->endpoint_tcp_host;
 	uint16_t port = cf->proxy_host ? cf->proxy_port : cf->endpoint_tcp_port;
+	struct evutil_addrinfo hints = { .ai_socktype = SOCK_STREAM,
+	    .ai_protocol = IPPROTO_TCP, .ai_flags = EVUTIL_AI_ADDRCONFIG };
+	struct evdns_getaddrinfo_request *req;
 	struct bufferevent *bev;
 	struct tcp_conn *c;
+	char service[8];
 
 	if (!x || !cf->endpoint_tcp_host)
 		return -EOPNOTSUPP;
-	if (p->tcp)
-		return 0;
 	if (x->n_conns >= TCP_CONN_MAX)
 		return -EMFILE;
 	if (!(c = conn_new(x, true)))
 		return -ENOMEM;
 	c->peer = p;
-	p->tcp = c;
+	if (take)
+		p->tcp = c;
 	snprintf(c->name, sizeof(c->name), strchr(cf->endpoint_tcp_host, ':') ? "[%s]:%u" :
 	    "%s:%u", cf->endpoint_tcp_host, cf->endpoint_tcp_port);
 	SSL_set_connect_state(c->ssl);
@@ -1065,8 +1289,10 @@ tcp_connect(struct peer *p)
 		conn_free(c);
 		return -ENOMEM;
 	}
-	/* The name lookup, the connect and any proxy's CONNECT on a plain
-	 * socket bufferevent; TLS, once there, on the bare socket. */
+	/* The name lookup here, the connect and any proxy's CONNECT on a
+	 * plain socket bufferevent; TLS, once there, on the bare socket.
+	 * The socket is ours (conn_resolved), for its mark: libevent's own
+	 * would connect before anything could be set on it. */
 	if (cf->proxy_host)
 		c->phase = TCP_PROXY;
 	bev = c->raw = bufferevent_socket_new(x->t->base, -1,
@@ -1081,14 +1307,98 @@ tcp_connect(struct peer *p)
 	bufferevent_enable(bev, cf->proxy_host ? EV_READ | EV_WRITE : EV_WRITE);
 	log_info("peer \"%s\": connecting to tcp endpoint %s%s%s", p->name, c->name,
 	    cf->proxy_host ? " through proxy " : "", cf->proxy_host ? cf->proxy_host : "");
-	if (bufferevent_socket_connect_hostname(bev, x->t->dns, AF_UNSPEC, host, port) < 0) {
-		conn_fail(c, "cannot connect");
-		return -ECONNREFUSED;
-	}
+	/* An address, or a name in the hosts file, is answered at once,
+	 * from inside the call: c may fail there, and is freed only after. */
+	snprintf(service, sizeof(service), "%u", port);
+	c->busy++;
+	req = evdns_getaddrinfo(x->t->dns, host, service, &hints, conn_resolved, c);
+	if (!c->dead)
+		c->dns_req = req;
+	if (!--c->busy && c->dead)
+		conn_free(c);
 	return 0;
 }
 
 /* --- incoming -------------------------------------------------------- */
+
+/* Whether a connection from src came through one of our own tunnels: a
+ * source inside a peer's address or allowed-ips, other than a default
+ * route (which covers every address, and whose table our marked sockets
+ * do not use).  A peer's own TCP transport connection, routed into the
+ * tunnel instead of beside it, would carry the tunnel inside itself, and
+ * its replies would follow it into the tunnel once the peer went back to
+ * UDP: nothing but loss, while every counter said up. */
+static bool
+accept_loops(const struct tcp *x, const struct ipaddr *src)
+{
+	const struct peer *p = prefix_lookup(x->t->routes, src->family, src->b);
+	const struct conf_prefix *lists[2];
+	size_t ns[2], i, k;
+
+	if (!p)
+		return false;
+	lists[0] = p->cf->address;
+	ns[0] = p->cf->n_address;
+	lists[1] = p->cf->allowed_ips;
+	ns[1] = p->cf->n_allowed_ips;
+	for (i = 0; i < 2; i++)
+		for (k = 0; k < ns[i]; k++)
+			if (lists[i][k].p.len > 0 && util_prefix_contains(&lists[i][k].p, src))
+				return true;
+	return false;
+}
+
+/* One source, as the rate limit counts it: an IPv6 address by its /64. */
+static bool
+same_source(const struct ipaddr *a, const struct ipaddr *b)
+{
+	if (a->family != b->family)
+		return false;
+	return memcmp(a->b, b->b, a->family == AF_INET6 ? 8 : 4) == 0;
+}
+
+/* Room in the half-open table for a connection from src, at now: false
+ * when it is to be refused.  Makes the room by closing the source's
+ * oldest (once no longer young) or, in a full table, the oldest accepted
+ * one that has not presented a configured key (counted tcp_evicted). */
+static bool
+accept_room(struct tcp *x, const struct ipaddr *src, uint64_t now)
+{
+	struct tcp_conn *c, *oldest = NULL, *oldest_src = NULL;
+	struct ipaddr other;
+	char a[UTIL_ADDRSTRLEN];
+	unsigned n_src = 0;
+
+	TAILQ_FOREACH(c, &x->conns, entry) {
+		if (c->outgoing || c->phase == TCP_UP || c->authorized || c->dead)
+			continue;
+		/* The list is in order of opening: the first is the oldest. */
+		if (!oldest)
+			oldest = c;
+		util_sa_to_addr(&c->addr, &other, NULL);
+		util_addr_unmap(&other);
+		if (!same_source(src, &other))
+			continue;
+		if (!oldest_src)
+			oldest_src = c;
+		n_src++;
+	}
+	if (n_src >= TCP_HALF_OPEN_PER_SOURCE) {
+		if (now - oldest_src->opened_ms < TCP_HALF_OPEN_YOUNG_MS)
+			return false;
+		oldest = oldest_src;
+	} else if (x->n_half < TCP_HALF_OPEN_MAX) {
+		return true;
+	}
+	if (!oldest)
+		return false;           /* all of them ours, or nearly up */
+	x->t->events[EVENT_TCP_EVICTED]++;
+	log_debug_rl("tcp %s: closed before its handshake ended, for %s (%s)", oldest->name,
+	    util_addr_fmt(src, a, sizeof(a)), n_src >= TCP_HALF_OPEN_PER_SOURCE ?
+	    "its source's quota" : "a full table");
+	conn_free(oldest);
+	return x->n_half < TCP_HALF_OPEN_MAX;
+}
 
 static void
 accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen,
@@ -1098,17 +1408,40 @@ accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int
 	struct tcp_conn *c;
 	union sockaddr_union from;
 	struct ipaddr src;
+	char a[UTIL_ADDRSTRLEN];
+	uint64_t now = toud_now(x->t);
 	uint16_t port;
+	bool refuse;
 
 	(void)l;
 	memset(&from, 0, sizeof(from));
 	memcpy(&from, sa, (size_t)salen < sizeof(from) ? (size_t)salen : sizeof(from));
 	util_sa_to_addr(&from, &src, &port);
-	if (x->n_conns >= TCP_CONN_MAX || x->n_half >= TCP_HALF_OPEN_MAX ||
-	    !ratelimit_allow(x->rl, &src, toud_now(x->t))) {
+	util_addr_unmap(&src);
+	refuse = x->n_conns >= TCP_CONN_MAX || !ratelimit_allow(x->rl, &src, now);
+	if (!refuse && !accept_room(x, &src, now)) {
+		/* Refused for want of room, the source keeps its token: a
+		 * client waiting for its own young handshakes to finish
+		 * is not punished for it. */
+		ratelimit_refund(x->rl, &src);
+		refuse = true;
+	}
+	if (refuse) {
 		x->t->events[EVENT_TCP_REFUSED]++;
 		log_debug_rl("tcp: connection from %s refused (limit)",
-		    util_addr_fmt(&src, (char[UTIL_ADDRSTRLEN]){ 0 }, UTIL_ADDRSTRLEN));
+		    util_addr_fmt(&src, a, sizeof(a)));
+		close(fd);
+		return;
+	}
+	if (accept_loops(x, &src)) {
+		x->t->events[EVENT_TCP_LOOPED]++;
+		if (!x->loop_warned_ms || now - x->loop_warned_ms >= TCP_LOOP_WARN_MS) {
+			x->loop_warned_ms = now;
+			log_warnx("tcp: connection from %s refused: that address is a peer's, "
+			    "so it came through the tunnel (a peer whose tcp transport is "
+			    "routed into its own tunnel: set fwmark on its side)",
+			    util_addr_fmt(&src, a, sizeof(a)));
+		}
 		close(fd);
 		return;
 	}
@@ -1120,6 +1453,7 @@ accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int
 	c->addr = from;
 	util_sa_fmt(&from, c->name, sizeof(c->name));
 	conn_sockopts(fd);
+	(void)sock_mark(x, fd);         /* inherited from the listener: for a mark set since */
 	SSL_set_accept_state(c->ssl);
 	if (conn_tls_start(c, fd) < 0)
 		conn_free(c);                   /* and fd with it */
@@ -1149,8 +1483,8 @@ listen_open(struct tcp *x, const struct conf_iface *ifc, struct evconnlistener *
 	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (sa.sa.sa_family == AF_INET6 && !ifc->has_listen_tcp_addr)
 		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-	if (bind(fd, &sa.sa, util_sa_len(&sa)) < 0) {
-		rc = -errno;
+	if ((rc = sock_mark(x, fd)) < 0 || bind(fd, &sa.sa, util_sa_len(&sa)) < 0) {
+		rc = rc < 0 ? rc : -errno;
 		close(fd);
 		return rc;
 	}
@@ -1255,6 +1589,7 @@ ctx_setup(struct tcp *x, const struct conf_iface *ifc)
 	if (keys_cert_fp(SSL_CTX_get0_certificate(ctx), x->own_fp) < 0)
 		return -EINVAL;
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+	SSL_CTX_set_msg_callback(ctx, msg_cb);
 	SSL_CTX_set_cert_verify_callback(ctx, verify_cb, x);
 	return 0;
 }
@@ -1273,6 +1608,7 @@ tcp_init(struct toud *t, const struct tcp_ops *ops)
 	t->tcp = x;
 	x->t = t;
 	x->ops = *ops;
+	x->mark = t->fwmark;            /* a full tunnel's, set up before (fulltunnel.c) */
 	TAILQ_INIT(&x->conns);
 	if (getrandom(secret, sizeof(secret), 0) != sizeof(secret) ||
 	    !(x->rl = ratelimit_new(TCP_ACCEPT_SOURCES, TCP_ACCEPT_RATE, TCP_ACCEPT_BURST, secret)) ||
@@ -1331,6 +1667,77 @@ tcp_listen_fmt(const struct toud *t, char *buf, size_t len)
 	if (!t->tcp || !t->tcp->listener)
 		return NULL;
 	return util_sa_fmt(&t->tcp->laddr, buf, len);
+}
+
+/* Whether the configuration still gives c's key (its certificate and
+ * chain, as presented) to c's peer. */
+static bool
+conn_still_accepted(struct tcp *x, struct tcp_conn *c, const struct peer *p)
+{
+	X509 *leaf = SSL_get0_peer_certificate(c->ssl);
+	uint8_t fp[KEYS_FP_LEN];
+	X509_STORE_CTX *xs;
+	bool ok;
+
+	if (!leaf || keys_cert_fp(leaf, fp) < 0 || !(xs = X509_STORE_CTX_new()))
+		return false;
+	ok = X509_STORE_CTX_init(xs, NULL, leaf, SSL_get_peer_cert_chain(c->ssl)) == 1 &&
+	    x->ops.authorize(x->t, fp, xs) == p;
+	X509_STORE_CTX_free(xs);
+	ERR_clear_error();
+	return ok;
+}
+
+size_t
+tcp_reauthorize(struct toud *t)
+{
+	struct tcp *x = t->tcp;
+	struct tcp_conn *c;
+	size_t ended = 0;
+
+	if (!x)
+		return 0;
+	TAILQ_FOREACH(c, &x->conns, entry) {
+		if (c->dead || c->revoked)
+			continue;
+		if (c->phase == TCP_UP && c->peer) {
+			if (conn_still_accepted(x, c, c->peer))
+				continue;
+			log_warnx("peer \"%s\": tcp connection %s ends: its key is no longer "
+			    "accepted for this peer", c->peer->name, c->name);
+			/* Ended from the loop, so that the peer hears of it
+			 * (ops->down) as of any other end. */
+			c->revoked = true;
+			event_active(c->ev_deadline, EV_TIMEOUT, 0);
+			ended++;
+		} else if (c->authorized && !conn_still_accepted(x, c, c->authorized)) {
+			c->authorized = NULL;   /* conn_established refuses it */
+		}
+	}
+	return ended;
+}
+
+int
+tcp_set_mark(struct toud *t, uint32_t mark)
+{
+	struct tcp *x = t->tcp;
+	struct tcp_conn *c;
+	int fd;
+
+	if (!x)
+		return 0;
+	x->mark = mark;
+	if (x->listener && setsockopt(evconnlistener_get_fd(x->listener), SOL_SOCKET, SO_MARK,
+	    &mark, sizeof(mark)) < 0)
+		return -errno;
+	/* Those open already, too: a reload that makes a full tunnel must
+	 * not route them into it. */
+	TAILQ_FOREACH(c, &x->conns, entry) {
+		fd = c->fd >= 0 ? c->fd : c->raw ? bufferevent_getfd(c->raw) : -1;
+		if (fd >= 0)
+			(void)setsockopt(fd, SOL_SOCKET, SO_MARK, &mark, sizeof(mark));
+	}
+	return 0;
 }
 
 unsigned

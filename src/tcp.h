@@ -60,9 +60,18 @@ void tcp_close(struct peer *p);
  * control message, dropped because the queue's wait has stayed too long:
  * codel.h), -EMSGSIZE. */
 int tcp_send(struct peer *p, const uint8_t *payload, size_t len, bool data);
+/* After a reload: every connection whose key the configuration no longer
+ * gives to its peer (a fingerprint or CA changed, a CA file replaced)
+ * ends, as its peer's DTLS sessions do (handshake_reauthorize), reported
+ * through ops->down from the loop.  How many. */
+size_t tcp_reauthorize(struct toud *t);
 /* Whether p's connection is up, and whether we opened it. */
 bool tcp_up(const struct peer *p);
 bool tcp_outgoing(const struct peer *p);
+/* Every socket of the transport (the listener, the connections open and
+ * those to come) carries mark (SO_MARK; 0 for none), as the UDP sockets
+ * do in a full tunnel (fulltunnel.c).  0 or -errno (the listener's). */
+int tcp_set_mark(struct toud *t, uint32_t mark);
 /* For touctl show: the listening address ("ADDR:PORT", NULL when off)
  * and the number of connections open. */
 const char *tcp_listen_fmt(const struct toud *t, char *buf, size_t len);

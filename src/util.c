@@ -16,6 +16,19 @@ util_addr_len(int family)
 	return family == AF_INET ? 4 : family == AF_INET6 ? 16 : 0;
 }
 
+void
+util_addr_unmap(struct ipaddr *a)
+{
+	struct in_addr v4;
+
+	if (a->family != AF_INET6 || !IN6_IS_ADDR_V4MAPPED(&a->v6))
+		return;
+	memcpy(&v4, &a->v6.s6_addr[12], sizeof(v4));
+	memset(a, 0, sizeof(*a));
+	a->family = AF_INET;
+	a->v4 = v4;
+}
+
 bool
 util_addr_equal(const struct ipaddr *a, const struct ipaddr *b)
 {

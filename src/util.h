@@ -39,6 +39,10 @@ union sockaddr_union {
 
 size_t util_addr_len(int family);             /* 4, 16, or 0 */
 bool util_addr_equal(const struct ipaddr *a, const struct ipaddr *b);
+/* An IPv4 address that a dual-stack socket reports as ::ffff:a.b.c.d
+ * becomes a.b.c.d: the address it is, for limits keyed by source, routes
+ * and logs.  Any other address is left alone. */
+void util_addr_unmap(struct ipaddr *a);
 int util_addr_parse(const char *s, struct ipaddr *out);       /* 0 or -EINVAL */
 /* "ADDR%SCOPE": an IPv6 link-local address (fe80::/10) with its zone, an
  * interface name or index (RFC 4007).  0 with the scope copied to scope;

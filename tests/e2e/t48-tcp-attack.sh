@@ -14,7 +14,7 @@
 #   (4) with a key a has configured (peer x), a zero-length frame and an
 #       oversize one, each on its own connection.
 # After each: a closed every one of x's connections (none left open), and
-# counted every refusal in show --json (tcp_refused, tcp_handshake_failed,
+# counted every refusal in show --json (tcp_refused, tcp_evicted, tcp_handshake_failed,
 # tcp_frames_bad); b's tunnel never left TCP (a counts no switch) and kept
 # answering.
 . "$(dirname "$0")/lib.sh"
@@ -70,7 +70,7 @@ http_serve a "$A_TUN" 8080 "$E2E_DIR/www"
 # refusals JSON: the sum of a's TCP refusal counters.
 refusals() {
 	local n s=0 v
-	for n in tcp_refused tcp_handshake_failed tcp_frames_bad; do
+	for n in tcp_refused tcp_evicted tcp_handshake_failed tcp_frames_bad; do
 		v=$(json_get "$1" "$EV.$n") && [[ $v =~ ^[0-9]+$ ]] || v=0
 		s=$((s + v))
 	done

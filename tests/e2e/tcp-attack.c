@@ -16,7 +16,25 @@
  *       frame, on the second a length of 65535 with that many bytes of
  *       garbage behind it (DESIGN 2.5: a frame is a 2-byte length and an
  *       inner payload); reports for each whether the server closed the
- *       connection within SECS.
+ *       connection within SECS;
+ *   tcp-attack flood LOCAL DST PORT RATE SECS
+ *       RATE a second a TCP connection, closed as soon as it is made, no
+ *       TLS at all: what a host spends to fill a per-source limit;
+ *   tcp-attack hold LOCAL DST PORT COUNT SECS
+ *       COUNT connections that say nothing, each opened again 0.25 s
+ *       after the server closes it, for SECS (or until SIGTERM): a host
+ *       that keeps the half-open table as full as it can; reports how
+ *       many it opened and how many the server closed;
+ *   tcp-attack keyupdate LOCAL DST PORT KEY CERT COUNT SECS
+ *       connections with a configured key, one after the other for SECS
+ *       (at least one): on each, COUNT times a TLS KeyUpdate that asks
+ *       for one back and a keepalive frame behind it (what makes TLS
+ *       process them); reports how many came up, how many of those the
+ *       server closed, and how many KeyUpdates went out;
+ *   tcp-attack legit LOCAL DST PORT KEY CERT SECS
+ *       a client with a configured key: a handshake, tried again every
+ *       0.2 s until one completes and the server keeps the connection
+ *       (0.5 s), for up to SECS; reports whether and after how long.
  *
  * It prints one JSON object.  SIGTERM ends nokey early with the same
  * report.  Blocking sockets with timeouts: one connection at a time,
@@ -330,6 +348,166 @@ run_frames(const char *key, const char *cert, double secs)
 	return 0;
 }
 
+static int
+run_flood(double rate, double secs)
+{
+	unsigned long attempts = 0, connected = 0;
+	double t0 = now_s(), next = t0;
+	int fd;
+
+	while (!stopping && now_s() - t0 < secs) {
+		if (now_s() < next) {
+			usleep(2000);
+			continue;
+		}
+		next += 1.0 / rate;
+		attempts++;
+		if ((fd = tcp_connect(1, 0)) >= 0) {
+			connected++;
+			close(fd);
+		}
+	}
+	printf("{\"mode\": \"flood\", \"seconds\": %.2f, \"attempts\": %lu, "
+	    "\"connected\": %lu}\n", now_s() - t0, attempts, connected);
+	return 0;
+}
+
+static int
+run_hold(unsigned count, double secs)
+{
+	static struct pollfd pfd[MAX_HALFOPEN];
+	static double again[MAX_HALFOPEN];
+	unsigned long opened = 0, closed = 0;
+	double t0 = now_s();
+	unsigned i;
+	char buf[256];
+	ssize_t n;
+
+	for (i = 0; i < count; i++)
+		pfd[i].fd = -1;
+	while (!stopping && now_s() - t0 < secs) {
+		for (i = 0; i < count; i++) {
+			if (pfd[i].fd >= 0 || now_s() < again[i])
+				continue;
+			if ((pfd[i].fd = tcp_connect(1, 1)) >= 0)
+				opened++;
+			else
+				again[i] = now_s() + 0.25;
+			pfd[i].events = POLLIN;
+		}
+		if (poll(pfd, count, 50) <= 0)
+			continue;
+		for (i = 0; i < count; i++) {
+			if (pfd[i].fd < 0 || !(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			if ((n = read(pfd[i].fd, buf, sizeof(buf))) > 0 ||
+			    (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)))
+				continue;
+			closed++;
+			close(pfd[i].fd);
+			pfd[i].fd = -1;
+			again[i] = now_s() + 0.25;
+		}
+	}
+	for (i = 0; i < count; i++)
+		if (pfd[i].fd >= 0)
+			close(pfd[i].fd);
+	printf("{\"mode\": \"hold\", \"seconds\": %.2f, \"opened\": %lu, "
+	    "\"closed_by_server\": %lu}\n", now_s() - t0, opened, closed);
+	return 0;
+}
+
+/* One connection of keyupdate: count KeyUpdates at most.  -1 if it did
+ * not come up, else 1 if the server closed it, 0 if not; *sent grows. */
+static int
+keyupdate_conn(SSL_CTX *ctx, unsigned long count, unsigned long *sent)
+{
+	/* A frame: length 4, a GUE control word, keepalive (type 1). */
+	static const uint8_t frame[] = { 0x00, 0x04, 0x20, 0x01, 0x00, 0x00 };
+	unsigned long n = 0;
+	int fd, rc = -1;
+	SSL *ssl;
+
+	if ((fd = tcp_connect(5, 0)) < 0)
+		return -1;
+	ssl = SSL_new(ctx);
+	SSL_set_fd(ssl, fd);
+	if (SSL_connect(ssl) == 1) {
+		rc = 0;
+		while (!stopping && n < count) {
+			if (SSL_key_update(ssl, SSL_KEY_UPDATE_REQUESTED) != 1 ||
+			    SSL_write(ssl, frame, sizeof(frame)) != (int)sizeof(frame)) {
+				rc = 1;
+				break;
+			}
+			n++;
+		}
+		/* The rest of the answer: the server's close, if it did not
+		 * come while we wrote. */
+		if (!rc)
+			rc = closed_within(ssl, fd, 5);
+	}
+	*sent += n;
+	SSL_free(ssl);
+	close(fd);
+	ERR_clear_error();
+	return rc;
+}
+
+static int
+run_keyupdate(const char *key, const char *cert, unsigned long count, double secs)
+{
+	SSL_CTX *ctx = tls_ctx(key, cert);
+	unsigned long sent = 0, up = 0, closed = 0, refused = 0;
+	double t0 = now_s();
+	int rc;
+
+	do {
+		if ((rc = keyupdate_conn(ctx, count, &sent)) < 0) {
+			refused++;
+			usleep(50000);
+			continue;
+		}
+		up++;
+		closed += (unsigned long)rc;
+	} while (!stopping && now_s() - t0 < secs);
+	printf("{\"mode\": \"keyupdate\", \"up\": %lu, \"closed\": %lu, \"refused\": %lu, "
+	    "\"sent\": %lu, \"seconds\": %.2f}\n", up, closed, refused, sent, now_s() - t0);
+	SSL_CTX_free(ctx);
+	return 0;
+}
+
+static int
+run_legit(const char *key, const char *cert, double secs)
+{
+	SSL_CTX *ctx = tls_ctx(key, cert);
+	unsigned long attempts = 0;
+	double t0 = now_s();
+	int up = 0;
+
+	while (!up && now_s() - t0 < secs) {
+		SSL *ssl;
+		int fd;
+
+		if (attempts++)
+			usleep(200000);
+		if ((fd = tcp_connect(2, 0)) < 0)
+			continue;
+		ssl = SSL_new(ctx);
+		SSL_set_fd(ssl, fd);
+		/* TLS 1.3: the server judges our certificate after our side
+		 * is done; its verdict is whether it keeps the connection. */
+		up = SSL_connect(ssl) == 1 && !closed_within(ssl, fd, 0.5);
+		SSL_free(ssl);
+		close(fd);
+		ERR_clear_error();
+	}
+	printf("{\"mode\": \"legit\", \"up\": %s, \"ms\": %.0f, \"attempts\": %lu}\n",
+	    up ? "true" : "false", (now_s() - t0) * 1000, attempts);
+	SSL_CTX_free(ctx);
+	return 0;
+}
+
 static void
 addr(struct sockaddr_in *sa, const char *a, int port)
 {
@@ -362,9 +540,22 @@ main(int argc, char **argv)
 		    atof(argv[7]));
 	if (argc == 8 && !strcmp(argv[1], "frames"))
 		return run_frames(argv[5], argv[6], atof(argv[7]));
+	if (argc == 7 && !strcmp(argv[1], "flood") && atof(argv[5]) > 0)
+		return run_flood(atof(argv[5]), atof(argv[6]));
+	if (argc == 7 && !strcmp(argv[1], "hold") && atoi(argv[5]) > 0 &&
+	    atoi(argv[5]) <= MAX_HALFOPEN)
+		return run_hold((unsigned)atoi(argv[5]), atof(argv[6]));
+	if (argc == 9 && !strcmp(argv[1], "keyupdate") && atol(argv[7]) > 0)
+		return run_keyupdate(argv[5], argv[6], (unsigned long)atol(argv[7]), atof(argv[8]));
+	if (argc == 8 && !strcmp(argv[1], "legit"))
+		return run_legit(argv[5], argv[6], atof(argv[7]));
 usage:
 	fprintf(stderr, "usage: tcp-attack nokey LOCAL DST PORT KEY CERT RATE SECS\n"
 	    "       tcp-attack halfopen LOCAL DST PORT COUNT hello|silent SECS\n"
-	    "       tcp-attack frames LOCAL DST PORT KEY CERT SECS\n");
+	    "       tcp-attack frames LOCAL DST PORT KEY CERT SECS\n"
+	    "       tcp-attack flood LOCAL DST PORT RATE SECS\n"
+	    "       tcp-attack hold LOCAL DST PORT COUNT SECS\n"
+	    "       tcp-attack keyupdate LOCAL DST PORT KEY CERT COUNT SECS\n"
+	    "       tcp-attack legit LOCAL DST PORT KEY CERT SECS\n");
 	return 2;
 }

@@ -1,6 +1,6 @@
 /* check_ratelimit.c - the per-source token buckets on a fake clock: burst,
  * refill, refunds, eviction by age, the global cap, sources that share a hash chain,
- * IPv6 keyed by /64, and SipHash-2-4 against the reference vector. */
+ * IPv6 keyed by /64 and IPv4-mapped IPv6 by its IPv4 address, and SipHash-2-4 against the reference vector. */
 #include <arpa/inet.h>
 #include <check.h>
 #include <stdint.h>
@@ -143,6 +143,24 @@ START_TEST(ipv6_by_prefix)
 }
 END_TEST
 
+START_TEST(v4_mapped_by_address)
+{
+	/* A dual-stack listener sees IPv4 hosts as ::ffff:a.b.c.d, whose
+	 * /64 is all zero: each is still its own source, and the same as
+	 * when it comes in over IPv4. */
+	struct ratelimit *rl = ratelimit_new(16, 1, 2, secret);
+	struct ipaddr a = A("::ffff:192.0.2.1"), b = A("::ffff:192.0.2.2"),
+	    a4 = A("192.0.2.1");
+
+	ck_assert_uint_eq(take(rl, &a, 3, 0), 2);
+	ck_assert_uint_eq(take(rl, &b, 1, 0), 1);
+	ck_assert_uint_eq(take(rl, &a4, 1, 0), 0);
+	ratelimit_refund(rl, &a4);
+	ck_assert_uint_eq(take(rl, &a, 1, 0), 1);
+	ratelimit_free(rl);
+}
+END_TEST
+
 START_TEST(global_cap)
 {
 	struct ratelimit *rl = ratelimit_new(8, 10, 2, secret);
@@ -235,6 +253,7 @@ main(void)
 	tcase_add_test(tc, sources_are_independent);
 	tcase_add_test(tc, collision_does_not_reset);
 	tcase_add_test(tc, ipv6_by_prefix);
+	tcase_add_test(tc, v4_mapped_by_address);
 	tcase_add_test(tc, global_cap);
 	tcase_add_test(tc, eviction_by_age);
 	tcase_add_test(tc, clock_backwards);

@@ -98,6 +98,15 @@ START_TEST(sockaddr)
 	util_addr_parse("::ffff:192.0.2.7", &a);
 	util_sa_from_addr(&sa, &a, 9);
 	ck_assert_str_eq(util_sa_fmt(&sa, buf, sizeof(buf)), "192.0.2.7:9");
+	/* What a dual-stack socket reports for an IPv4 host is that host. */
+	util_sa_to_addr(&sa, &back, NULL);
+	util_addr_unmap(&back);
+	util_addr_parse("192.0.2.7", &a);
+	ck_assert(util_addr_equal(&a, &back));
+	util_addr_parse("fd00::ffff:c000:207", &a);
+	back = a;
+	util_addr_unmap(&back);
+	ck_assert(util_addr_equal(&a, &back));
 	a.family = 0;
 	ck_assert_int_eq(util_sa_from_addr(&sa, &a, 9), -EAFNOSUPPORT);
 }
