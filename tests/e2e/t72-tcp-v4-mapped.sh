@@ -50,6 +50,13 @@ if [ "$(json_get "$res" up)" = true ]; then
 else
 	not_ok "y's TLS connection comes up within 5 s" "$res"
 fi
+# Stop x once a has seen 100 of its connections (y may be up sooner than
+# that: the rate is x's, not a deadline).
+seen_100() {
+	j=$(show_json a) || return 1
+	[ $(($(jdelta "$j0" "$j" "$EV.tcp_refused") + $(jdelta "$j0" "$j" "$EV.tcp_accepted"))) -ge 100 ]
+}
+wait_for 20 seen_100 || not_ok "a saw 100 of x's connections" "$(tq a "$EV")"
 proc_stop "$flood" TERM 10 || not_ok "the flood ends on SIGTERM"
 res=$(tail -n 1 "$E2E_DIR/flood.json")
 diag "x: $res"
