@@ -118,8 +118,12 @@ c.close()
 PY
 fake=$!
 for i in $(seq 100); do [ -S "$tmp/toud.sock" ] && break; sleep 0.1; done
-is "$(comp _touctl "$touctl" -s "$tmp/toud.sock" show "")" "dave erin " \
-    "touctl -s SOCK show <TAB>: the running toud's peers"
+if [ -S "$tmp/toud.sock" ]; then
+	is "$(comp _touctl "$touctl" -s "$tmp/toud.sock" show "")" "dave erin " \
+	    "touctl -s SOCK show <TAB>: the running toud's peers"
+else
+	nok "touctl -s SOCK show <TAB>: the running toud's peers: the stand-in never listened: $(cat "$tmp/fake.log")"
+fi
 kill "$fake" 2>/dev/null
 wait "$fake" 2>/dev/null
 
