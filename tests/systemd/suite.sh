@@ -10,8 +10,9 @@
 #     inside a systemd-nspawn container of its own network with every
 #     capability (the host's kernel, the release's tools).
 # Each suite's result and every test that did not pass is listed.  The
-# package of that release (its build with the tests, and lintian) is
-# package.sh's, with the same TOUD_ROOTFS_SUITE.
+# package of that release (its build with the tests, lintian, the
+# installation in containers) is package.sh's, with the same
+# TOUD_ROOTFS_SUITE.
 #
 # Not part of `make check` (about six minutes warm: the build and the
 # tests; a cold root adds about four).  TAP on stdout.  Environment: as
