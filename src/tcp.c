@@ -149,8 +149,13 @@
 #define TCP_STR(x) TCP_STR_(x)
 #define TCP_WRITE_MAX (64 * 1024)       /* records gathered for one write(2) */
 /* The groups offered, best first: a hybrid post-quantum one where the
- * OpenSSL build has it (3.5), else the classic ones (3.0). */
-#define TCP_GROUPS_PQ "X25519MLKEM768:X25519:P-256"
+ * OpenSSL build has it (3.5), else the classic ones (3.0).  Named one by
+ * one, never through DEFAULT (CVE-2026-2673: a 3.5.0-3.5.5 server with
+ * DEFAULT in its list may pick a less preferred group).  The '*' (3.5
+ * syntax, which 3.0 refuses: then the second list) sends a key share for
+ * X25519 beside ML-KEM's, so that a 3.0 server answers at once instead of
+ * asking again (HelloRetryRequest); a 3.5 server still picks ML-KEM. */
+#define TCP_GROUPS_PQ "*X25519MLKEM768:*X25519:P-256"
 #define TCP_GROUPS "X25519:P-256"
 
 enum tcp_phase { TCP_PROXY, TCP_TLS, TCP_UP };

@@ -85,24 +85,30 @@ is "$(comp _touctl touctl -i office sh)" "show " "touctl -i NAME sh<TAB>: the co
 # (tou.conf, or the instance's), from the running toud's show --json when
 # one does.
 printf '[interface]\n[peer alice]\n  [ peer bob ] # the second\n#[peer old]\n' >"$etc/tou.conf"
-printf '[interface]\n[peer carol]\n' >"$etc/toud/office.conf"
+# An instance by a name of this run's: its socket under /run/toud is
+# nobody's (a host's running toud@office plays no part).
+inst=toud-test-$$
+printf '[interface]\n[peer carol]\n' >"$etc/toud/$inst.conf"
 touctl=$builddir/src/touctl
 is "$(comp _touctl "$touctl" -s "$tmp/none.sock" show "")" "alice bob " \
     "touctl show <TAB> with no toud: the peers of tou.conf"
-is "$(comp _touctl "$touctl" -i office -s "$tmp/none.sock" wait "")" "alice bob " \
+is "$(comp _touctl "$touctl" -i "$inst" -s "$tmp/none.sock" wait "")" "alice bob " \
     "-s after -i: the socket's toud, else tou.conf"
-is "$(comp _touctl "$touctl" -i office ping -c 3 "")" "carol " \
-    "touctl -i office ping -c 3 <TAB>: the instance's peers"
+is "$(comp _touctl "$touctl" -i "$inst" ping -c 3 "")" "carol " \
+    "touctl -i NAME ping -c 3 <TAB>: the instance's peers"
 is "$(comp _touctl "$touctl" -s "$tmp/none.sock" wait b)" "bob " "touctl wait b<TAB>: bob"
 is "$(comp _touctl "$touctl" -s "$tmp/none.sock" ping bob "")" " " \
     "touctl ping bob <TAB>: one peer only"
 is "$(comp _touctl "$touctl" -s "$tmp/none.sock" show --a)" "--all " "touctl show --a<TAB>: --all"
-# A toud stand-in on a socket: one reply to show --json.
+# A toud stand-in on a socket: one reply to show --json.  The socket gets
+# its name only once it listens (a connect between bind and listen would
+# be refused, and the completion would fall back to tou.conf).
 python3 - "$tmp/toud.sock" >"$tmp/fake.log" 2>&1 <<'PY' &
-import socket, sys
+import os, socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-s.bind(sys.argv[1])
+s.bind(sys.argv[1] + ".new")
 s.listen(1)
+os.rename(sys.argv[1] + ".new", sys.argv[1])
 s.settimeout(30)
 c, _ = s.accept()
 c.recv(4096)
@@ -112,8 +118,12 @@ c.close()
 PY
 fake=$!
 for i in $(seq 100); do [ -S "$tmp/toud.sock" ] && break; sleep 0.1; done
-is "$(comp _touctl "$touctl" -s "$tmp/toud.sock" show "")" "dave erin " \
-    "touctl -s SOCK show <TAB>: the running toud's peers"
+if [ -S "$tmp/toud.sock" ]; then
+	is "$(comp _touctl "$touctl" -s "$tmp/toud.sock" show "")" "dave erin " \
+	    "touctl -s SOCK show <TAB>: the running toud's peers"
+else
+	nok "touctl -s SOCK show <TAB>: the running toud's peers: the stand-in never listened: $(cat "$tmp/fake.log")"
+fi
 kill "$fake" 2>/dev/null
 wait "$fake" 2>/dev/null
 

@@ -61,18 +61,21 @@ if err=$("$TOUD" -t -c "$work/other.conf" 2>&1); then ok "toud -t accepts a conf
 else nok "toud -t on the exported section: $err"; fi
 
 # No daemon on the socket: the configuration file is read instead, and
-# stderr says so.
-sec2=$("$TOUCTL" -s "$work/no.sock" export --name alice 2>"$work/err")
+# stderr says so.  The file is an instance's that exists nowhere (never
+# the default one: this host's own tou.conf plays no part).
+inst=toud-test-none-$$
+sec2=$("$TOUCTL" -i "$inst" -s "$work/no.sock" export --name alice 2>"$work/err")
 rc=$?
 case "$(cat "$work/err")" in
-*"toud is not running: reading "*) ok "without a daemon export says it reads the file";;
+*"toud is not running: reading ${TOUD_SYSCONFDIR:?}/toud/$inst.conf"*)
+	ok "without a daemon export says it reads the file";;
 *) nok "without a daemon: stderr '$(cat "$work/err")'";;
 esac
-# It read the default file (not ours), so only the outcome is checked:
-# it fails or succeeds with a message, never with a socket error.
-case "$(cat "$work/err")" in
+# That file does not exist: a failure naming it, never a socket error.
+case "$rc $(cat "$work/err")" in
 *"no.sock"*) nok "a socket error without a daemon: $(cat "$work/err")";;
-*) ok "no socket error without a daemon (rc $rc)";;
+"1 "*"$inst.conf:"*) ok "the missing file is named (rc $rc)";;
+*) nok "without a daemon or file: rc $rc, '$(cat "$work/err")'";;
 esac
 
 # A broken file: the error names the file and line.

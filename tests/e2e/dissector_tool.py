@@ -38,7 +38,7 @@ FIELDS = [
     "toud.session_id", "dtls.record.content_type", "toud.inner.kind",
     "toud.inner.proto", "toud.ctrl.type", "toud.ctrl.nonce", "ip.version",
     "tcp.srcport", "tcp.dstport", "tcp.flags", "udp.length",
-    "http.request.uri", "_ws.lua.error", "_ws.malformed", "toud.malformed",
+    "http.request", "http.request.uri", "_ws.lua.error", "_ws.malformed", "toud.malformed",
     "toud.refused", "toud.inner.malformed", "toud.inner.refused",
     "_ws.expert.message",
 ]
@@ -187,7 +187,10 @@ def summary(lua, pcap, port, keylog=None):
             s["syn"] += 1
         if flags & 0x12 == 0x12 and sp == port:
             s["synack"] += 1
-        s["http_uris"] += fr["http.request.uri"]
+        # Requests only: Wireshark 4.4 repeats the request's URI in the
+        # response (a generated http.request.uri).
+        if fr["http.request"]:
+            s["http_uris"] += fr["http.request.uri"]
     s["sessions"] = sorted(sessions)
     s["tcp_sessions"] = sorted(tcp_sessions)
 

@@ -134,9 +134,10 @@ readme_block() {
 
 # readme_steps LINE FIRST: the block after LINE (readme_block) split into
 # BUILD, the lines before the first that matches the pattern FIRST (but
-# `apt-get update` and `apt-get build-dep`: the host has its lists and
-# dpkg-buildpackage checks the dependencies itself), and INSTALL,
-# from it on; EDIT is the index of INSTALL's `editor` line.
+# `apt-get update` and `apt-get build-dep` unless README_BUILD_DEP=1: a
+# build on the host has its lists and the dependencies, dpkg-buildpackage
+# checks them itself), and INSTALL, from it on; EDIT is the index of
+# INSTALL's `editor` line.
 readme_steps() {
 	local l i steps
 	mapfile -t steps < <(readme_block "$1")
@@ -146,7 +147,8 @@ readme_steps() {
 	for l in "${steps[@]}"; do
 		if [ ${#INSTALL[@]} -gt 0 ] || [[ $l == $2 ]]; then
 			INSTALL+=("$l")
-		elif [[ $l != "apt-get build-dep "* && $l != "apt-get update" ]]; then
+		elif [[ $l != "apt-get build-dep "* && $l != "apt-get update" ]] ||
+		    [ "${README_BUILD_DEP:-0}" = 1 ]; then
 			BUILD+=("$l")
 		fi
 	done

@@ -2,13 +2,19 @@
 # package.sh - the Debian package, built and installed as the README's
 # "From a package" route says, word for word (the commands are taken from
 # README itself, so this test breaks when the README drifts):
-#   - the build lines (up to the `apt-get install` of the package) run on
-#     the host in a copy of the source tree (`apt-get build-dep` excepted:
-#     dpkg-buildpackage checks the build dependencies itself), giving
-#     toud_VERSION_ARCH.deb with the version of debian/changelog,
-#   - lintian finds no error in it (the warnings it reports are listed),
+#   - the build lines (up to the `apt-get install` of the package),
+#     `apt-get build-dep ./` included, run as root in a copy of the source
+#     tree inside a clean root file system (rootfs.sh's: Debian's minbase,
+#     systemd and toud's libraries, no compiler, no python3), so that what
+#     the build and its tests use and debian/control does not list fails
+#     here.  That root also carries what a host running toud has (the
+#     example /etc/tou.conf, a key pair in /etc/tou, an instance in
+#     /etc/toud): a test that reads them fails here too.  The build runs
+#     the unit and CLI tests (debian/rules) unless TOUD_PKG_CHECK=0,
+#   - lintian, installed into that root after the build, finds no error in
+#     the result (the warnings it reports are listed),
 #   - the rest runs in two systemd-nspawn containers booting a fresh
-#     Debian 12 root (rootfs.sh's, the one nspawn.sh uses): `apt-get
+#     root of the same release (rootfs.sh's, the one nspawn.sh uses): `apt-get
 #     install ../toud_*.deb` leaves the user toud, /etc/tou (0700, toud's),
 #     /etc/tou.conf as a conffile, the units neither enabled nor started
 #     and says so; genkey, chown, the test's `editor` (which adds the other
@@ -17,13 +23,13 @@
 #   - reinstalling the package (an upgrade's maintainer scripts) restarts
 #     the running toud, removing it stops toud and keeps /etc/tou, purging
 #     it deletes /etc/tou and /etc/tou.conf and keeps the user.
-# The package is built with DEB_BUILD_OPTIONS=nocheck unless
-# TOUD_PKG_CHECK=1 (the unit tests the build would run have run before).
+# With TOUD_ROOTFS_SUITE=trixie all of it runs in Debian 13: the build,
+# lintian and the containers.
 #
-# Not part of `make check` (two to three minutes: the package build and
-# lintian; the root file system comes from rootfs.sh's cache).  TAP on
-# stdout.  Environment: as nspawn.sh (TOUD_SRCDIR, TOUD_CI_CACHE,
-# TOUD_TEST_KEEP, CI), and TOUD_PKG_CHECK.
+# Not part of `make check` (four to six minutes: apt, the package build
+# with its tests and lintian; the root file system comes from rootfs.sh's
+# cache).  TAP on stdout.  Environment: as nspawn.sh (TOUD_SRCDIR,
+# TOUD_CI_CACHE, TOUD_TEST_KEEP, CI), TOUD_ROOTFS_SUITE, TOUD_PKG_CHECK.
 set -u
 set -o pipefail
 
@@ -32,33 +38,77 @@ declare -A UL=([a]=10.201.0.1 [b]=10.201.0.2)
 declare -A TUN4=([a]=10.79.0.1 [b]=10.79.0.2)
 declare -A TUN6=([a]=fd79::1 [b]=fd79::2)
 . "$(dirname "$0")/nspawn_lib.sh"
+suite=${TOUD_ROOTFS_SUITE:-bookworm}
+export TOUD_ROOTFS_SUITE=$suite
 
-need_commands systemd-nspawn nsenter ip python3 findmnt zstd ping \
-    dpkg-buildpackage dpkg-parsechangelog dh lintian
+need_commands systemd-nspawn nsenter ip python3 findmnt zstd ping
 [ -f "$srcdir/debian/changelog" ] || bail_out "no debian/ in $srcdir"
 start_work toud-package
 
-# --- the README's package route, and the build on the host --------------------
+# --- the README's package route: the build in a clean root --------------------
 
-readme_steps "From a package (in the source tree, as root):" "apt-get install *.deb"
-is "${BUILD[*]}" "dpkg-buildpackage -us -uc -b" "README's package route builds with 'dpkg-buildpackage -us -uc -b'"
+README_BUILD_DEP=1 readme_steps "From a package (in the source tree, as root):" "apt-get install *.deb"
+case " ${BUILD[*]} " in
+*" apt-get build-dep ./ "*) ok "README's package route installs the build dependencies (apt-get build-dep ./)";;
+*) not_ok "README's package route installs the build dependencies" "build steps: ${BUILD[*]}";;
+esac
+is "${BUILD[-1]}" "dpkg-buildpackage -us -uc -b" "README's package route builds with 'dpkg-buildpackage -us -uc -b'"
 is "${INSTALL[-1]}" "systemctl enable --now toud" "README's package route ends with 'systemctl enable --now toud'"
+
+# in_root CMD...: CMD in the build root (no boot; the host's network for
+# apt), in /build/toud, which is $WORK/deb/toud.
+in_root() {
+	systemd-nspawn --quiet --directory="$WORK/buildroot" --keep-unit --register=no --as-pid2 \
+	    --resolv-conf=replace-host --console=pipe --bind="$WORK/deb:/build" --chdir=/build/toud \
+	    --setenv=DEBIAN_FRONTEND=noninteractive \
+	    --setenv=LC_ALL=C.UTF-8 "$@" </dev/null
+}
 
 # dpkg-buildpackage writes the packages beside the tree: $WORK/deb.
 SRC=$WORK/deb/toud
-stamp "copying the source tree"
+stamp "the $suite build root"
+"$here/rootfs.sh" "$WORK/buildroot" 2>"$WORK/rootfs.log" || bail_out "no build root: $(cat "$WORK/rootfs.log")"
+ok "clean $suite root for the build ready in $(elapsed) s ($(tail -n 1 "$WORK/rootfs.log" | sed 's/^rootfs: //'))"
 copy_tree "$SRC"
-version=$(dpkg-parsechangelog -l "$SRC/debian/changelog" -S Version) || bail_out "dpkg-parsechangelog"
+version=$(sed -n '1s/^[^ ]* (\([^)]*\)).*/\1/p' "$SRC/debian/changelog")
+[ -n "$version" ] || bail_out "no version in debian/changelog"
 deb=toud_${version}_$(dpkg --print-architecture).deb
+# What a host running toud has: the package's example as /etc/tou.conf,
+# a key pair in /etc/tou (stand-ins: only their presence matters) and an
+# instance.  No test of the build may read them.
+r=$WORK/buildroot
+install -d -m 0700 "$r/etc/tou" "$r/etc/toud"
+cp "$srcdir/conf/tou.conf.example" "$r/etc/tou.conf"
+for f in key.pem cert.pem; do echo "not a key: the build must not read it" >"$r/etc/tou/$f"; done
+printf '[interface]\nname = tou9\n[peer zed]\naddress = 10.9.0.2\n' >"$r/etc/toud/office.conf"
+# README's `apt-get build-dep ./` is typed at a terminal that answers yes.
+printf 'APT::Get::Assume-Yes "true";\nAcquire::Retries "3";\n' >"$r/etc/apt/apt.conf.d/90toud-ci"
 opts="parallel=$(nproc)"
-[ "${TOUD_PKG_CHECK:-0}" = 1 ] || opts="nocheck $opts"
-stamp "README build steps on the host (DEB_BUILD_OPTIONS=$opts)"
-run_build_steps "$SRC" DEB_BUILD_OPTIONS="$opts"
+[ "${TOUD_PKG_CHECK:-1}" = 1 ] || opts="nocheck $opts"
+stamp "README build steps in the $suite root (DEB_BUILD_OPTIONS=$opts)"
+in_root sh -ec 'apt-get -q update' >>"$WORK/build.log" 2>&1 || bail_out "apt-get update: $(tail -n 15 "$WORK/build.log")"
+for l in "${BUILD[@]}"; do
+	if ! in_root --setenv=DEB_BUILD_OPTIONS="$opts" sh -ec "$l" >>"$WORK/build.log" 2>&1; then
+		grep -E '^(not ok|FAIL:|# (TOTAL|PASS|FAIL|ERROR))' "$WORK/build.log" | sed 's/^/# /'
+		bail_out "README build step '$l' failed in the $suite root: $(tail -n 25 "$WORK/build.log")"
+	fi
+done
 check "the build made $deb, $(elapsed) s" test -f "$WORK/deb/$deb"
+if [ "${TOUD_PKG_CHECK:-1}" = 1 ]; then
+	# The build's own summary of the tests it ran: none skipped.
+	sums=$(grep -E '^# (TOTAL|PASS|SKIP|FAIL|ERROR):' "$WORK/build.log" | awk '{ s[$2] += $3 } END { printf "%d total, %d passed, %d skipped, %d failed, %d errors", s["TOTAL:"], s["PASS:"], s["SKIP:"], s["FAIL:"], s["ERROR:"] }')
+	case $sums in
+	"0 total"*|*" 0 passed"*) not_ok "the build ran its tests" "$sums";;
+	*", 0 skipped, 0 failed, 0 errors") ok "the build ran its tests: $sums";;
+	*) not_ok "the build's tests all pass, none skipped" "$sums";;
+	esac
+fi
 
-stamp "lintian"
+stamp "lintian (from the $suite root)"
+in_root sh -ec 'apt-get -q -y --no-install-recommends install lintian' >>"$WORK/build.log" 2>&1 ||
+    bail_out "apt-get install lintian: $(tail -n 15 "$WORK/build.log")"
 # Errors fail; whatever else lintian says (its overrides included) is shown.
-if out=$(lintian --fail-on error --show-overrides "$WORK/deb/toud_${version}_"*.changes 2>&1); then
+if out=$(in_root sh -c "lintian --fail-on error --show-overrides /build/toud_${version}_*.changes" 2>&1); then
 	ok "lintian finds no error"
 else
 	not_ok "lintian finds no error" "$out"

@@ -1,34 +1,56 @@
 #!/bin/sh
-# rootfs.sh DIR - put a minimal Debian 12 (bookworm) root file system with
-# systemd and toud's runtime libraries into DIR (which must not exist), for
-# systemd-nspawn.  The result is cached as a zstd tarball under
-# $TOUD_CI_CACHE (default /var/cache/toud-ci), keyed by the suite, the
+# rootfs.sh DIR - put a minimal Debian 12 (bookworm) or 13 (trixie) root
+# file system with systemd and toud's runtime libraries into DIR (which
+# must not exist), for systemd-nspawn.  The result is cached as a zstd
+# tarball under $TOUD_CI_CACHE (default /var/cache/toud-ci), keyed by the suite, the
 # mirror and the package list, so a second run unpacks it in about a
 # second; without a cache entry (or with TOUD_CI_CACHE=none) it runs
 # debootstrap (about a minute) and stores the result.  The tarball is never
 # part of the source tree.
 #
-# Environment: TOUD_ROOTFS_MIRROR (default http://deb.debian.org/debian),
-# TOUD_ROOTFS_PACKAGES (extra packages, space separated).
+# Environment: TOUD_ROOTFS_SUITE (bookworm, the default, or trixie),
+# TOUD_ROOTFS_MIRROR (default http://deb.debian.org/debian),
+# TOUD_ROOTFS_PACKAGES (extra packages, space separated),
+# TOUD_ROOTFS_FLAVOUR (a name for the cache entry, default "base": roots
+# of one suite with other packages keep entries of their own).
 set -eu
 
 dir=$1
-suite=bookworm
+suite=${TOUD_ROOTFS_SUITE:-bookworm}
 mirror=${TOUD_ROOTFS_MIRROR:-http://deb.debian.org/debian}
 # systemd as init, dbus for systemctl, iproute2, what toud and touctl link
 # against (libsystemd0 comes with systemd), and make for the README's
-# `make install` in the container (nspawn.sh).
-packages="systemd systemd-sysv dbus iproute2 make libevent-2.1-7 libevent-openssl-2.1-7 libssl3 libcap-ng0 ${TOUD_ROOTFS_PACKAGES:-}"
+# `make install` in the container (nspawn.sh).  Debian 13 renamed the
+# libraries of the 64-bit time_t transition.
+case $suite in
+bookworm) libs="libevent-2.1-7 libevent-openssl-2.1-7 libssl3 libcap-ng0";;
+trixie) libs="libevent-2.1-7t64 libevent-openssl-2.1-7t64 libssl3t64 libcap-ng0";;
+*) echo "rootfs: unknown suite $suite (bookworm or trixie)" >&2; exit 1;;
+esac
+packages="systemd systemd-sysv dbus iproute2 make $libs"
 packages=$(printf '%s\n' $packages | sort -u | tr '\n' ' ')
 # Installed with apt once the base system is configured (polkitd does not
 # configure inside debootstrap): for [interface] dns, systemd-resolved (its
 # own package in bookworm) and polkitd, through which resolved lets
 # toud's user set a link's name servers.
 later="systemd-resolved polkitd"
+# The extra packages too: apt resolves their dependencies (alternatives,
+# virtual packages) where debootstrap's --include does not.
+if [ -n "${TOUD_ROOTFS_PACKAGES:-}" ]; then
+	later="$later $(printf '%s\n' $TOUD_ROOTFS_PACKAGES | sort -u | tr '\n' ' ')"
+fi
 cache=${TOUD_CI_CACHE:-/var/cache/toud-ci}
 # Bump the recipe number when what happens to the tree below changes.
 key=$(printf 'recipe 4\n%s\n%s\n%s\n%s\n' "$suite" "$mirror" "$packages" "$later" | sha256sum | cut -c1-16)
-tarball=$cache/rootfs-$suite-$key.tar.zst
+flavour=${TOUD_ROOTFS_FLAVOUR:-base}
+# The base root keeps the entry's name of before flavours.
+if [ "$flavour" = base ]; then
+	tarball=$cache/rootfs-$suite-$key.tar.zst
+	older="$cache/rootfs-$suite-????????????????.tar.zst"
+else
+	tarball=$cache/rootfs-$suite-$flavour-$key.tar.zst
+	older="$cache/rootfs-$suite-$flavour-*.tar.zst"
+fi
 
 log() { echo "rootfs: $*" >&2; }
 
@@ -80,8 +102,9 @@ if [ "$cache" != none ]; then
 		if tar -C "$dir" --numeric-owner --xattrs -I 'zstd -T0 -3' -cf "$tmp" . 2>/dev/null; then
 			mv -f "$tmp" "$tarball"
 			log "cached as $tarball ($(du -h "$tarball" | cut -f1))"
-			# Older entries (another package list) are of no more use.
-			for f in "$cache"/rootfs-$suite-*.tar.zst; do
+			# Older entries of this flavour (another package list)
+			# are of no more use.
+			for f in $older; do
 				[ "$f" = "$tarball" ] || rm -f "$f"
 			done
 		else
