@@ -56,20 +56,10 @@ struct peer {
 	const char *name;
 	struct x509_store_st *ca_store;    /* cf->ca, loaded once per configuration */
 
-	enum transport transport;          /* what its traffic takes (transport.h) */
-	uint64_t transport_switches;       /* how often it changed */
-	struct tcp_conn *tcp;              /* its TCP transport connection (tcp.c); NULL: none */
-	/* The switching policy (peer_timers.c): since when packets wait for
-	 * a UDP handshake (0: none wait), and while on TCP the next UDP probe,
-	 * the failed probes so far (back-off) and the token of the one in
-	 * flight. */
-	uint64_t held_since_ms;
-	unsigned tcp_failures;             /* connections that failed in a row */
-	uint64_t tcp_retry_ms;             /* no new connection before this */
-	uint64_t udp_probe_ms;
-	unsigned udp_probe_fails;
-	bool udp_probing;
-	uint8_t udp_probe_token[PATH_TOKEN_LEN];
+	/* The ways to reach it, one per transport, and the one its traffic
+	 * takes (transport.h); NULL only in a peer built by hand (tests). */
+	struct peer_paths *paths;
+	uint64_t transport_switches;       /* how often its traffic moved */
 	bool has_endpoint;
 	union sockaddr_union endpoint;
 	/* encryption = none: the local address the peer last reached us at
@@ -139,7 +129,7 @@ struct peer {
 	struct event *ev_passive;          /* received data, not yet answered */
 	struct event *ev_path;             /* the next path challenge or verdict */
 	struct event *ev_ping;             /* touctl ping's deadline */
-	struct event *ev_transport;        /* the switching policy's look (endpoint-tcp) */
+	struct event *ev_transport;        /* the path policy's look (endpoint-tcp) */
 };
 
 /* Why the peer is not up (touctl show's last_error): set (printf, cut at
@@ -272,9 +262,28 @@ void peer_ping_done(struct peer *p, bool answered);
 /* Forget the caller of the ping in flight without telling it (it went away). */
 void peer_ping_cancel(struct peer *p);
 
-/* The only writer of p->transport: move its traffic to tr (counted,
+/* The only writer of p->paths->active: move its traffic to ph (counted,
  * logged with why).  The policy is peer_timers.c's. */
-void peer_transport(struct peer *p, enum transport tr, const char *why);
+void peer_path_move(struct peer *p, struct peer_path *ph, const char *why);
+
+/* The path p's traffic takes (per packet: inline), and its state. */
+static inline struct peer_path *
+peer_path_active(const struct peer *p)
+{
+	return &p->paths->path[p->paths->active];
+}
+
+static inline enum transport_state
+peer_path_state(const struct peer *p)
+{
+	struct peer_path *ph = peer_path_active(p);
+
+	return ph->ops->state(p, ph);
+}
+
+/* The name of the transport p's traffic takes ("udp", "tcp": touctl
+ * show's transport); a peer without paths (built by hand) is on "udp". */
+const char *peer_transport_name(const struct peer *p);
 
 /* Hold / take packets queued while handshaking (oldest dropped and
  * counted when full). */

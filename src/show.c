@@ -365,7 +365,7 @@ show_json_peer(FILE *b, const struct peer *p, uint64_t now_ms)
 	}
 	fprintf(b, ",\n      \"id_rotations\": %u", p->cur ? p->cur->rotations : 0);
 	fputs(",\n      \"transport\": ", b);
-	show_json_str(b, transport_name(p->transport));
+	show_json_str(b, peer_transport_name(p));
 	fputs(",\n      \"endpoint_tcp\": ", b);
 	show_json_str_or_null(b, show_hostport(p->cf->endpoint_tcp_host, p->cf->endpoint_tcp_port,
 	    buf, sizeof(buf)));
@@ -573,8 +573,8 @@ show_text_peer(FILE *b, const struct peer *p, uint64_t now_ms)
 	else
 		fputs("(none)", b);
 	fprintf(b, "\n  state: %s\n", peer_state_name(p->state));
-	if (p->cf->endpoint_tcp_host || p->transport != TRANSPORT_UDP) {
-		fprintf(b, "  transport: %s (%" PRIu64 " switch%s)", transport_name(p->transport),
+	if (p->cf->endpoint_tcp_host || (p->paths && p->paths->active != 0)) {
+		fprintf(b, "  transport: %s (%" PRIu64 " switch%s)", peer_transport_name(p),
 		    p->transport_switches, p->transport_switches == 1 ? "" : "es");
 		if (show_hostport(p->cf->endpoint_tcp_host, p->cf->endpoint_tcp_port, buf,
 		    sizeof(buf)))
