@@ -15,9 +15,13 @@
  * timers.  {tx, peer_timers, handshake, peer} and no other file: rx.c,
  * daemon.c, toud.c, control.c, show.c and reload.c call into it from
  * above and are never called from it; what it calls below (session,
- * record, dtls, path, tunout, worker, ...) calls nothing in it.  A new
- * arrow that would close another cycle becomes a callback passed in.
- * tests/cli/knot.sh fails the build's tests on any other cycle. */
+ * record, dtls, path, tunout, udpout, worker, ...) calls nothing in it.
+ * The transports (transport.h: transport_udp.c, tcp.c) sit outside it:
+ * the knot reaches them only through their ops, and they report through
+ * the callbacks daemon.c passes in.  A new arrow that would close another
+ * cycle becomes a callback passed in.  tests/cli/knot.sh fails the build's
+ * tests on any other cycle, counting a header's static inline functions
+ * as its module's. */
 #ifndef TOUD_PEER_H
 #define TOUD_PEER_H
 
@@ -149,8 +153,8 @@ peer_error_clear(struct peer *p)
 	p->last_error = NULL;
 }
 
-/* Inline, as a plain field's assignment was: tcp.c and the others that
- * say why a peer is down take no call into peer.c for it (tests/cli/knot.sh). */
+/* Those who say why a peer is down are the handshake and the policy; a
+ * transport says it through transport_core's down (transport.h). */
 static inline void peer_error_set(struct peer *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
@@ -209,12 +213,6 @@ void peer_netchange_lost(struct toud *t);
 bool peer_netchange_affects(const struct toud_netchange *nc, const struct peer *p);
 void peer_netchange_apply(struct toud *t);
 
-static inline bool
-peer_ref_equal(struct peer_ref a, struct peer_ref b)
-{
-	return a.slot == b.slot && a.gen == b.gen;
-}
-
 struct peer *peer_find_by_endpoint(struct toud *t, const union sockaddr_union *sa);
 /* An ICMP port unreachable came back from dest: the peer whose endpoint it
  * is learns that nothing listens there (the log, once a minute, and its
@@ -225,20 +223,7 @@ struct peer *peer_find_by_name(struct toud *t, const char *name);
 
 /* Accounting hooks called by the data path. */
 void peer_rx(struct peer *p, size_t bytes, uint64_t now_ms);
-/* The reference naming p (NULL: nobody; peer_ref.h). */
-static inline struct peer_ref
-peer_ref_of(const struct peer *p)
-{
-	return p ? p->ref : (struct peer_ref){ 0, 0 };
-}
-
-static inline void
-peer_tx(struct peer *p, size_t bytes, uint64_t now_ms)
-{
-	p->tx_bytes += bytes;
-	p->tx_packets++;
-	p->last_tx_ms = now_ms;
-}
+/* (What left is counted by peer_tx(), peer_count.h.) */
 /* The only writer of p->state: apply the transition of event e
  * (peer_fsm.c), log a change, tell the service manager. */
 void peer_event(struct peer *p, enum peer_event e);

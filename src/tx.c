@@ -40,6 +40,7 @@
 #include "log.h"
 #include "offload.h"
 #include "peer.h"
+#include "peer_count.h"
 #include "peer_timers.h"
 #include "pkt.h"
 #include "prefix.h"
