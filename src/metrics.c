@@ -228,6 +228,42 @@ static const struct {
 	    offsetof(struct peer, tx_packets) },
 };
 
+/* A peer's paths (transport.h): which carries its traffic, which are up,
+ * and how often its traffic moved. */
+static void
+metrics_peer_paths(struct metrics_out *o)
+{
+	const struct toud *t = o->t;
+	size_t i;
+	unsigned k;
+
+	metrics_family(o, "toud_peer_transport", "gauge", "1 for the transport that carries "
+	    "the peer's traffic, 0 for its other paths.");
+	for (i = 0; i < t->n_peers; i++)
+		for (k = 0; t->peers[i]->paths && k < t->peers[i]->paths->n; k++)
+			metrics_u64(o, "toud_peer_transport", (const char *const[]){ "peer",
+			    t->peers[i]->name, "transport", t->peers[i]->paths->path[k].ops->name,
+			    NULL }, k == t->peers[i]->paths->active);
+	metrics_family(o, "toud_peer_path_up", "gauge", "1 when the peer's path on the "
+	    "transport can carry its traffic now, else 0.");
+	for (i = 0; i < t->n_peers; i++) {
+		const struct peer *p = t->peers[i];
+
+		for (k = 0; p->paths && k < p->paths->n; k++) {
+			struct peer_path *ph = &p->paths->path[k];
+
+			metrics_u64(o, "toud_peer_path_up", (const char *const[]){ "peer",
+			    p->name, "transport", ph->ops->name, NULL },
+			    ph->ops->state(p, ph) == TRANSPORT_UP);
+		}
+	}
+	metrics_family(o, "toud_peer_transport_moves_total", "counter", "Moves of the peer's "
+	    "traffic from one transport to another (transport_switches).");
+	for (i = 0; i < t->n_peers; i++)
+		metrics_u64(o, "toud_peer_transport_moves_total", (const char *const[]){ "peer",
+		    t->peers[i]->name, NULL }, t->peers[i]->transport_switches);
+}
+
 static void
 metrics_peer_states(struct metrics_out *o)
 {
@@ -243,9 +279,9 @@ metrics_peer_states(struct metrics_out *o)
 
 		metrics_u64(o, "toud_peer_info", (const char *const[]){ "peer", p->name,
 		    "endpoint", p->has_endpoint ? util_sa_fmt(&p->endpoint, ep, sizeof(ep)) : "",
-		    "cipher", p->cur && p->cur->dtls ? dtls_sess_cipher(p->cur->dtls) : "",
-		    NULL }, 1);
+		    "cipher", peer_cipher(p), NULL }, 1);
 	}
+	metrics_peer_paths(o);
 	metrics_family(o, "toud_peer_up", "gauge", "1 when the peer is up, else 0.");
 	for (i = 0; i < t->n_peers; i++)
 		metrics_u64(o, "toud_peer_up", (const char *const[]){ "peer", t->peers[i]->name,

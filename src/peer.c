@@ -600,6 +600,17 @@ peer_transport_name(const struct peer *p)
 	return p->paths ? peer_path_active(p)->ops->name : "udp";
 }
 
+const char *
+peer_cipher(const struct peer *p)
+{
+	struct peer_path *ph;
+
+	if (!p->paths)
+		return p->cur && p->cur->dtls ? dtls_sess_cipher(p->cur->dtls) : "";
+	ph = peer_path_active(p);
+	return ph->ops->cipher(p, ph);
+}
+
 /* The local address p is reached at: its session's in DTLS mode, its own
  * with encryption = none. */
 static const struct ipaddr *

@@ -269,6 +269,18 @@ peer_path_state(const struct peer *p)
 /* The name of the transport p's traffic takes ("udp", "tcp": touctl
  * show's transport); a peer without paths (built by hand) is on "udp". */
 const char *peer_transport_name(const struct peer *p);
+/* The cipher of what carries p's traffic ("" when nothing does): its
+ * DTLS session's on UDP, its TLS connection's on TCP. */
+const char *peer_cipher(const struct peer *p);
+
+/* Whether a path other than the preferred one carries p's traffic now:
+ * a failed handshake of the preferred path (a probe of it) is then no
+ * loss, no last_error and no warning (handshake.c, peer_timers.c). */
+static inline bool
+peer_on_fallback(const struct peer *p)
+{
+	return p->paths && p->paths->active != 0 && peer_path_state(p) == TRANSPORT_UP;
+}
 
 /* Hold / take packets queued while handshaking (oldest dropped and
  * counted when full). */

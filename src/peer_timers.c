@@ -360,12 +360,14 @@ peer_timers_handshake_failed(struct peer *p, const char *why)
 	delay += jitter(delay / 4);
 	p->hs_failures++;
 	p->hs_retry_ms = now + delay;
-	if (why && !*peer_error(p))
+	/* On another path that carries, this was a probe of UDP: nothing
+	 * wrong with the peer (handshake.c says it at debug only). */
+	if (why && !*peer_error(p) && !peer_on_fallback(p))
 		peer_error_set(p, "handshake failed: %s", why);
 	/* The retry starts a handshake only if there is a reason to. */
 	p->next_attempt_ms = p->pending_n || p->cf->keepalive || p->reconnect ? p->hs_retry_ms : 0;
 	resolve_peer(p);                /* the name may point elsewhere now */
-	if (!p->cur)
+	if (!p->cur && !peer_on_fallback(p))
 		peer_event(p, PEER_EV_HANDSHAKE_FAILED);
 	ARM(p, retry, delay);
 }

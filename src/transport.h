@@ -76,6 +76,13 @@ enum transport_state {
 	TRANSPORT_UP,                /* can carry the peer's traffic now */
 };
 
+/* "down", "opening", "up" (touctl show's paths). */
+static inline const char *
+transport_state_name(enum transport_state st)
+{
+	return st == TRANSPORT_UP ? "up" : st == TRANSPORT_OPENING ? "opening" : "down";
+}
+
 struct transport_ops {
 	const char *name;       /* "udp", "tcp": touctl show's transport */
 	int moved_event;        /* events.h: counted when traffic moves to it */

@@ -2682,6 +2682,9 @@ START_TEST(paths_udp_blocked_then_back)
 	ck_assert_uint_eq(pa->transport_switches, 1);
 	ck_assert_uint_eq(pa->events[EVENT_TRANSPORT_TCP], 1);
 	ck_assert_str_eq(peer_error(pa), "");
+	/* UDP, left, is not up whatever session it keeps. */
+	ck_assert_int_ne(pa->paths->path[0].ops->state(pa, &pa->paths->path[0]), TRANSPORT_UP);
+	ck_assert_int_eq(tcp_path(&A)->ops->state(pa, tcp_path(&A)), TRANSPORT_UP);
 	/* What waited goes over TCP, and new data too, both ways. */
 	while (tun_recv(&B) >= 0)
 		;
@@ -2803,6 +2806,43 @@ START_TEST(paths_addr_change_on_tcp)
 }
 END_TEST
 
+/* On TCP, UDP's handshakes are probes: one that gets no answer is an
+ * event, not a loss, sets no last_error and leaves the peer up; show's
+ * cipher is the TLS connection's. */
+START_TEST(paths_tcp_probe_failure_quiet)
+{
+	struct peer *pa = peer_of(&A);
+	uint64_t failed, losses;
+	uint32_t seq = 1;
+
+	udp_ab_blocked = udp_ba_blocked = true;
+	while (pa->transport_switches == 0) {
+		ck_assert_uint_lt(seq, 40);
+		tun_send(&A, true, seq++);
+		advance(500);
+	}
+	ck_assert_str_eq(peer_transport_name(pa), "tcp");
+	ck_assert_str_eq(peer_cipher(pa), "TLS_AES_128_GCM_SHA256");
+	ck_assert_str_eq(state(&A), "up");
+	failed = pa->events[EVENT_HANDSHAKE_FAILED];
+	losses = pa->drops[DROP_HANDSHAKE];
+	if (!pa->next) {
+		pa->hs_retry_ms = 0;
+		ck_assert_int_eq(handshake_initiate(pa, fake_now), 0);
+	}
+	spin(&A);
+	A.n_out = 0;
+	fake_now += SESSION_HANDSHAKE_MS;
+	hs_timeout(&A, pa);
+	ck_assert_ptr_null(pa->next);
+	ck_assert_uint_eq(pa->events[EVENT_HANDSHAKE_FAILED], failed + 1);
+	ck_assert_uint_eq(pa->drops[DROP_HANDSHAKE], losses);
+	ck_assert_str_eq(peer_error(pa), "");
+	ck_assert_str_eq(state(&A), "up");
+	ck_assert_str_eq(peer_transport_name(pa), "tcp");
+}
+END_TEST
+
 static Suite *
 peer_suite(void)
 {
@@ -2862,6 +2902,7 @@ peer_suite(void)
 	tcase_add_test(tc, paths_udp_lossy_no_move);
 	tcase_add_test(tc, paths_all_blocked_backs_off);
 	tcase_add_test(tc, paths_addr_change_on_tcp);
+	tcase_add_test(tc, paths_tcp_probe_failure_quiet);
 	suite_add_tcase(s, tc);
 	return s;
 }
