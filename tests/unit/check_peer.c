@@ -21,8 +21,9 @@
  * Paths ("paths" cases): a fake TCP transport registered through the
  * transport interface (transport.h) as tcp.c is, its frames handed over
  * by the test as the sink's datagrams are: UDP blocked and back, UDP
- * lossy but alive, UDP and TCP both blocked, an address change on TCP;
- * each asserts the moves made and when. */
+ * lossy but alive, UDP lost one way, UDP and TCP both blocked, an address
+ * change on TCP, a failed UDP handshake while on TCP; each asserts the
+ * moves made and when. */
 #include <check.h>
 #include <errno.h>
 #include <ftw.h>
@@ -115,6 +116,8 @@ static bool deliver_local;
 /* The "paths" cases: both nodes register the fake TCP transport instead
  * of tcp.c, and A's peer has endpoint-tcp; opens fail while tcp_blocked. */
 static bool fake_tcp_on, tcp_blocked;
+/* pump() drops the datagrams of a blocked direction. */
+static bool udp_ab_blocked, udp_ba_blocked;
 
 static uint64_t
 fake_clock(const struct toud *t)
@@ -363,6 +366,7 @@ setup(void)
 	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
 	fake_now = 1000000;
 	deliver_local = false;
+	udp_ab_blocked = udp_ba_blocked = false;
 	main_thread = pthread_self();
 	node_keys(&A, "a");
 	node_keys(&B, "b");
@@ -426,7 +430,13 @@ deliver(struct node *from, struct node *to)
 	return n;
 }
 
-/* Exchange until both nodes are quiet. */
+static void tcp_settle(void);
+static unsigned deliver_tcp(struct node *from, struct node *to);
+
+/* Exchange until both nodes are quiet: the loops run, UDP datagrams are
+ * delivered unless that direction is blocked (then dropped), and with the
+ * fake TCP transport its opens and closes are answered and its frames
+ * delivered. */
 static void
 pump(void)
 {
@@ -437,9 +447,15 @@ pump(void)
 
 		spin(&A);
 		spin(&B);
-		moved += deliver(&A, &B);
+		tcp_settle();
+		if (udp_ab_blocked)
+			A.n_out = 0;
+		moved += deliver(&A, &B) + deliver_tcp(&A, &B);
 		spin(&B);
-		moved += deliver(&B, &A);
+		if (udp_ba_blocked)
+			B.n_out = 0;
+		moved += deliver(&B, &A) + deliver_tcp(&B, &A);
+		tcp_settle();
 		if (!moved)
 			return;
 	}
@@ -2534,6 +2550,8 @@ tcp_settle(void)
 	struct node *nodes[2] = { &A, &B };
 	unsigned i;
 
+	if (!fake_tcp_on)
+		return;
 	for (i = 0; i < 2; i++) {
 		struct node *n = nodes[i], *o = n == &A ? &B : &A;
 		struct peer_path *ph = tcp_path(n), *oph = tcp_path(o);
@@ -2580,36 +2598,6 @@ deliver_tcp(struct node *from, struct node *to)
 	return n;
 }
 
-/* One step of the network: the loops run, UDP datagrams are delivered
- * unless that direction is blocked (else dropped), TCP frames always,
- * until both nodes are quiet. */
-static bool udp_ab_blocked, udp_ba_blocked;
-
-static void
-net(void)
-{
-	int round;
-
-	for (round = 0; round < 50; round++) {
-		unsigned moved = 0;
-
-		spin(&A);
-		spin(&B);
-		tcp_settle();
-		if (udp_ab_blocked)
-			A.n_out = 0;
-		moved += deliver(&A, &B) + deliver_tcp(&A, &B);
-		spin(&B);
-		if (udp_ba_blocked)
-			B.n_out = 0;
-		moved += deliver(&B, &A) + deliver_tcp(&B, &A);
-		tcp_settle();
-		if (!moved)
-			return;
-	}
-	ck_abort_msg("the nodes did not settle");
-}
-
 /* The clock moves by ms; the policy's look and the timers that answer
  * data (the passive keepalive) fire when due, and the network runs. */
 static void
@@ -2630,7 +2618,7 @@ advance(uint64_t ms)
 			if (p->last_data_rx_ms && fake_now - p->last_data_rx_ms >= 5000)
 				peer_timers_passive_keepalive(p);
 		}
-		net();
+		pump();
 	}
 }
 
@@ -2638,7 +2626,7 @@ static void
 paths_setup(void)
 {
 	fake_tcp_on = true;
-	tcp_blocked = udp_ab_blocked = udp_ba_blocked = false;
+	tcp_blocked = false;
 	setup();
 }
 
@@ -2660,7 +2648,7 @@ START_TEST(paths_udp_blocked_then_back)
 	uint32_t seq = 100;
 
 	tun_send(&A, true, 1);
-	net();
+	pump();
 	ck_assert_str_eq(peer_transport_name(pa), "udp");
 	ck_assert_int_eq(tun_recv(&B), 1);
 	udp_ab_blocked = udp_ba_blocked = true;
@@ -2690,7 +2678,7 @@ START_TEST(paths_udp_blocked_then_back)
 		;
 	tun_send(&A, true, 500);
 	tun_send(&B, false, 501);
-	net();
+	pump();
 	ck_assert_int_eq(tun_recv(&B), 500);
 	ck_assert_int_eq(tun_recv(&A), 501);
 
@@ -2711,7 +2699,7 @@ START_TEST(paths_udp_blocked_then_back)
 	while (tun_recv(&B) >= 0)
 		;
 	tun_send(&A, true, 600);
-	net();
+	pump();
 	ck_assert_int_eq(tun_recv(&B), 600);
 	/* And it stays there while UDP carries an exchange. */
 	for (t0 = fake_now; fake_now - t0 < 30000;) {
@@ -2732,7 +2720,7 @@ START_TEST(paths_udp_lossy_no_move)
 	unsigned i;
 
 	tun_send(&A, true, 1);
-	net();
+	pump();
 	for (i = 0; i < 60; i++) {
 		udp_ab_blocked = i % 2;
 		udp_ba_blocked = i % 4 == 1;
@@ -2843,6 +2831,47 @@ START_TEST(paths_tcp_probe_failure_quiet)
 }
 END_TEST
 
+/* UDP lost one way only, from B to A: A's data arrives but nothing comes
+ * back, so A moves to TCP and stays there while its probes of UDP (which
+ * reach B) get no answer back; the traffic flows both ways over TCP. */
+START_TEST(paths_one_way_loss)
+{
+	struct peer *pa = peer_of(&A), *pb = peer_of(&B);
+	uint64_t t0;
+	uint32_t seq = 10;
+
+	tun_send(&A, true, 1);
+	pump();
+	ck_assert_int_eq(tun_recv(&B), 1);
+	udp_ba_blocked = true;
+	t0 = fake_now;
+	while (pa->transport_switches == 0) {
+		ck_assert_uint_lt(fake_now - t0, 10000);
+		tun_send(&A, true, seq++);
+		advance(500);
+	}
+	ck_assert_uint_ge(fake_now - t0, PEER_TCP_FALLBACK_MS);
+	ck_assert_str_eq(peer_transport_name(pa), "tcp");
+	ck_assert_str_eq(peer_transport_name(pb), "tcp");
+	for (t0 = fake_now; fake_now - t0 < 60000;) {
+		tun_send(&A, true, seq++);
+		tun_send(&B, false, seq++);
+		advance(500);
+	}
+	/* Probes went out over UDP and reached B (it answered them); none
+	 * came back. */
+	ck_assert_uint_gt(pb->events[EVENT_PATH_RESPONSE_SENT] +
+	    pb->events[EVENT_HANDSHAKE_ACCEPTED], 0);
+	ck_assert_uint_eq(pa->transport_switches, 1);
+	ck_assert_uint_eq(A.t_opens, 1);
+	while (tun_recv(&A) >= 0)
+		;
+	tun_send(&B, false, 7777);
+	pump();
+	ck_assert_int_eq(tun_recv(&A), 7777);
+}
+END_TEST
+
 static Suite *
 peer_suite(void)
 {
@@ -2903,6 +2932,7 @@ peer_suite(void)
 	tcase_add_test(tc, paths_all_blocked_backs_off);
 	tcase_add_test(tc, paths_addr_change_on_tcp);
 	tcase_add_test(tc, paths_tcp_probe_failure_quiet);
+	tcase_add_test(tc, paths_one_way_loss);
 	suite_add_tcase(s, tc);
 	return s;
 }
