@@ -32,10 +32,12 @@
  *   the amplification budget does not allow is skipped (counted).
  *
  * transport: with endpoint-tcp, every PEER_TRANSPORT_TICK_MS the policy
- *   looks at the UDP path (peer_timers.h): unanswered for
- *   PEER_TCP_FALLBACK_MS while data waits, it connects over TCP (after a
- *   failed connection 1, 2, 4 ... 30 s later); on TCP it probes UDP after
- *   1, 2, 4 ... 16 s, and moves back once a probe is answered.
+ *   looks at the peer's paths (transport.h, peer_timers.h): the preferred
+ *   one (UDP) unanswered for PEER_TCP_FALLBACK_MS while data waits, it
+ *   opens the fallback (TCP; after a failed open 1, 2, 4 ... 30 s later);
+ *   on the fallback it probes UDP after 1, 2, 4 ... 16 s, and moves back
+ *   once a probe is answered.  It reaches the paths only through their
+ *   transport ops.
  *
  * Session timers (handshake retransmission, drain) belong to handshake.c
  * and session.c.  None of these is touched per packet: each fires,
