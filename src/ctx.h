@@ -11,6 +11,7 @@
 
 #include "drop.h"
 #include "events.h"
+#include "transport.h"
 #include "util.h"
 
 struct conf;
@@ -56,6 +57,10 @@ struct toud {
 	struct rx *rx;                  /* UDP -> TUN, with its buffers */
 	struct tunout *tunout;          /* the TUN's one writer (rx's packets, tx's ICMP) */
 	struct tcp *tcp;                /* the TCP transport (tcp.c); NULL: not set up */
+	/* The transports a peer can be reached on, in order of preference:
+	 * each peer gets a path of each (transport.h; daemon.c registers). */
+	const struct transport_ops *transports[TRANSPORT_MAX];
+	unsigned n_transports;
 
 	struct peer **peers;            /* in configuration order */
 	size_t n_peers;

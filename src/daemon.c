@@ -51,6 +51,7 @@
 #include "session.h"
 #include "show.h"
 #include "tcp.h"
+#include "transport_udp.h"
 #include "tun.h"
 #include "tunout.h"
 #include "tx.h"
@@ -158,6 +159,19 @@ setup_interface(struct toud *t)
 	return rc;
 }
 
+/* The transports every peer gets a path of, in order of preference
+ * (transport.h): UDP, and with DTLS the TCP transport (TLS).  A test may
+ * have registered its own (a fake transport) before. */
+static void
+daemon_transports(struct toud *t)
+{
+	if (t->n_transports)
+		return;
+	t->transports[t->n_transports++] = &transport_udp;
+	if (t->conf->iface.encryption == CONF_ENC_DTLS)
+		t->transports[t->n_transports++] = &transport_tcp;
+}
+
 int
 daemon_start_peers(struct toud *t)
 {
@@ -165,6 +179,7 @@ daemon_start_peers(struct toud *t)
 	size_t i;
 	int rc;
 
+	daemon_transports(t);
 	if (!(t->routes = prefix_table_new()))
 		return -ENOMEM;
 	t->peers = calloc(c->n_peers ? c->n_peers : 1, sizeof(*t->peers));
@@ -205,10 +220,10 @@ daemon_start_paths(struct toud *t)
 		return rc;
 	handshake_index(t);
 	/* The TCP transport reports to the directions and the policy through
-	 * these, so that it calls nothing that calls it (peer.h). */
-	if (ifc->encryption == CONF_ENC_DTLS && (rc = tcp_init(t, &(struct tcp_ops){
+	 * these, so that it calls nothing that calls it (peer.h, transport.h). */
+	if (ifc->encryption == CONF_ENC_DTLS && (rc = tcp_init(t, &(struct transport_core){
 	    .frames = rx_frames, .authorize = handshake_authorize_key,
-	    .up = peer_timers_tcp_up, .down = peer_timers_tcp_down })) < 0)
+	    .up = peer_timers_path_up, .down = peer_timers_path_down })) < 0)
 		return rc;
 	return 0;
 }

@@ -867,19 +867,24 @@ fail(struct session *s, const char *why)
 	struct peer *p = s->peer, *at;
 	char buf[UTIL_ADDRSTRLEN], reason[240];
 	uint64_t now = toud_now(s->t);
+	/* While another path carries the peer's traffic, a handshake was a
+	 * probe of UDP: counted as an event, not a loss, and said at debug. */
+	bool probe = p && peer_on_fallback(p);
 
 	event_count(s->t, p, EVENT_HANDSHAKE_FAILED);
-	drop_count(s->t, p, DROP_HANDSHAKE, 1);
+	if (!probe)
+		drop_count(s->t, p, DROP_HANDSHAKE, 1);
 	s->t->hs->failed_ids[s->t->hs->failed_next++ % HS_FAILED_IDS] = s->id;
 	failure_reason(s, p, why, reason, sizeof(reason));
 	if (p) {
-		if (log_due(p, reason, now))
+		if (!probe && log_due(p, reason, now))
 			log_warnx("peer \"%s\" (%s): handshake failed: %s", p->name,
 			    sess_addr(s, buf, sizeof(buf)), reason);
 		else
 			log_debug("peer \"%s\" (%s): handshake failed: %s", p->name,
 			    sess_addr(s, buf, sizeof(buf)), reason);
-		peer_error_set(p, "handshake failed: %s", reason);
+		if (!probe)
+			peer_error_set(p, "handshake failed: %s", reason);
 		session_free(s);
 		return p;
 	}

@@ -222,6 +222,31 @@ struct metrics_peer_family;
 typedef void metrics_peer_fn(struct metrics_out *, const struct peer *,
     const struct metrics_peer_family *f);
 
+/* A peer's paths (transport.h): which carries its traffic, which are up;
+ * and how often its traffic moved. */
+static void
+metrics_peer_transport(struct metrics_out *o, const struct peer *p,
+    const struct metrics_peer_family *f)
+{
+	unsigned k;
+
+	for (k = 0; p->paths && k < p->paths->n; k++) {
+		const struct peer_path *ph = &p->paths->path[k];
+
+		metrics_u64(o, f->name, (const char *const[]){ "peer", p->name, "transport",
+		    ph->ops->name, NULL }, f->arg ? ph->ops->state(p, ph) == TRANSPORT_UP :
+		    k == p->paths->active);
+	}
+}
+
+static void
+metrics_peer_moves(struct metrics_out *o, const struct peer *p,
+    const struct metrics_peer_family *f)
+{
+	metrics_u64(o, f->name, (const char *const[]){ "peer", p->name, NULL },
+	    p->transport_switches);
+}
+
 static void
 metrics_peer_info(struct metrics_out *o, const struct peer *p,
     const struct metrics_peer_family *f)
@@ -231,7 +256,7 @@ metrics_peer_info(struct metrics_out *o, const struct peer *p,
 	(void)f;
 	metrics_u64(o, "toud_peer_info", (const char *const[]){ "peer", p->name,
 	    "endpoint", p->has_endpoint ? util_sa_fmt(&p->endpoint, ep, sizeof(ep)) : "",
-	    "cipher", p->cur && p->cur->dtls ? dtls_sess_cipher(p->cur->dtls) : "",
+	    "cipher", peer_cipher(p),
 	    NULL }, 1);
 }
 
@@ -339,6 +364,12 @@ static const struct metrics_peer_family {
 	{ "toud_peer_up", "gauge", "1 when the peer is up, else 0.", metrics_peer_up, 0 },
 	{ "toud_peer_state", "gauge", "The peer's state: 1 for the state it is in (idle, "
 	    "handshaking, up or dead), 0 for the others.", metrics_peer_state, 0 },
+	{ "toud_peer_transport", "gauge", "1 for the transport that carries the peer's "
+	    "traffic, 0 for its other paths.", metrics_peer_transport, 0 },
+	{ "toud_peer_path_up", "gauge", "1 when the peer's path on the transport can carry "
+	    "its traffic now, else 0.", metrics_peer_transport, 1 },
+	{ "toud_peer_transport_moves_total", "counter", "Moves of the peer's traffic from one "
+	    "transport to another (transport_switches).", metrics_peer_moves, 0 },
 	{ "toud_peer_receive_bytes_total", "counter", "Bytes received from the peer "
 	    "(rx_bytes of touctl show --json).", metrics_peer_counter,
 	    offsetof(struct peer, rx_bytes) },

@@ -23,7 +23,6 @@
 #include "resolve.h"
 #include "rtnl.h"
 #include "session.h"
-#include "tcp.h"
 #include "tun.h"
 #include "tunout.h"
 #include "tx.h"
@@ -106,6 +105,36 @@ peer_reconfigure(struct peer *p, const struct conf_peer *cf)
 	return rc;
 }
 
+/* One path for each transport the interface registered (daemon.c), in
+ * its order: the first is the preferred one, and where traffic starts. */
+static int
+peer_paths_new(struct peer *p)
+{
+	const struct toud *t = p->toud;
+	unsigned i;
+
+	if (!(p->paths = calloc(1, sizeof(*p->paths))))
+		return -ENOMEM;
+	for (i = 0; i < t->n_transports && i < TRANSPORT_MAX; i++)
+		p->paths->path[p->paths->n++].ops = t->transports[i];
+	return 0;
+}
+
+/* Whatever p's paths hold closes with it. */
+static void
+peer_paths_free(struct peer *p)
+{
+	unsigned i;
+
+	if (!p->paths)
+		return;
+	for (i = 0; i < p->paths->n; i++)
+		if (p->paths->path[i].ops->close)
+			p->paths->path[i].ops->close(p, &p->paths->path[i]);
+	free(p->paths);
+	p->paths = NULL;
+}
+
 struct peer *
 peer_new(struct toud *t, const struct conf_peer *cf)
 {
@@ -120,7 +149,7 @@ peer_new(struct toud *t, const struct conf_peer *cf)
 	}
 	p->state = PEER_IDLE;
 	peer_take_conf(p, cf);
-	if (peer_timers_init(p) < 0) {
+	if (peer_paths_new(p) < 0 || peer_timers_init(p) < 0) {
 		peer_free(p);
 		return NULL;
 	}
@@ -135,7 +164,7 @@ peer_free(struct peer *p)
 		return;
 	resolve_cancel(p);
 	peer_ping_done(p, false);
-	tcp_close(p);
+	peer_paths_free(p);
 	while (p->cur || p->next || p->prev)
 		session_free(p->cur ? p->cur : p->next ? p->next : p->prev);
 	/* Its datagrams and TUN packets still on their way now resolve to
@@ -524,11 +553,12 @@ void
 peer_path_response(struct peer *p, struct session *s, const uint8_t *token, uint64_t now)
 {
 	struct path_probe *pp = &p->probe;
+	struct peer_path *ph = &p->paths->path[0];
 	char a[UTIL_ADDRSTRLEN], b[UTIL_ADDRSTRLEN];
 
-	if (p->udp_probing && s == p->cur &&
-	    memcmp(token, p->udp_probe_token, PATH_TOKEN_LEN) == 0) {
-		peer_timers_udp_validated(p);
+	/* The policy's probe of the preferred path (peer_timers.c). */
+	if (ph->probing && s == p->cur && memcmp(token, ph->token, PATH_TOKEN_LEN) == 0) {
+		peer_timers_path_validated(p, ph);
 		return;
 	}
 	if (p->ping_fn && s == p->cur && memcmp(token, p->ping_token, PATH_TOKEN_LEN) == 0) {
@@ -552,14 +582,33 @@ peer_path_response(struct peer *p, struct session *s, const uint8_t *token, uint
 }
 
 void
-peer_transport(struct peer *p, enum transport tr, const char *why)
+peer_path_move(struct peer *p, struct peer_path *ph, const char *why)
 {
-	if (p->transport == tr)
+	unsigned i = (unsigned)(ph - p->paths->path);
+
+	if (p->paths->active == i)
 		return;
-	p->transport = tr;
+	p->paths->active = i;
 	p->transport_switches++;
-	p->events[tr == TRANSPORT_TCP ? EVENT_TRANSPORT_TCP : EVENT_TRANSPORT_UDP]++;
-	log_info("peer \"%s\": traffic moves to %s (%s)", p->name, transport_name(tr), why);
+	p->events[ph->ops->moved_event]++;
+	log_info("peer \"%s\": traffic moves to %s (%s)", p->name, ph->ops->name, why);
+}
+
+const char *
+peer_transport_name(const struct peer *p)
+{
+	return p->paths ? peer_path_active(p)->ops->name : "udp";
+}
+
+const char *
+peer_cipher(const struct peer *p)
+{
+	struct peer_path *ph;
+
+	if (!p->paths)
+		return p->cur && p->cur->dtls ? dtls_sess_cipher(p->cur->dtls) : "";
+	ph = peer_path_active(p);
+	return ph->ops->cipher(p, ph);
 }
 
 /* The local address p is reached at: its session's in DTLS mode, its own

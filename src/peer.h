@@ -15,9 +15,13 @@
  * timers.  {tx, peer_timers, handshake, peer} and no other file: rx.c,
  * daemon.c, toud.c, control.c, show.c and reload.c call into it from
  * above and are never called from it; what it calls below (session,
- * record, dtls, path, tunout, worker, ...) calls nothing in it.  A new
- * arrow that would close another cycle becomes a callback passed in.
- * tests/cli/knot.sh fails the build's tests on any other cycle. */
+ * record, dtls, path, tunout, udpout, worker, ...) calls nothing in it.
+ * The transports (transport.h: transport_udp.c, tcp.c) sit outside it:
+ * the knot reaches them only through their ops, and they report through
+ * the callbacks daemon.c passes in.  A new arrow that would close another
+ * cycle becomes a callback passed in.  tests/cli/knot.sh fails the build's
+ * tests on any other cycle, counting a header's static inline functions
+ * as its module's. */
 #ifndef TOUD_PEER_H
 #define TOUD_PEER_H
 
@@ -56,20 +60,10 @@ struct peer {
 	const char *name;
 	struct x509_store_st *ca_store;    /* cf->ca, loaded once per configuration */
 
-	enum transport transport;          /* what its traffic takes (transport.h) */
-	uint64_t transport_switches;       /* how often it changed */
-	struct tcp_conn *tcp;              /* its TCP transport connection (tcp.c); NULL: none */
-	/* The switching policy (peer_timers.c): since when packets wait for
-	 * a UDP handshake (0: none wait), and while on TCP the next UDP probe,
-	 * the failed probes so far (back-off) and the token of the one in
-	 * flight. */
-	uint64_t held_since_ms;
-	unsigned tcp_failures;             /* connections that failed in a row */
-	uint64_t tcp_retry_ms;             /* no new connection before this */
-	uint64_t udp_probe_ms;
-	unsigned udp_probe_fails;
-	bool udp_probing;
-	uint8_t udp_probe_token[PATH_TOKEN_LEN];
+	/* The ways to reach it, one per transport, and the one its traffic
+	 * takes (transport.h); NULL only in a peer built by hand (tests). */
+	struct peer_paths *paths;
+	uint64_t transport_switches;       /* how often its traffic moved */
 	bool has_endpoint;
 	union sockaddr_union endpoint;
 	/* encryption = none: the local address the peer last reached us at
@@ -139,7 +133,7 @@ struct peer {
 	struct event *ev_passive;          /* received data, not yet answered */
 	struct event *ev_path;             /* the next path challenge or verdict */
 	struct event *ev_ping;             /* touctl ping's deadline */
-	struct event *ev_transport;        /* the switching policy's look (endpoint-tcp) */
+	struct event *ev_transport;        /* the path policy's look (endpoint-tcp) */
 };
 
 /* Why the peer is not up (touctl show's last_error): set (printf, cut at
@@ -159,8 +153,8 @@ peer_error_clear(struct peer *p)
 	p->last_error = NULL;
 }
 
-/* Inline, as a plain field's assignment was: tcp.c and the others that
- * say why a peer is down take no call into peer.c for it (tests/cli/knot.sh). */
+/* Those who say why a peer is down are the handshake and the policy; a
+ * transport says it through transport_core's down (transport.h). */
 static inline void peer_error_set(struct peer *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
@@ -219,12 +213,6 @@ void peer_netchange_lost(struct toud *t);
 bool peer_netchange_affects(const struct toud_netchange *nc, const struct peer *p);
 void peer_netchange_apply(struct toud *t);
 
-static inline bool
-peer_ref_equal(struct peer_ref a, struct peer_ref b)
-{
-	return a.slot == b.slot && a.gen == b.gen;
-}
-
 struct peer *peer_find_by_endpoint(struct toud *t, const union sockaddr_union *sa);
 /* An ICMP port unreachable came back from dest: the peer whose endpoint it
  * is learns that nothing listens there (the log, once a minute, and its
@@ -235,20 +223,7 @@ struct peer *peer_find_by_name(struct toud *t, const char *name);
 
 /* Accounting hooks called by the data path. */
 void peer_rx(struct peer *p, size_t bytes, uint64_t now_ms);
-/* The reference naming p (NULL: nobody; peer_ref.h). */
-static inline struct peer_ref
-peer_ref_of(const struct peer *p)
-{
-	return p ? p->ref : (struct peer_ref){ 0, 0 };
-}
-
-static inline void
-peer_tx(struct peer *p, size_t bytes, uint64_t now_ms)
-{
-	p->tx_bytes += bytes;
-	p->tx_packets++;
-	p->last_tx_ms = now_ms;
-}
+/* (What left is counted by peer_tx(), peer_count.h.) */
 /* The only writer of p->state: apply the transition of event e
  * (peer_fsm.c), log a change, tell the service manager. */
 void peer_event(struct peer *p, enum peer_event e);
@@ -272,9 +247,40 @@ void peer_ping_done(struct peer *p, bool answered);
 /* Forget the caller of the ping in flight without telling it (it went away). */
 void peer_ping_cancel(struct peer *p);
 
-/* The only writer of p->transport: move its traffic to tr (counted,
+/* The only writer of p->paths->active: move its traffic to ph (counted,
  * logged with why).  The policy is peer_timers.c's. */
-void peer_transport(struct peer *p, enum transport tr, const char *why);
+void peer_path_move(struct peer *p, struct peer_path *ph, const char *why);
+
+/* The path p's traffic takes (per packet: inline), and its state. */
+static inline struct peer_path *
+peer_path_active(const struct peer *p)
+{
+	return &p->paths->path[p->paths->active];
+}
+
+static inline enum transport_state
+peer_path_state(const struct peer *p)
+{
+	struct peer_path *ph = peer_path_active(p);
+
+	return ph->ops->state(p, ph);
+}
+
+/* The name of the transport p's traffic takes ("udp", "tcp": touctl
+ * show's transport); a peer without paths (built by hand) is on "udp". */
+const char *peer_transport_name(const struct peer *p);
+/* The cipher of what carries p's traffic ("" when nothing does): its
+ * DTLS session's on UDP, its TLS connection's on TCP. */
+const char *peer_cipher(const struct peer *p);
+
+/* Whether a path other than the preferred one carries p's traffic now:
+ * a failed handshake of the preferred path (a probe of it) is then no
+ * loss, no last_error and no warning (handshake.c, peer_timers.c). */
+static inline bool
+peer_on_fallback(const struct peer *p)
+{
+	return p->paths && p->paths->active != 0 && peer_path_state(p) == TRANSPORT_UP;
+}
 
 /* Hold / take packets queued while handshaking (oldest dropped and
  * counted when full). */

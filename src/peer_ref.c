@@ -8,6 +8,12 @@
 #include "peer.h"
 #include "peer_ref.h"
 
+struct peer_ref
+peer_ref_of(const struct peer *p)
+{
+	return p ? p->ref : (struct peer_ref){ 0, 0 };
+}
+
 /* Give p a slot in t->peer_slots and a generation never used before. */
 int
 peer_slot_take(struct peer *p)

@@ -8,6 +8,7 @@
 #ifndef TOUD_PEER_REF_H
 #define TOUD_PEER_REF_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct peer;
@@ -22,6 +23,13 @@ struct peer_ref {
 int peer_slot_take(struct peer *p);
 /* p goes (peer_free): references to it resolve to nobody from now on. */
 void peer_slot_release(struct peer *p);
+/* The reference naming p (NULL: nobody). */
+struct peer_ref peer_ref_of(const struct peer *p);
+static inline bool
+peer_ref_equal(struct peer_ref a, struct peer_ref b)
+{
+	return a.slot == b.slot && a.gen == b.gen;
+}
 /* The live peer a reference names (NULL: nobody, or freed since). */
 struct peer *peer_resolve(const struct toud *t, struct peer_ref r);
 

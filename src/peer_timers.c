@@ -32,10 +32,12 @@
  *   the amplification budget does not allow is skipped (counted).
  *
  * transport: with endpoint-tcp, every PEER_TRANSPORT_TICK_MS the policy
- *   looks at the UDP path (peer_timers.h): unanswered for
- *   PEER_TCP_FALLBACK_MS while data waits, it connects over TCP (after a
- *   failed connection 1, 2, 4 ... 30 s later); on TCP it probes UDP after
- *   1, 2, 4 ... 16 s, and moves back once a probe is answered.
+ *   looks at the peer's paths (transport.h, peer_timers.h): the preferred
+ *   one (UDP) unanswered for PEER_TCP_FALLBACK_MS while data waits, it
+ *   opens the fallback (TCP; after a failed open 1, 2, 4 ... 30 s later);
+ *   on the fallback it probes UDP after 1, 2, 4 ... 16 s, and moves back
+ *   once a probe is answered.  It reaches the paths only through their
+ *   transport ops.
  *
  * Session timers (handshake retransmission, drain) belong to handshake.c
  * and session.c.  None of these is touched per packet: each fires,
@@ -59,7 +61,7 @@
 #include "resolve.h"
 #include "session.h"
 #include "timer.h"
-#include "tcp.h"
+#include "transport.h"
 #include "tx.h"
 
 #define PEER_IDLE_WINDOW_MS 120000
@@ -112,6 +114,25 @@ static bool
 timer_pending(const struct event *ev)
 {
 	return ev && evtimer_pending(ev, NULL);
+}
+
+/* The preferred path (path[0]: UDP), and the one the policy opens when it
+ * does not answer: the first other that opens on request (TCP). */
+static struct peer_path *
+preferred(struct peer *p)
+{
+	return &p->paths->path[0];
+}
+
+static struct peer_path *
+fallback(struct peer *p)
+{
+	unsigned i;
+
+	for (i = 1; i < p->paths->n; i++)
+		if (p->paths->path[i].ops->open)
+			return &p->paths->path[i];
+	return NULL;
 }
 
 static uint64_t
@@ -341,12 +362,14 @@ peer_timers_handshake_failed(struct peer *p, const char *why)
 	delay += jitter(delay / 4);
 	p->hs_failures++;
 	p->hs_retry_ms = now + delay;
-	if (why && !*peer_error(p))
+	/* On another path that carries, this was a probe of UDP: nothing
+	 * wrong with the peer (handshake.c says it at debug only). */
+	if (why && !*peer_error(p) && !peer_on_fallback(p))
 		peer_error_set(p, "handshake failed: %s", why);
 	/* The retry starts a handshake only if there is a reason to. */
 	p->next_attempt_ms = p->pending_n || p->cf->keepalive || p->reconnect ? p->hs_retry_ms : 0;
 	resolve_peer(p);                /* the name may point elsewhere now */
-	if (!p->cur)
+	if (!p->cur && !peer_on_fallback(p))
 		peer_event(p, PEER_EV_HANDSHAKE_FAILED);
 	ARM(p, retry, delay);
 }
@@ -432,9 +455,10 @@ peer_timers_handshake_done(struct peer *p)
 	ARM(p, liveness, liveness_ms(p));
 	ARM(p, rekey, rekey_next(p, toud_now(p->toud)));
 	timer_disarm(p->ev_retry);
-	/* On TCP, a new UDP session is worth a probe at once. */
-	if (p->transport == TRANSPORT_TCP)
-		p->udp_probe_ms = 0;
+	/* Off the preferred path, a new session on it is worth a probe at
+	 * once. */
+	if (p->paths && p->paths->active != 0)
+		preferred(p)->next_ms = 0;
 }
 
 void
@@ -510,113 +534,126 @@ backoff_ms(uint64_t min, uint64_t max, unsigned n)
 	return d > max ? max : d;
 }
 
-/* On UDP: whether what we send has gone unanswered long enough (sent data
- * and heard nothing, or packets held for a handshake that does not
- * complete) to try TCP. */
+/* On the preferred path: whether what we send has gone unanswered long
+ * enough (sent data and heard nothing, or packets held for a handshake
+ * that does not complete) to open the fallback. */
 static bool
-udp_stalled(struct peer *p, uint64_t now)
+stalled(struct peer *p, struct peer_path *pref, uint64_t now)
 {
 	if (!p->cur && p->pending_n) {
-		if (!p->held_since_ms)
-			p->held_since_ms = now;
+		if (!pref->held_since_ms)
+			pref->held_since_ms = now;
 	} else {
-		p->held_since_ms = 0;
+		pref->held_since_ms = 0;
 	}
 	return (p->unanswered_ms && now - p->unanswered_ms >= PEER_TCP_FALLBACK_MS) ||
-	    (p->held_since_ms && now - p->held_since_ms >= PEER_TCP_FALLBACK_MS);
+	    (pref->held_since_ms && now - pref->held_since_ms >= PEER_TCP_FALLBACK_MS);
 }
 
-/* On TCP: probe the UDP path.  With a session, a path challenge to its
- * address (answered over UDP whatever the peer's transport); without one,
- * or after three unanswered challenges (the peer may have lost the
- * session), a handshake, whose completion makes the next probe due. */
+/* On the fallback: probe the preferred path.  With a session, a path
+ * challenge to its address (answered over UDP whatever the peer's
+ * transport); without one, or after three unanswered challenges (the peer
+ * may have lost the session), a handshake, whose completion makes the
+ * next probe due. */
 static void
-udp_probe(struct peer *p, uint64_t now)
+probe(struct peer *p, struct peer_path *pref, uint64_t now)
 {
 	struct session *s = p->cur;
 
-	if (now < p->udp_probe_ms)
+	if (now < pref->next_ms)
 		return;
-	p->udp_probe_ms = now + backoff_ms(UDP_PROBE_MIN_MS, UDP_PROBE_MAX_MS,
-	    p->udp_probe_fails);
-	if (s && s->established && (p->udp_probe_fails % 4 != 3 || p->next)) {
-		if (RAND_bytes(p->udp_probe_token, sizeof(p->udp_probe_token)) == 1 &&
-		    tx_path_message(s, GUE_CTYPE_CHALLENGE, p->udp_probe_token, &s->addr, &s->local,
+	pref->next_ms = now + backoff_ms(UDP_PROBE_MIN_MS, UDP_PROBE_MAX_MS, pref->fails);
+	if (s && s->established && (pref->fails % 4 != 3 || p->next)) {
+		if (RAND_bytes(pref->token, sizeof(pref->token)) == 1 &&
+		    tx_path_message(s, GUE_CTYPE_CHALLENGE, pref->token, &s->addr, &s->local,
 		    0) == 0)
-			p->udp_probing = true;
+			pref->probing = true;
 	} else if (p->has_endpoint && !p->next) {
 		p->hs_retry_ms = 0;
 		handshake_initiate(p, now);
 	}
-	p->udp_probe_fails++;
+	pref->fails++;
 }
 
 static void
 transport_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct peer *p = arg;
+	struct peer_path *pref = preferred(p), *fb = fallback(p), *act = peer_path_active(p);
 	uint64_t now = toud_now(p->toud);
 
 	(void)fd;
 	(void)what;
-	if (!p->cf->endpoint_tcp_host)
+	if (!p->cf->endpoint_tcp_host || !fb)
 		return;                 /* a reload took it away: the timer rests */
-	if (p->transport == TRANSPORT_TCP && tcp_outgoing(p)) {
-		udp_probe(p, now);
-	} else if (p->transport == TRANSPORT_UDP && udp_stalled(p, now) && !p->tcp &&
-	    now >= p->tcp_retry_ms && tcp_connect(p) < 0) {
-		p->tcp_retry_ms = now + backoff_ms(TCP_RETRY_MIN_MS, TCP_RETRY_MAX_MS,
-		    p->tcp_failures++);
+	if (act != pref && act->ops->outgoing(p, act)) {
+		probe(p, pref, now);
+	} else if (act == pref && stalled(p, pref, now) &&
+	    fb->ops->state(p, fb) == TRANSPORT_DOWN && now >= fb->next_ms &&
+	    fb->ops->open(p, fb) < 0) {
+		fb->next_ms = now + backoff_ms(TCP_RETRY_MIN_MS, TCP_RETRY_MAX_MS, fb->fails++);
 	}
 	ARM(p, transport, PEER_TRANSPORT_TICK_MS);
 }
 
 void
-peer_timers_tcp_up(struct peer *p)
+peer_timers_path_up(struct peer *p, struct peer_path *ph)
 {
+	struct peer_path *pref = preferred(p);
 	uint64_t now = toud_now(p->toud);
+	char why[64];
 
-	p->tcp_failures = 0;
-	p->tcp_retry_ms = 0;
-	p->held_since_ms = 0;
+	ph->fails = 0;
+	ph->next_ms = 0;
+	pref->held_since_ms = 0;
 	p->unanswered_ms = 0;
-	p->udp_probe_fails = 0;
-	p->udp_probing = false;
-	p->udp_probe_ms = now + UDP_PROBE_MIN_MS;
-	peer_transport(p, TRANSPORT_TCP, tcp_outgoing(p) ? "UDP does not answer" :
-	    "the peer connected over TCP");
+	pref->fails = 0;
+	pref->probing = false;
+	pref->next_ms = now + UDP_PROBE_MIN_MS;
+	if (ph->ops->outgoing(p, ph))
+		snprintf(why, sizeof(why), "%s does not answer", pref->ops->name);
+	else
+		snprintf(why, sizeof(why), "the peer connected over %s", ph->ops->name);
+	peer_path_move(p, ph, why);
 	peer_error_clear(p);
 	peer_timers_authenticated_rx(p, now);
 	tx_send_staged(p);
 }
 
 void
-peer_timers_tcp_down(struct peer *p, const char *why)
+peer_timers_path_down(struct peer *p, struct peer_path *ph, const char *why)
 {
+	struct peer_path *pref = preferred(p);
 	uint64_t now = toud_now(p->toud);
+	char buf[64];
 
-	(void)why;
-	p->udp_probing = false;
+	peer_error_set(p, "%s", why);
+	pref->probing = false;
 	if (p->cf->endpoint_tcp_host)
-		p->tcp_retry_ms = now + backoff_ms(TCP_RETRY_MIN_MS, TCP_RETRY_MAX_MS,
-		    p->tcp_failures++);
-	if (p->transport == TRANSPORT_TCP) {
-		peer_transport(p, TRANSPORT_UDP, "the tcp connection ended");
-		/* Back on UDP, what is sent from now on is measured afresh. */
+		ph->next_ms = now + backoff_ms(TCP_RETRY_MIN_MS, TCP_RETRY_MAX_MS, ph->fails++);
+	if (peer_path_active(p) == ph) {
+		snprintf(buf, sizeof(buf), "the %s connection ended", ph->ops->name);
+		peer_path_move(p, pref, buf);
+		/* Back on the preferred path, what is sent from now on is
+		 * measured afresh. */
 		p->unanswered_ms = 0;
 	}
 }
 
 void
-peer_timers_udp_validated(struct peer *p)
+peer_timers_path_validated(struct peer *p, struct peer_path *pref)
 {
-	p->udp_probing = false;
-	p->udp_probe_fails = 0;
-	if (p->transport != TRANSPORT_TCP)
+	struct peer_path *act = peer_path_active(p);
+	char why[64];
+
+	pref->probing = false;
+	pref->fails = 0;
+	if (act == pref)
 		return;
 	p->unanswered_ms = 0;
-	peer_transport(p, TRANSPORT_UDP, "a UDP probe was answered");
-	tcp_close(p);
+	snprintf(why, sizeof(why), "a %s probe was answered", pref->ops->name);
+	peer_path_move(p, pref, why);
+	act->ops->close(p, act);
 }
 
 void
@@ -680,12 +717,15 @@ peer_timers_init(struct peer *p)
 void
 peer_timers_reconfigure(struct peer *p)
 {
+	struct peer_path *act;
+
 	if (p->cf->endpoint_tcp_host && !timer_pending(p->ev_transport))
 		ARM(p, transport, PEER_TRANSPORT_TICK_MS);
 	/* A reload took endpoint-tcp away: nothing would probe UDP again. */
-	if (!p->cf->endpoint_tcp_host && tcp_outgoing(p)) {
-		peer_transport(p, TRANSPORT_UDP, "endpoint-tcp removed");
-		tcp_close(p);
+	act = peer_path_active(p);
+	if (!p->cf->endpoint_tcp_host && act != preferred(p) && act->ops->outgoing(p, act)) {
+		peer_path_move(p, preferred(p), "endpoint-tcp removed");
+		act->ops->close(p, act);
 	}
 	if (p->cf->keepalive) {
 		ARM(p, keepalive, 0);     /* at once, or re-evaluated with the new interval */

@@ -70,18 +70,21 @@ void peer_timers_ping_done(struct peer *p);
  * DTLS it authenticates, so the peer roams to it; without a session it
  * starts a handshake). */
 void peer_timers_path_changed(struct peer *p);
-/* The transport policy (transport.h).  UDP first; a peer with
- * endpoint-tcp whose UDP handshake or path goes unanswered for
- * PEER_TCP_FALLBACK_MS while data waits connects over TCP, and its traffic
- * moves there once the connection is up; on TCP, UDP is probed in the
- * background (a path challenge on the session, or a handshake), backing
- * off, and traffic moves back when a probe is answered.  The TCP
- * transport's reports (tcp.h's ops): p's connection is up, or ended. */
+/* The path policy (transport.h).  The preferred path (UDP) first; a peer
+ * with endpoint-tcp whose UDP handshake or path goes unanswered for
+ * PEER_TCP_FALLBACK_MS while data waits opens its fallback path (TCP),
+ * and its traffic moves there once it is up; off the preferred path, that
+ * path is probed in the background (a path challenge on the session, or a
+ * handshake), backing off, and traffic moves back when a probe is
+ * answered.  A transport's reports (transport_core's up and down): ph is
+ * up, or what it had open ended (why: the peer's last_error). */
 #define PEER_TCP_FALLBACK_MS 3000
-void peer_timers_tcp_up(struct peer *p);
-void peer_timers_tcp_down(struct peer *p, const char *why);
-/* A UDP probe was answered: the traffic moves back to UDP. */
-void peer_timers_udp_validated(struct peer *p);
+struct peer_path;
+void peer_timers_path_up(struct peer *p, struct peer_path *ph);
+void peer_timers_path_down(struct peer *p, struct peer_path *ph, const char *why);
+/* The probe of the preferred path pref was answered: the traffic moves
+ * back to it. */
+void peer_timers_path_validated(struct peer *p, struct peer_path *pref);
 
 /* The dead-peer interval: sent and unanswered this long means dead. */
 uint64_t peer_timers_dead_ms(const struct peer *p);

@@ -268,10 +268,62 @@ show_next_attempt(const struct peer *p, uint64_t now_ms, uint64_t *secs)
 	return true;
 }
 
+/* The cipher of what carries p's traffic (NULL: nothing). */
 static const char *
 show_cipher(const struct peer *p)
 {
-	return p->cur && p->cur->dtls ? dtls_sess_cipher(p->cur->dtls) : NULL;
+	const char *c = peer_cipher(p);
+
+	return *c ? c : NULL;
+}
+
+/* "  paths: udp up (active), tcp down, rtt 1.2 ms" */
+static void
+show_text_paths(FILE *b, const struct peer *p)
+{
+	unsigned i;
+
+	if (!p->paths)
+		return;
+	fputs("  paths:", b);
+	for (i = 0; i < p->paths->n; i++) {
+		struct peer_path *ph = &p->paths->path[i];
+		uint64_t rtt = ph->ops->rtt_us(p, ph);
+
+		fprintf(b, "%s %s %s", i ? "," : "", ph->ops->name,
+		    transport_state_name(ph->ops->state(p, ph)));
+		if (i == p->paths->active)
+			fputs(" (active)", b);
+		if (rtt)
+			fprintf(b, " rtt %" PRIu64 ".%" PRIu64 " ms", rtt / 1000, rtt % 1000 / 100);
+	}
+	fwrite("\n", 1, 1, b);
+}
+
+/* "paths": each way to reach p, in order of preference (transport.h):
+ * its transport, its state, whether it carries the traffic, and its
+ * round-trip time when the transport measures one (else null). */
+static void
+show_json_paths(FILE *b, const struct peer *p)
+{
+	unsigned i;
+
+	fputs(",\n      \"paths\": [", b);
+	for (i = 0; p->paths && i < p->paths->n; i++) {
+		struct peer_path *ph = &p->paths->path[i];
+		uint64_t rtt = ph->ops->rtt_us(p, ph);
+
+		fprintf(b, "%s{\"transport\": ", i ? ", " : "");
+		show_json_str(b, ph->ops->name);
+		fputs(", \"state\": ", b);
+		show_json_str(b, transport_state_name(ph->ops->state(p, ph)));
+		fprintf(b, ", \"active\": %s, \"rtt_us\": ", i == p->paths->active ? "true" : "false");
+		if (rtt)
+			fprintf(b, "%" PRIu64 "}", rtt);
+		else
+			fputs("null}", b);
+	}
+	fputs("]", b);
 }
 
 /* The path state of p's current session (a probe of another session's
@@ -365,7 +417,7 @@ show_json_peer(FILE *b, const struct peer *p, uint64_t now_ms)
 	}
 	fprintf(b, ",\n      \"id_rotations\": %u", p->cur ? p->cur->rotations : 0);
 	fputs(",\n      \"transport\": ", b);
-	show_json_str(b, transport_name(p->transport));
+	show_json_str(b, peer_transport_name(p));
 	fputs(",\n      \"endpoint_tcp\": ", b);
 	show_json_str_or_null(b, show_hostport(p->cf->endpoint_tcp_host, p->cf->endpoint_tcp_port,
 	    buf, sizeof(buf)));
@@ -375,6 +427,7 @@ show_json_peer(FILE *b, const struct peer *p, uint64_t now_ms)
 	fputs(",\n      \"sni\": ", b);
 	show_json_str_or_null(b, p->cf->sni);
 	fprintf(b, ",\n      \"transport_switches\": %" PRIu64, p->transport_switches);
+	show_json_paths(b, p);
 	fputs(",\n      \"path_state\": ", b);
 	show_json_str(b, path_state_name(show_path(p)));
 	fputs(",\n      \"path_probing\": ", b);
@@ -573,8 +626,8 @@ show_text_peer(FILE *b, const struct peer *p, uint64_t now_ms)
 	else
 		fputs("(none)", b);
 	fprintf(b, "\n  state: %s\n", peer_state_name(p->state));
-	if (p->cf->endpoint_tcp_host || p->transport != TRANSPORT_UDP) {
-		fprintf(b, "  transport: %s (%" PRIu64 " switch%s)", transport_name(p->transport),
+	if (p->cf->endpoint_tcp_host || (p->paths && p->paths->active != 0)) {
+		fprintf(b, "  transport: %s (%" PRIu64 " switch%s)", peer_transport_name(p),
 		    p->transport_switches, p->transport_switches == 1 ? "" : "es");
 		if (show_hostport(p->cf->endpoint_tcp_host, p->cf->endpoint_tcp_port, buf,
 		    sizeof(buf)))
@@ -586,6 +639,7 @@ show_text_peer(FILE *b, const struct peer *p, uint64_t now_ms)
 			show_text_str(b, p->cf->sni);
 		}
 		fwrite("\n", 1, 1, b);
+		show_text_paths(b, p);
 	}
 	if (show_pinned_fp(p, fp))
 		fprintf(b, "  fingerprint: %s\n", fp);

@@ -91,6 +91,7 @@
 #include "stream.h"
 #include "tcp.h"
 #include "timer.h"
+#include "transport.h"
 #include "udp.h"
 
 #define TCP_CONN_MAX 256                /* connections at once */
@@ -203,9 +204,13 @@ struct tcp_conn {
 	char *refused;                  /* outgoing: why verify_cb refused the key */
 };
 
+/* p's connection (NULL: none): what p's TCP path keeps for it
+ * (transport.h).  Every peer of an interface with DTLS has one. */
+#define PEER_CONN(p) (transport_path((p)->paths, &transport_tcp)->conn)
+
 struct tcp {
 	struct toud *t;
-	struct tcp_ops ops;
+	struct transport_core ops;
 	SSL_CTX *ctx;
 	struct evconnlistener *listener;
 	union sockaddr_union laddr;
@@ -242,8 +247,8 @@ conn_free(struct tcp_conn *c)
 		evtimer_del(c->ev_deadline);
 		return;
 	}
-	if (c->peer && c->peer->tcp == c)
-		c->peer->tcp = NULL;
+	if (c->peer && PEER_CONN(c->peer) == c)
+		PEER_CONN(c->peer) = NULL;
 	free(c->refused);
 	if (c->dns_req)                 /* its callback, told, touches nothing */
 		evdns_getaddrinfo_cancel(c->dns_req);
@@ -278,7 +283,8 @@ static void
 conn_fail(struct tcp_conn *c, const char *why)
 {
 	struct tcp *x = c->tcp;
-	struct peer *p = c->peer && c->peer->tcp == c ? c->peer : NULL;
+	struct peer *p = c->peer && PEER_CONN(c->peer) == c ? c->peer : NULL;
+	char err[PEER_ERROR_MAX];
 
 	if (c->phase != TCP_UP && !c->outgoing) {
 		x->t->events[EVENT_TCP_HANDSHAKE_FAILED]++;
@@ -288,18 +294,18 @@ conn_fail(struct tcp_conn *c, const char *why)
 		log_debug("peer \"%s\": tcp connection to %s, set aside, ended: %s", c->peer->name,
 		    c->name, why);
 	if (p) {
-		p->tcp = NULL;
+		PEER_CONN(p) = NULL;
 		c->peer = NULL;
 		if (c->phase == TCP_UP)
 			log_info("peer \"%s\": tcp connection %s ended: %s", p->name, c->name, why);
 		else
 			log_warnx("peer \"%s\": tcp connection to %s failed: %s", p->name, c->name,
 			    why);
-		peer_error_set(p, "tcp %s: %s", c->name, why);
+		snprintf(err, sizeof(err), "tcp %s: %s", c->name, why);
 	}
 	conn_free(c);
 	if (p)
-		x->ops.down(p, why);
+		x->ops.down(p, transport_path(p->paths, &transport_tcp), err);
 }
 
 static int conn_open(struct peer *p, bool take);
@@ -313,7 +319,7 @@ conn_aged(struct tcp_conn *c)
 {
 	struct peer *p = c->peer;
 
-	if (c->outgoing && !c->renewing && p && p->tcp == c) {
+	if (c->outgoing && !c->renewing && p && PEER_CONN(p) == c) {
 		c->renewing = true;
 		log_info("peer \"%s\": tcp connection %s reached its maximum age: opening "
 		    "another", p->name, c->name);
@@ -463,7 +469,7 @@ conn_established(struct tcp_conn *c)
 		conn_fail(c, "out of memory");
 		return;
 	}
-	old = p->tcp == c ? NULL : p->tcp;      /* an outgoing one is p->tcp already */
+	old = PEER_CONN(p) == c ? NULL : PEER_CONN(p);   /* an outgoing one is p's already */
 	if (old && conn_keep_old(old, c, now)) {
 		conn_crossed(p, old, c);
 		conn_free(c);
@@ -474,7 +480,7 @@ conn_established(struct tcp_conn *c)
 		 * it takes over once up, or fails alone. */
 		log_debug("peer \"%s\": tcp connection %s set aside while %s carries", p->name,
 		    old->name, c->name);
-		p->tcp = NULL;
+		PEER_CONN(p) = NULL;
 		old = NULL;
 	}
 	c->peer = p;
@@ -487,7 +493,7 @@ conn_established(struct tcp_conn *c)
 		old->peer = NULL;
 		conn_free(old);
 	}
-	p->tcp = c;
+	PEER_CONN(p) = c;
 	c->phase = TCP_UP;
 	c->up_ms = now;
 	x->n_half--;
@@ -498,7 +504,7 @@ conn_established(struct tcp_conn *c)
 	conn_sockopts(c->fd);
 	log_info("peer \"%s\": tcp connection %s up (%s, %s)", p->name, c->name,
 	    SSL_get_version(c->ssl), SSL_get_cipher_name(c->ssl));
-	x->ops.up(p);
+	x->ops.up(p, transport_path(p->paths, &transport_tcp));
 }
 
 /* Why an outgoing connection's server is not its peer, for the log and
@@ -1012,10 +1018,13 @@ conn_write_cb(evutil_socket_t fd, short what, void *arg)
 		conn_fail(c, why);
 }
 
-int
-tcp_send(struct peer *p, const uint8_t *payload, size_t len, bool data)
+/* Queue one frame (payload, len bytes) on p's connection.  0, -ENOTCONN
+ * (none up), -ENOBUFS (its send queue is full), -ETIMEDOUT (data, not a
+ * control message, dropped because the queue's wait has stayed too long:
+ * codel.h), -EMSGSIZE. */
+static int
+conn_send(struct tcp_conn *c, const uint8_t *payload, size_t len, bool data)
 {
-	struct tcp_conn *c = p->tcp;
 	size_t flen = STREAM_HDR_LEN + len;
 
 	if (!c || c->phase != TCP_UP)
@@ -1049,23 +1058,72 @@ tcp_send(struct peer *p, const uint8_t *payload, size_t len, bool data)
 	return 0;
 }
 
-bool
-tcp_up(const struct peer *p)
+/* The send op: a frame of p's connection; the send queue may drop it,
+ * full or by its wait (counted): the inner TCP retransmits.  The bytes
+ * it takes on the stream, or -errno. */
+static int
+tcp_send(struct peer *p, struct peer_path *ph, uint8_t *payload, size_t len, uint8_t tos,
+    enum tx_payload kind, uint64_t now)
 {
-	return p->tcp && p->tcp->phase == TCP_UP;
+	int rc = conn_send(ph->conn, payload, len, kind != TX_CONTROL);
+
+	(void)tos;
+	(void)now;
+	if (rc < 0) {
+		p->drops[rc == -ENOBUFS ? DROP_TCP_SENDQ :
+		    rc == -ETIMEDOUT ? DROP_TCP_SENDQ_AQM : DROP_SEAL]++;
+		return rc;
+	}
+	return (int)(len + STREAM_HDR_LEN);
 }
 
-bool
-tcp_outgoing(const struct peer *p)
+static enum transport_state
+tcp_state(const struct peer *p, const struct peer_path *ph)
 {
-	return p->tcp && p->tcp->outgoing;
+	const struct tcp_conn *c = ph->conn;
+
+	(void)p;
+	return !c ? TRANSPORT_DOWN : c->phase == TCP_UP ? TRANSPORT_UP : TRANSPORT_OPENING;
 }
 
-void
-tcp_close(struct peer *p)
+static bool
+tcp_outgoing(const struct peer *p, const struct peer_path *ph)
+{
+	const struct tcp_conn *c = ph->conn;
+
+	(void)p;
+	return c && c->outgoing;
+}
+
+static const char *
+tcp_cipher(const struct peer *p, const struct peer_path *ph)
+{
+	const struct tcp_conn *c = ph->conn;
+
+	(void)p;
+	return c && c->phase == TCP_UP ? SSL_get_cipher_name(c->ssl) : "";
+}
+
+/* The kernel's smoothed RTT of the connection (TCP_INFO). */
+static uint64_t
+tcp_rtt_us(const struct peer *p, const struct peer_path *ph)
+{
+	const struct tcp_conn *c = ph->conn;
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
+	(void)p;
+	if (!c || c->fd < 0 || getsockopt(c->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0)
+		return 0;
+	return ti.tcpi_rtt;
+}
+
+/* The close op: p's connection ends, and so does every other of p's. */
+static void
+tcp_close(struct peer *p, struct peer_path *ph)
 {
 	struct tcp *x = p->toud->tcp;
-	struct tcp_conn *c = p->tcp, *o, *next;
+	struct tcp_conn *c = ph->conn, *o, *next;
 
 	/* None of p's connections outlives it: not one still authenticating
 	 * whose key named p, nor one of ours set aside (conn_established). */
@@ -1078,7 +1136,7 @@ tcp_close(struct peer *p)
 	}
 	if (!c)
 		return;
-	p->tcp = NULL;
+	ph->conn = NULL;
 	c->peer = NULL;
 	log_info("peer \"%s\": tcp connection %s closed", p->name, c->name);
 	/* A close_notify, so the other end sees an orderly end. */
@@ -1249,12 +1307,13 @@ conn_resolved(int result, struct evutil_addrinfo *res, void *arg)
 		conn_fail(c, "cannot connect");
 }
 
-int
-tcp_connect(struct peer *p)
+/* The open op: connect to p's endpoint-tcp (through its proxy, if any). */
+static int
+tcp_connect(struct peer *p, struct peer_path *ph)
 {
 	if (!p->toud->tcp || !p->cf->endpoint_tcp_host)
 		return -EOPNOTSUPP;
-	if (p->tcp)
+	if (ph->conn)
 		return 0;
 	return conn_open(p, true);
 }
@@ -1284,7 +1343,7 @@ conn_open(struct peer *p, bool take)
 		return -ENOMEM;
 	c->peer = p;
 	if (take)
-		p->tcp = c;
+		PEER_CONN(p) = c;
 	snprintf(c->name, sizeof(c->name), strchr(cf->endpoint_tcp_host, ':') ? "[%s]:%u" :
 	    "%s:%u", cf->endpoint_tcp_host, cf->endpoint_tcp_port);
 	SSL_set_connect_state(c->ssl);
@@ -1599,8 +1658,20 @@ ctx_setup(struct tcp *x, const struct conf_iface *ifc)
 	return 0;
 }
 
+const struct transport_ops transport_tcp = {
+	.name = "tcp",
+	.moved_event = EVENT_TRANSPORT_TCP,
+	.open = tcp_connect,
+	.close = tcp_close,
+	.send = tcp_send,
+	.outgoing = tcp_outgoing,
+	.state = tcp_state,
+	.cipher = tcp_cipher,
+	.rtt_us = tcp_rtt_us,
+};
+
 int
-tcp_init(struct toud *t, const struct tcp_ops *ops)
+tcp_init(struct toud *t, const struct transport_core *ops)
 {
 	const struct conf_iface *ifc = &t->conf->iface;
 	uint8_t secret[RATELIMIT_SECRET_LEN];
@@ -1649,8 +1720,8 @@ tcp_free(struct toud *t)
 	if (!x)
 		return;
 	while ((c = TAILQ_FIRST(&x->conns))) {
-		if (c->peer && c->peer->tcp == c)
-			c->peer->tcp = NULL;
+		if (c->peer && PEER_CONN(c->peer) == c)
+			PEER_CONN(c->peer) = NULL;
 		c->peer = NULL;
 		c->busy = 0;
 		conn_free(c);

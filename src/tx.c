@@ -40,14 +40,13 @@
 #include "log.h"
 #include "offload.h"
 #include "peer.h"
+#include "peer_count.h"
 #include "peer_timers.h"
 #include "pkt.h"
 #include "prefix.h"
 #include "ratelimit.h"
 #include "record.h"
 #include "session.h"
-#include "stream.h"
-#include "tcp.h"
 #include "tun.h"
 #include "transport.h"
 #include "tunout.h"
@@ -67,17 +66,6 @@ static_assert(TX_HEADROOM >= GUE_OUTER_LEN + DTLS_SEAL_HEADROOM &&
 #define TX_TOO_BIG_RATE 10
 #define TX_TOO_BIG_BURST 10
 #define TX_TOO_BIG_SOURCES 256
-/* Sent data unanswered this long means the peer lost our session (it
- * restarted, say): start a new handshake rather than wait for a timer. */
-#define TX_SESSION_STALE_MS 5000
-
-/* What tx_seal() gets: it decides whether the payload counts as data
- * (timers, the stale-session check) and how the record is framed. */
-enum tx_payload {
-	TX_PACKET,              /* a TUN packet in its output buffer: framed around it */
-	TX_HELD,                /* a packet held during the handshake: copied */
-	TX_CONTROL,             /* a control message: copied, not data */
-};
 
 struct tx {
 	struct toud *t;
@@ -161,7 +149,7 @@ tx_frame(struct toud *t, uint8_t *buf, size_t len, struct udp_msg *m)
 		t->drops[not_unicast(&pi.dst) ? DROP_NOT_UNICAST : DROP_NO_PEER]++;
 		return NULL;
 	}
-	if (!p->has_endpoint && p->transport != TRANSPORT_TCP) {
+	if (!p->has_endpoint && peer_path_active(p)->ops->addressed) {
 		p->drops[DROP_NO_ENDPOINT]++;
 		return NULL;
 	}
@@ -202,8 +190,8 @@ tx_frame(struct toud *t, uint8_t *buf, size_t len, struct udp_msg *m)
  * records come from (a NAT rebinding), within that path's budget and
  * under its ID; else to the session's address, with its ID and local
  * address. */
-static void
-tx_session_record(struct tx *x, struct session *s, const struct dtls_record *r, uint8_t tos)
+void
+tx_session_record(struct toud *t, struct session *s, const struct dtls_record *r, uint8_t tos)
 {
 	struct path_probe *pp = s->peer ? &s->peer->probe : NULL;
 	struct udpout_dgram d = {
@@ -218,7 +206,13 @@ tx_session_record(struct tx *x, struct session *s, const struct dtls_record *r, 
 		d.local = &pp->local;
 		d.wire_id = session_ids_wire(s, pp->wire_index);
 	}
-	udpout_queue(x->out, &d);
+	udpout_queue(t->tx->out, &d);
+}
+
+struct udpout *
+tx_udpout(struct toud *t)
+{
+	return t->tx->out;
 }
 
 void
@@ -231,7 +225,7 @@ tx_session_output(void *arg, const uint8_t *rec, size_t len, const union sockadd
 	};
 
 	if (handshake_may_send(s, len))
-		tx_session_record(s->t->tx, s, &r, 0);
+		tx_session_record(s->t, s, &r, 0);
 }
 
 void
@@ -258,108 +252,28 @@ tx_withdraw_session(struct tx *x, uint64_t id)
 	udpout_withdraw_session(x->out, id);
 }
 
-/* tx_seal() on UDP with DTLS: sealed on the session p sends on, or held
- * while the handshake runs (bounded; the oldest is dropped and counted). */
-static void
-udp_seal(struct tx *x, struct peer *p, uint8_t *payload, size_t len, uint8_t tos,
-    enum tx_payload kind, uint64_t now)
-{
-	struct session *s = p->cur;
-	struct dtls_record r;
-	bool data = kind != TX_CONTROL;
-
-	if (!s) {
-		if (peer_pending_push(p, payload, len, tos) < 0)
-			p->drops[DROP_QUEUE]++;
-		if (handshake_initiate(p, now) < 0)
-			log_debug_rl("peer \"%s\": cannot start a handshake", p->name);
-		return;
-	}
-	if ((kind == TX_PACKET ? session_seal_in_place(s, payload, len, &r) :
-	    session_seal(s, payload, len, &r)) < 0) {
-		p->drops[DROP_SEAL]++;
-		return;
-	}
-	/* The session is established (p->cur): nothing limits what it
-	 * sends (handshake_may_send()). */
-	tx_session_record(x, s, &r, tos);
-	if (data)
-		peer_timers_data_sent(p, now);
-	else
-		p->last_tx_ms = now;    /* counts at once, before the queue leaves */
-	/* Nothing authenticated from the peer for a while although we keep
-	 * sending data: it may have lost the session.  Offer a new one.  Only
-	 * data counts (toud(8)): a keepalive may answer the peer's last packet
-	 * and need no answer itself; liveness watches keepalives. */
-	if (data && !s->unanswered_ms)
-		s->unanswered_ms = now;
-	else if (data && now - s->unanswered_ms >= TX_SESSION_STALE_MS &&
-	    now - s->last_rx_ms >= TX_SESSION_STALE_MS && !p->next)
-		handshake_initiate(p, now);
-	if (handshake_needs_rekey(p, now))
-		handshake_initiate(p, now);
-}
-
-/* tx_seal() on UDP with encryption = none: a TUN packet joins the batch,
- * a control message leaves at once (nothing orders it against data);
- * 0, or what its send did. */
+/* The one door of every inner payload to p (transport.h): one call of the
+ * send op of the path p's traffic takes, whichever transport that is.  0
+ * or -errno (only what a control message sent at once did). */
 static int
-udp_plain(struct tx *x, struct peer *p, uint8_t *payload, size_t len, uint8_t tos,
-    enum tx_payload kind, uint64_t now)
-{
-	struct udp_msg m = { .buf = payload, .len = len, .peer = p->endpoint, .tos = tos };
-
-	if (kind != TX_CONTROL) {
-		peer_timers_data_sent(p, now);
-		udpout_queue(x->out, &(struct udpout_dgram){ .buf = payload, .len = len,
-		    .to = &p->endpoint, .local = &p->local, .peer = p, .tos = tos });
-		return 0;
-	}
-	if (p->local.family)
-		m.local = p->local;
-	p->last_tx_ms = now;
-	udpout_send_now(x->out, &m, p);
-	return m.err;
-}
-
-/* tx_seal() on TCP: the payload becomes a frame of p's connection (tcp.c),
- * which leaves with everything queued in this turn of the loop.  The send
- * queue may drop it, full or by its wait (counted): the inner TCP
- * retransmits. */
-static int
-tcp_seal(struct peer *p, const uint8_t *payload, size_t len, enum tx_payload kind,
+tx_seal(struct peer *p, uint8_t *payload, size_t len, uint8_t tos, enum tx_payload kind,
     uint64_t now)
 {
-	int rc = tcp_send(p, payload, len, kind != TX_CONTROL);
+	struct peer_path *ph = peer_path_active(p);
+	int rc = ph->ops->send(p, ph, payload, len, tos, kind, now);
 
-	if (rc < 0) {
-		p->drops[rc == -ENOBUFS ? DROP_TCP_SENDQ :
-		    rc == -ETIMEDOUT ? DROP_TCP_SENDQ_AQM : DROP_SEAL]++;
+	if (rc == TRANSPORT_NOT_SENT)
+		return 0;
+	if (rc < 0)
 		return kind == TX_CONTROL ? rc : 0;
-	}
+	/* Counts at once, before the queue leaves. */
 	if (kind != TX_CONTROL)
 		peer_timers_data_sent(p, now);
-	peer_tx(p, len + STREAM_HDR_LEN, now);
+	if (rc > 0)
+		peer_tx(p, (size_t)rc, now);
+	else
+		p->last_tx_ms = now;
 	return 0;
-}
-
-/* The one door of every inner payload to p (transport.h): it goes on the
- * transport p's traffic takes.  0 or -errno (only what a control message
- * sent at once did). */
-static int
-tx_seal(struct tx *x, struct peer *p, uint8_t *payload, size_t len, uint8_t tos,
-    enum tx_payload kind, uint64_t now)
-{
-	switch (p->transport) {
-	case TRANSPORT_UDP:
-		if (!x->t->dtls)
-			return udp_plain(x, p, payload, len, tos, kind, now);
-		udp_seal(x, p, payload, len, tos, kind, now);
-		return 0;
-	case TRANSPORT_TCP:
-		return tcp_seal(p, payload, len, kind, now);
-	}
-	return -EPROTONOSUPPORT;
 }
 
 void
@@ -370,9 +284,8 @@ tx_send_staged(struct peer *p)
 	size_t len;
 	uint8_t tos;
 
-	while ((p->cur || p->transport == TRANSPORT_TCP) &&
-	    peer_pending_pop(p, &payload, &len, &tos))
-		tx_seal(p->toud->tx, p, (uint8_t *)(uintptr_t)payload, len, tos, TX_HELD, now);
+	while (peer_path_state(p) == TRANSPORT_UP && peer_pending_pop(p, &payload, &len, &tos))
+		tx_seal(p, (uint8_t *)(uintptr_t)payload, len, tos, TX_HELD, now);
 }
 
 /* Frame the packet read into udpout_buf() (at TX_HEADROOM, len bytes) and
@@ -384,7 +297,7 @@ tx_packet(struct tx *x, size_t len, uint64_t now)
 	struct peer *p;
 
 	if ((p = tx_frame(x->t, udpout_buf(x->out), len, &frame)))
-		tx_seal(x, p, frame.buf, frame.len, frame.tos, TX_PACKET, now);
+		tx_seal(p, frame.buf, frame.len, frame.tos, TX_PACKET, now);
 }
 
 /* A read from a vnet TUN, in x->super: a lone packet (its checksum
@@ -488,7 +401,7 @@ tx_control(struct toud *t, struct peer *p, uint8_t ctype, const void *body, size
 {
 	uint8_t buf[GUE_WORD_LEN + 64];
 
-	if (!p->has_endpoint && p->transport != TRANSPORT_TCP)
+	if (!p->has_endpoint && peer_path_active(p)->ops->addressed)
 		return -EDESTADDRREQ;
 	if (len > sizeof(buf) - GUE_WORD_LEN)
 		return -EMSGSIZE;
@@ -497,7 +410,7 @@ tx_control(struct toud *t, struct peer *p, uint8_t ctype, const void *body, size
 		memcpy(buf + GUE_WORD_LEN, body, len);
 	if (ctype == GUE_CTYPE_KEEPALIVE)
 		p->events[EVENT_KEEPALIVE_SENT]++;
-	return tx_seal(t->tx, p, buf, GUE_WORD_LEN + len, 0, TX_CONTROL, toud_now(t));
+	return tx_seal(p, buf, GUE_WORD_LEN + len, 0, TX_CONTROL, toud_now(t));
 }
 
 struct tx *

@@ -14,6 +14,8 @@ struct peer;
 struct tx;
 struct record_sealer;
 struct session;
+struct dtls_record;
+struct udpout;
 
 struct tx *tx_new(struct toud *t);        /* also starts reading the TUN */
 /* Hand the sends to a thread of their own (udpout.c; the model is in
@@ -43,8 +45,15 @@ void tx_session_output(void *arg, const uint8_t *rec, size_t len, const union so
     struct record_sealer *seal);
 void tx_listen_output(void *arg, uint64_t sid, const uint8_t *rec, size_t len,
     const union sockaddr_union *to);
-/* Send what p held while its handshake ran, now that it has a session. */
+/* Send what p held while its handshake ran, now that its path is up. */
 void tx_send_staged(struct peer *p);
+/* Queue a record of session s where the session's records go (the
+ * address being validated, or the session's); the UDP transport's
+ * records and OpenSSL's take it. */
+void tx_session_record(struct toud *t, struct session *s, const struct dtls_record *r,
+    uint8_t tos);
+/* The UDP transport's output queue (udpout.h). */
+struct udpout *tx_udpout(struct toud *t);
 /* Take back the records of session id still in the queue (a handshake
  * refused at completion: its last flight must not leave). */
 void tx_withdraw_session(struct tx *x, uint64_t id);

@@ -33,6 +33,7 @@
 #include "gue.h"
 #include "log.h"
 #include "peer.h"
+#include "peer_count.h"
 #include "peer_ref.h"
 #include "record.h"
 #include "session.h"

@@ -25,7 +25,7 @@
  * touch only that slot, what stays fixed while the worker lives (the file
  * descriptors), and what its user keeps for it alone while a batch is in
  * flight (below).  Nothing in a slot names a peer by pointer: a batch names
- * its peers by reference (peer_ref_of(), peer.h) and its sessions by ID,
+ * its peers by reference (peer_ref_of(), peer_ref.h) and its sessions by ID,
  * resolved by done(), so a peer or session freed meanwhile resolves to
  * nothing and the main loop never writes into a slot it handed over.
  * Finished slots come back to the main loop in order: it runs done() on

@@ -5,7 +5,8 @@
 # s to c runs over UDP when the router starts dropping every UDP datagram
 # (nftables).  Then:
 #   - c's peer s moves to transport "tcp" (one switch, one connection), and
-#     so does s's peer c;
+#     so does s's peer c; c's show lists the paths (tcp up and active,
+#     udp not), the TLS cipher and no last error;
 #   - a capture on s's side of the router from the block to the end of the
 #     download shows the client's traffic arriving over TCP to 443 only, no
 #     UDP (the client's background probes of UDP end at the router), and
@@ -52,6 +53,20 @@ else
 fi
 wait_for 10 transport_is s c tcp
 is "$(tq s peers.c.transport)" tcp "s's peer c is on tcp too"
+# While TCP carries it, show tells the truth: the paths say which is up
+# and active, the cipher is the TLS connection's, and UDP's failed probes
+# are not the peer's last error.
+is "$(tq c peers.s.paths | python3 -c '
+import json, sys
+print(" ".join("%s:%s:%s" % (x["transport"], x["state"] if x["active"] else "-",
+               x["active"]) for x in json.load(sys.stdin)))')" "udp:-:False tcp:up:True" \
+    "c's paths: udp, then tcp up and active"
+cipher=$(tq c peers.s.cipher)
+case $cipher in
+TLS_*) ok "c shows the TLS connection's cipher ($cipher)" ;;
+*) not_ok "c shows the TLS connection's cipher" "got '$cipher'" ;;
+esac
+is "$(tq c peers.s.last_error)" null "c's peer s has no last error while tcp carries it"
 
 rt_fetch_finish "$E2E_DIR/big.out" "$RT_FILE" 120 "the download survives the block"
 capture_stop blocked

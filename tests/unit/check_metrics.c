@@ -105,6 +105,7 @@ struct fixture {
 	struct session_table sessions;
 	struct peer peer[2];
 	struct peer *peers[2];
+	struct peer_paths bob_paths;
 };
 
 /* bob: up, traffic, a drop and events, heard from 12.5 s ago; carol:
@@ -126,6 +127,8 @@ fixture_init(struct fixture *f)
 	f->t.drops[DROP_NOT_UNICAST] = 7;       /* counted, but no loss */
 	f->t.events[EVENT_COOKIE_REQUESTED] = 4;
 	check_peers_link(&f->t, f->peer, f->peers, 2);
+	/* bob is reached over TCP (UDP is down), after three moves. */
+	check_peer_on_tcp(&f->peer[0], &f->bob_paths, 3);
 
 	f->peer[0].state = PEER_UP;
 	a = check_addr("192.0.2.7");
@@ -230,7 +233,7 @@ START_TEST(render_all)
 		"toud_peer_losses_total{interface=\"tou3\",peer=\"carol\"} 0\n#",
 		"\ntoud_events_total{interface=\"tou3\",event=\"cookie_requested\"} 4\n#",
 		"\ntoud_peer_info{interface=\"tou3\",peer=\"bob\",endpoint=\"192.0.2.7:6080\","
-		"cipher=\"\"} 1\n"
+		"cipher=\"TLS_AES_256_GCM_SHA384\"} 1\n"
 		"toud_peer_info{interface=\"tou3\",peer=\"carol\",endpoint=\"\",cipher=\"\"} 1\n",
 		"\ntoud_peer_up{interface=\"tou3\",peer=\"bob\"} 1\n"
 		"toud_peer_up{interface=\"tou3\",peer=\"carol\"} 0\n",
@@ -238,6 +241,12 @@ START_TEST(render_all)
 		"toud_peer_state{interface=\"tou3\",peer=\"carol\",state=\"dead\"} 1\n",
 		"\ntoud_peer_receive_bytes_total{interface=\"tou3\",peer=\"bob\"} 2101248\n",
 		"\ntoud_peer_transmit_bytes_total{interface=\"tou3\",peer=\"bob\"} 40961\n",
+		"\ntoud_peer_transport{interface=\"tou3\",peer=\"bob\",transport=\"udp\"} 0\n"
+		"toud_peer_transport{interface=\"tou3\",peer=\"bob\",transport=\"tcp\"} 1\n#",
+		"\ntoud_peer_path_up{interface=\"tou3\",peer=\"bob\",transport=\"udp\"} 0\n"
+		"toud_peer_path_up{interface=\"tou3\",peer=\"bob\",transport=\"tcp\"} 1\n#",
+		"\ntoud_peer_transport_moves_total{interface=\"tou3\",peer=\"bob\"} 3\n"
+		"toud_peer_transport_moves_total{interface=\"tou3\",peer=\"carol\"} 0\n#",
 		"\ntoud_peer_receive_packets_total{interface=\"tou3\",peer=\"bob\"} 1455\n",
 		"\ntoud_peer_transmit_packets_total{interface=\"tou3\",peer=\"bob\"} "
 		"18446744073709551615\n",
@@ -261,8 +270,10 @@ START_TEST(render_all)
 	s = render(&f);
 	for (i = 0; i < ARRAY_SIZE(want); i++)
 		ck_assert_msg(strstr(s, want[i]) != NULL, "missing:\n%s\nin:\n%s", want[i], s);
-	/* 1 + 1 + 1 + 1 + 4 + 2 + 1 + 1 + 2 + 2 + 8 + 4 * 2 + 1 + 2 + 1 + 1 + 1 + 1 + 1 */
-	ck_assert_int_eq(check_shape(s), 40);
+	/* 1 + 1 + 1 + 1 + 4 + 2 + 1 + 1 + 2 + 2 + 8 + 4 * 2 + 1 + 2 + 1 + 1 + 1 + 1 + 1,
+	 * and bob's two paths twice (transport, path_up) and both peers'
+	 * moves. */
+	ck_assert_int_eq(check_shape(s), 46);
 	ck_assert_msg(strstr(s, "# HELP toud_peer_last_error_info ") != NULL, "%s", s);
 	/* what did not happen is absent, not 0 */
 	ck_assert_ptr_null(strstr(s, "last_handshake_timestamp_seconds{interface=\"tou3\",peer=\"carol\""));

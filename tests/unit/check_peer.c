@@ -16,7 +16,14 @@
  * validation and session IDs that follow the path, a TUN that refuses
  * merged packets (written segment by segment instead), and records sealed
  * on the sending thread and opened on the opening thread.  Nodes start and
- * stop through daemon.c, in the daemon's order. */
+ * stop through daemon.c, in the daemon's order.
+ *
+ * Paths ("paths" cases): a fake TCP transport registered through the
+ * transport interface (transport.h) as tcp.c is, its frames handed over
+ * by the test as the sink's datagrams are: UDP blocked and back, UDP
+ * lossy but alive, UDP lost one way, UDP and TCP both blocked, an address
+ * change on TCP, a failed UDP handshake while on TCP; each asserts the
+ * moves made and when. */
 #include <check.h>
 #include <errno.h>
 #include <ftw.h>
@@ -57,6 +64,8 @@
 #include "session.h"
 #include "tun.h"
 #include "tunout.h"
+#include "transport.h"
+#include "transport_udp.h"
 #include "tx.h"
 #include "udp.h"
 
@@ -86,6 +95,15 @@ struct node {
 	atomic_uint sink_delay_ms;      /* the next call only; set while the thread runs */
 	unsigned sink_off_main;
 	bool sink_overflow;             /* more than OUT_MAX datagrams, or a large one */
+	/* The fake TCP transport (below): this node's one connection, the
+	 * frames it sent that the test has not handed over yet, the opens it
+	 * was asked for, and a close by the other end not yet reported. */
+	struct fake_conn {
+		bool outgoing, up;
+	} tconn;
+	struct outrec *tframes;
+	unsigned n_tframes, t_opens;
+	bool t_closed_by_peer;
 };
 
 static char tmpdir[512];
@@ -95,6 +113,11 @@ static struct node A, B;
 /* Deliver with the receiver's own address as the local one (as
  * IP_PKTINFO reports it), instead of none. */
 static bool deliver_local;
+/* The "paths" cases: both nodes register the fake TCP transport instead
+ * of tcp.c, and A's peer has endpoint-tcp; opens fail while tcp_blocked. */
+static bool fake_tcp_on, tcp_blocked;
+/* pump() drops the datagrams of a blocked direction. */
+static bool udp_ab_blocked, udp_ba_blocked;
 
 static uint64_t
 fake_clock(const struct toud *t)
@@ -147,6 +170,106 @@ fp_hex(const uint8_t *fp, char *out)
 	keys_fp_format(fp, out);
 }
 
+/* --- a fake TCP transport ---------------------------------------------
+ * As the sink fakes UDP: a node's frames wait in tframes until the test
+ * hands them to the other node (deliver_tcp()), and an open is answered
+ * when the test says (tcp_settle()): up on both ends, or failed while
+ * tcp_blocked.  Registered through the transport interface as tcp.c is,
+ * so the core cannot tell them apart. */
+static struct node *
+node_of(const struct peer *p)
+{
+	return p->toud->sink_arg;
+}
+
+static int
+fake_open(struct peer *p, struct peer_path *ph)
+{
+	struct node *n = node_of(p);
+
+	n->t_opens++;
+	if (ph->conn)
+		return 0;
+	n->tconn = (struct fake_conn){ .outgoing = true };
+	ph->conn = &n->tconn;
+	return 0;
+}
+
+static void
+fake_close(struct peer *p, struct peer_path *ph)
+{
+	struct node *n = node_of(p), *o = n == &A ? &B : &A;
+
+	if (!ph->conn)
+		return;
+	ph->conn = NULL;
+	n->tconn = (struct fake_conn){ 0 };
+	o->t_closed_by_peer = true;
+}
+
+static int
+fake_send(struct peer *p, struct peer_path *ph, uint8_t *payload, size_t len, uint8_t tos,
+    enum tx_payload kind, uint64_t now)
+{
+	struct node *n = node_of(p);
+	const struct fake_conn *c = ph->conn;
+
+	(void)tos;
+	(void)kind;
+	(void)now;
+	if (!c || !c->up)
+		return -ENOTCONN;
+	ck_assert_uint_lt(n->n_tframes, OUT_MAX);
+	ck_assert_uint_le(len, sizeof(n->tframes[0].buf));
+	memcpy(n->tframes[n->n_tframes].buf, payload, len);
+	n->tframes[n->n_tframes++].len = len;
+	return (int)len + 2;
+}
+
+static bool
+fake_outgoing(const struct peer *p, const struct peer_path *ph)
+{
+	const struct fake_conn *c = ph->conn;
+
+	(void)p;
+	return c && c->outgoing;
+}
+
+static enum transport_state
+fake_state(const struct peer *p, const struct peer_path *ph)
+{
+	const struct fake_conn *c = ph->conn;
+
+	(void)p;
+	return !c ? TRANSPORT_DOWN : c->up ? TRANSPORT_UP : TRANSPORT_OPENING;
+}
+
+static const char *
+fake_cipher(const struct peer *p, const struct peer_path *ph)
+{
+	(void)p;
+	return ph->conn ? "TLS_AES_128_GCM_SHA256" : "";
+}
+
+static uint64_t
+fake_rtt_us(const struct peer *p, const struct peer_path *ph)
+{
+	(void)p;
+	return ph->conn ? 1000 : 0;
+}
+
+static const struct transport_ops fake_tcp = {
+	.name = "tcp",
+	.moved_event = EVENT_TRANSPORT_TCP,
+	.open = fake_open,
+	.close = fake_close,
+	.send = fake_send,
+	.outgoing = fake_outgoing,
+	.state = fake_state,
+	.cipher = fake_cipher,
+	.rtt_us = fake_rtt_us,
+};
+
 /* The configuration text of node `self` (tunnel address .1 or .2) with its
  * one peer `other`; fp is the fingerprint it pins for the peer. */
 static struct conf *
@@ -161,8 +284,9 @@ node_conf(const struct node *self, const char *self_addr, const char *peer_name,
 	snprintf(text, sizeof(text),
 	    "[interface]\nname = tou0\naddress = %s/24\n"
 	    "private-key = %s/key.pem\ncertificate = %s/cert.pem\n"
-	    "[peer %s]\nfingerprint = %s\nendpoint = %s:6080\naddress = %s\n",
-	    self_addr, self->dir, self->dir, peer_name, f, peer_ep, peer_addr);
+	    "[peer %s]\nfingerprint = %s\nendpoint = %s:6080\naddress = %s\n%s",
+	    self_addr, self->dir, self->dir, peer_name, f, peer_ep, peer_addr,
+	    fake_tcp_on && self == &A ? "endpoint-tcp = 192.0.2.2:443\n" : "");
 	ck_assert_msg(conf_parse("test.conf", text, strlen(text), &c, &err) == 0, "%s",
 	    conf_error_fmt(&err, err_buf, sizeof(err_buf)));
 	return c;
@@ -203,6 +327,11 @@ node_start(struct node *n, struct conf *c, const char *underlay)
 	t->tun_mtu = conf_tun_mtu(c);
 	t->local4 = c->iface.address[0].p.addr;
 	ck_assert_ptr_nonnull(t->base = event_base_new());
+	if (fake_tcp_on) {
+		ck_assert_ptr_nonnull(n->tframes = calloc(OUT_MAX, sizeof(*n->tframes)));
+		t->transports[t->n_transports++] = &transport_udp;
+		t->transports[t->n_transports++] = &fake_tcp;
+	}
 	ck_assert_int_eq(daemon_start_peers(t), 0);
 	ck_assert_int_eq(daemon_start_paths(t), 0);
 }
@@ -216,6 +345,7 @@ node_stop(struct node *n)
 	conf_free(n->t.conf);
 	close(n->tunpair[1]);
 	free(n->out);
+	free(n->tframes);
 }
 
 static int
@@ -236,6 +366,7 @@ setup(void)
 	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
 	fake_now = 1000000;
 	deliver_local = false;
+	udp_ab_blocked = udp_ba_blocked = false;
 	main_thread = pthread_self();
 	node_keys(&A, "a");
 	node_keys(&B, "b");
@@ -299,7 +430,13 @@ deliver(struct node *from, struct node *to)
 	return n;
 }
 
-/* Exchange until both nodes are quiet. */
+static void tcp_settle(void);
+static unsigned deliver_tcp(struct node *from, struct node *to);
+
+/* Exchange until both nodes are quiet: the loops run, UDP datagrams are
+ * delivered unless that direction is blocked (then dropped), and with the
+ * fake TCP transport its opens and closes are answered and its frames
+ * delivered. */
 static void
 pump(void)
 {
@@ -310,9 +447,15 @@ pump(void)
 
 		spin(&A);
 		spin(&B);
-		moved += deliver(&A, &B);
+		tcp_settle();
+		if (udp_ab_blocked)
+			A.n_out = 0;
+		moved += deliver(&A, &B) + deliver_tcp(&A, &B);
 		spin(&B);
-		moved += deliver(&B, &A);
+		if (udp_ba_blocked)
+			B.n_out = 0;
+		moved += deliver(&B, &A) + deliver_tcp(&B, &A);
+		tcp_settle();
 		if (!moved)
 			return;
 	}
@@ -2388,6 +2531,350 @@ START_TEST(session_table_many)
 }
 END_TEST
 
+/* --- paths: UDP and the fake TCP transport ---------------------------- */
+
+static struct peer_path *
+tcp_path(struct node *n)
+{
+	struct peer_path *ph = transport_path(peer_of(n)->paths, &fake_tcp);
+
+	ck_assert_ptr_nonnull(ph);
+	return ph;
+}
+
+/* Answer the opens under way (A's: only A opens) and report closes by the
+ * other end, as a connection's events would. */
+static void
+tcp_settle(void)
+{
+	struct node *nodes[2] = { &A, &B };
+	unsigned i;
+
+	if (!fake_tcp_on)
+		return;
+	for (i = 0; i < 2; i++) {
+		struct node *n = nodes[i], *o = n == &A ? &B : &A;
+		struct peer_path *ph = tcp_path(n), *oph = tcp_path(o);
+
+		if (n->t_closed_by_peer) {
+			n->t_closed_by_peer = false;
+			if (ph->conn) {
+				ph->conn = NULL;
+				n->tconn = (struct fake_conn){ 0 };
+				peer_timers_path_down(peer_of(n), ph, "tcp fake: closed by the peer");
+			}
+		}
+		if (!ph->conn || n->tconn.up)
+			continue;
+		if (tcp_blocked) {
+			ph->conn = NULL;
+			n->tconn = (struct fake_conn){ 0 };
+			peer_timers_path_down(peer_of(n), ph, "tcp fake: timed out");
+			continue;
+		}
+		/* The listener accepts and authenticates first. */
+		o->tconn = (struct fake_conn){ .up = true };
+		oph->conn = &o->tconn;
+		peer_timers_path_up(peer_of(o), oph);
+		n->tconn.up = true;
+		peer_timers_path_up(peer_of(n), ph);
+	}
+}
+
+/* Hand from's TCP frames to `to`, as tcp.c hands what it read. */
+static unsigned
+deliver_tcp(struct node *from, struct node *to)
+{
+	static uint8_t buf[RX_HEADROOM + sizeof(from->tframes[0].buf)];
+	unsigned i, n = from->n_tframes;
+
+	from->n_tframes = 0;
+	for (i = 0; i < n; i++) {
+		struct udp_msg m = { .buf = buf + RX_HEADROOM, .len = from->tframes[i].len };
+
+		memcpy(m.buf, from->tframes[i].buf, m.len);
+		rx_frames(&to->t, peer_of(to), &m, 1);
+	}
+	return n;
+}
+
+/* The clock moves by ms; the policy's look and the timers that answer
+ * data (the passive keepalive) fire when due, and the network runs. */
+static void
+advance(uint64_t ms)
+{
+	uint64_t end = fake_now + ms;
+
+	while (fake_now < end) {
+		struct node *nodes[2] = { &A, &B };
+		unsigned i;
+
+		fake_now += 100;
+		for (i = 0; i < 2; i++) {
+			struct peer *p = peer_of(nodes[i]);
+
+			if (p->ev_transport && (fake_now / 100) % 5 == 0)
+				event_active(p->ev_transport, EV_TIMEOUT, 1);
+			if (p->last_data_rx_ms && fake_now - p->last_data_rx_ms >= 5000)
+				peer_timers_passive_keepalive(p);
+		}
+		pump();
+	}
+}
+
+static void
+paths_setup(void)
+{
+	fake_tcp_on = true;
+	tcp_blocked = false;
+	setup();
+}
+
+static void
+paths_teardown(void)
+{
+	teardown();
+	fake_tcp_on = false;
+}
+
+/* UDP works, then is blocked both ways while data flows: A opens TCP once
+ * its data has gone unanswered for PEER_TCP_FALLBACK_MS, both move there
+ * and the data goes on; UDP returns: A's background probe is answered and
+ * both move back, TCP closed. */
+START_TEST(paths_udp_blocked_then_back)
+{
+	struct peer *pa = peer_of(&A), *pb = peer_of(&B);
+	uint64_t t0, moved = 0;
+	uint32_t seq = 100;
+
+	tun_send(&A, true, 1);
+	pump();
+	ck_assert_str_eq(peer_transport_name(pa), "udp");
+	ck_assert_int_eq(tun_recv(&B), 1);
+	udp_ab_blocked = udp_ba_blocked = true;
+	t0 = fake_now;
+	while (fake_now - t0 < 10000 && !moved) {
+		tun_send(&A, true, seq++);
+		advance(500);
+		if (pa->transport_switches)
+			moved = fake_now;
+	}
+	ck_assert_uint_ne(moved, 0);
+	/* Not before the data went unanswered that long, and at the next
+	 * look after it. */
+	ck_assert_uint_ge(moved - t0, PEER_TCP_FALLBACK_MS);
+	ck_assert_uint_le(moved - t0, PEER_TCP_FALLBACK_MS + 1000);
+	ck_assert_uint_eq(A.t_opens, 1);
+	ck_assert_str_eq(peer_transport_name(pa), "tcp");
+	ck_assert_str_eq(peer_transport_name(pb), "tcp");
+	ck_assert_uint_eq(pa->transport_switches, 1);
+	ck_assert_uint_eq(pa->events[EVENT_TRANSPORT_TCP], 1);
+	ck_assert_str_eq(peer_error(pa), "");
+	/* UDP, left, is not up whatever session it keeps. */
+	ck_assert_int_ne(pa->paths->path[0].ops->state(pa, &pa->paths->path[0]), TRANSPORT_UP);
+	ck_assert_int_eq(tcp_path(&A)->ops->state(pa, tcp_path(&A)), TRANSPORT_UP);
+	/* What waited goes over TCP, and new data too, both ways. */
+	while (tun_recv(&B) >= 0)
+		;
+	tun_send(&A, true, 500);
+	tun_send(&B, false, 501);
+	pump();
+	ck_assert_int_eq(tun_recv(&B), 500);
+	ck_assert_int_eq(tun_recv(&A), 501);
+
+	/* UDP comes back: within the probe back-off A moves back. */
+	udp_ab_blocked = udp_ba_blocked = false;
+	t0 = fake_now;
+	while (fake_now - t0 < 40000 && pa->transport_switches == 1) {
+		tun_send(&A, true, seq++);
+		advance(500);
+	}
+	ck_assert_uint_eq(pa->transport_switches, 2);
+	ck_assert_uint_le(fake_now - t0, 17000);
+	ck_assert_str_eq(peer_transport_name(pa), "udp");
+	ck_assert_ptr_null(tcp_path(&A)->conn);
+	/* B heard the close and followed. */
+	ck_assert_str_eq(peer_transport_name(pb), "udp");
+	ck_assert_uint_eq(pb->transport_switches, 2);
+	while (tun_recv(&B) >= 0)
+		;
+	tun_send(&A, true, 600);
+	pump();
+	ck_assert_int_eq(tun_recv(&B), 600);
+	/* And it stays there while UDP carries an exchange. */
+	for (t0 = fake_now; fake_now - t0 < 30000;) {
+		tun_send(&A, true, seq++);
+		tun_send(&B, false, seq++);
+		advance(500);
+	}
+	ck_assert_uint_eq(pa->transport_switches, 2);
+	ck_assert_uint_eq(A.t_opens, 1);
+}
+END_TEST
+
+/* Half of the datagrams lost each way, an exchange going both ways: the
+ * answers that get through keep UDP; no move. */
+START_TEST(paths_udp_lossy_no_move)
+{
+	struct peer *pa = peer_of(&A);
+	unsigned i;
+
+	tun_send(&A, true, 1);
+	pump();
+	for (i = 0; i < 60; i++) {
+		udp_ab_blocked = i % 2;
+		udp_ba_blocked = i % 4 == 1;
+		tun_send(&A, true, 10 + i);
+		tun_send(&B, false, 1000 + i);
+		advance(500);
+	}
+	ck_assert_uint_eq(pa->transport_switches, 0);
+	ck_assert_uint_eq(A.t_opens, 0);
+	ck_assert_str_eq(peer_transport_name(pa), "udp");
+}
+END_TEST
+
+/* Neither UDP nor TCP gets through: the opens back off (1, 2, 4 ... 30 s
+ * apart), there is no move, and the policy's timer keeps its pace. */
+START_TEST(paths_all_blocked_backs_off)
+{
+	struct peer *pa = peer_of(&A);
+	uint64_t t0, last = 0, gap = 0;
+	unsigned opens = 0;
+
+	udp_ab_blocked = udp_ba_blocked = true;
+	tcp_blocked = true;
+	t0 = fake_now;
+	while (fake_now - t0 < 180000) {
+		tun_send(&A, true, 1);
+		advance(500);
+		if (A.t_opens != opens) {
+			ck_assert_uint_eq(A.t_opens, opens + 1);
+			if (last) {
+				/* Never closer than the one before, never beyond
+				 * the cap (and the look after it). */
+				ck_assert_uint_ge(fake_now - last, gap);
+				ck_assert_uint_le(fake_now - last, 30000 + 1000);
+				gap = fake_now - last;
+			}
+			last = fake_now;
+			opens = A.t_opens;
+		}
+	}
+	ck_assert_uint_ge(opens, 5);
+	ck_assert_uint_le(opens, 12);
+	ck_assert_uint_ge(gap, 30000);
+	ck_assert_uint_eq(pa->transport_switches, 0);
+	ck_assert_str_eq(peer_transport_name(pa), "udp");
+}
+END_TEST
+
+/* UDP blocked both ways while A sends data: A's peer moves to TCP
+ * (within 20 s, or the case fails). */
+static void
+blocked_to_tcp(void)
+{
+	struct peer *pa = peer_of(&A);
+	uint32_t seq = 1;
+
+	udp_ab_blocked = udp_ba_blocked = true;
+	while (pa->transport_switches == 0) {
+		ck_assert_uint_lt(seq, 40);
+		tun_send(&A, true, seq++);
+		advance(500);
+	}
+	ck_assert_str_eq(peer_transport_name(pa), "tcp");
+}
+
+/* On TCP, the host's addresses change: the keepalive that tells the peer
+ * goes on the TCP path, and nothing moves. */
+START_TEST(paths_addr_change_on_tcp)
+{
+	struct peer *pa = peer_of(&A);
+	uint64_t keepalives;
+
+	blocked_to_tcp();
+	keepalives = pa->events[EVENT_KEEPALIVE_SENT];
+	peer_timers_path_changed(pa);
+	ck_assert_uint_eq(pa->events[EVENT_KEEPALIVE_SENT], keepalives + 1);
+	ck_assert_uint_eq(A.n_tframes, 1);
+	advance(5000);
+	ck_assert_uint_eq(pa->transport_switches, 1);
+	ck_assert_str_eq(peer_transport_name(pa), "tcp");
+}
+END_TEST
+
+/* On TCP, UDP's handshakes are probes: one that gets no answer is an
+ * event, not a loss, sets no last_error and leaves the peer up; show's
+ * cipher is the TLS connection's. */
+START_TEST(paths_tcp_probe_failure_quiet)
+{
+	struct peer *pa = peer_of(&A);
+	uint64_t failed, losses;
+
+	blocked_to_tcp();
+	ck_assert_str_eq(peer_cipher(pa), "TLS_AES_128_GCM_SHA256");
+	ck_assert_str_eq(state(&A), "up");
+	failed = pa->events[EVENT_HANDSHAKE_FAILED];
+	losses = pa->drops[DROP_HANDSHAKE];
+	if (!pa->next) {
+		pa->hs_retry_ms = 0;
+		ck_assert_int_eq(handshake_initiate(pa, fake_now), 0);
+	}
+	spin(&A);
+	A.n_out = 0;
+	fake_now += SESSION_HANDSHAKE_MS;
+	hs_timeout(&A, pa);
+	ck_assert_ptr_null(pa->next);
+	ck_assert_uint_eq(pa->events[EVENT_HANDSHAKE_FAILED], failed + 1);
+	ck_assert_uint_eq(pa->drops[DROP_HANDSHAKE], losses);
+	ck_assert_str_eq(peer_error(pa), "");
+	ck_assert_str_eq(state(&A), "up");
+	ck_assert_str_eq(peer_transport_name(pa), "tcp");
+}
+END_TEST
+
+/* UDP lost one way only, from B to A: A's data arrives but nothing comes
+ * back, so A moves to TCP and stays there while its probes of UDP (which
+ * reach B) get no answer back; the traffic flows both ways over TCP. */
+START_TEST(paths_one_way_loss)
+{
+	struct peer *pa = peer_of(&A), *pb = peer_of(&B);
+	uint64_t t0;
+	uint32_t seq = 10;
+
+	tun_send(&A, true, 1);
+	pump();
+	ck_assert_int_eq(tun_recv(&B), 1);
+	udp_ba_blocked = true;
+	t0 = fake_now;
+	while (pa->transport_switches == 0) {
+		ck_assert_uint_lt(fake_now - t0, 10000);
+		tun_send(&A, true, seq++);
+		advance(500);
+	}
+	ck_assert_uint_ge(fake_now - t0, PEER_TCP_FALLBACK_MS);
+	ck_assert_str_eq(peer_transport_name(pa), "tcp");
+	ck_assert_str_eq(peer_transport_name(pb), "tcp");
+	for (t0 = fake_now; fake_now - t0 < 60000;) {
+		tun_send(&A, true, seq++);
+		tun_send(&B, false, seq++);
+		advance(500);
+	}
+	/* Probes went out over UDP and reached B (it answered them); none
+	 * came back. */
+	ck_assert_uint_gt(pb->events[EVENT_PATH_RESPONSE_SENT] +
+	    pb->events[EVENT_HANDSHAKE_ACCEPTED], 0);
+	ck_assert_uint_eq(pa->transport_switches, 1);
+	ck_assert_uint_eq(A.t_opens, 1);
+	while (tun_recv(&A) >= 0)
+		;
+	tun_send(&B, false, 7777);
+	pump();
+	ck_assert_int_eq(tun_recv(&A), 7777);
+}
+END_TEST
+
 static Suite *
 peer_suite(void)
 {
@@ -2439,6 +2926,16 @@ peer_suite(void)
 	tcase_add_test(tc, send_thread_peer_freed);
 	tcase_add_test(tc, open_thread_accepts);
 	tcase_add_test(tc, close_after_data);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("paths");
+	tcase_add_checked_fixture(tc, paths_setup, paths_teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, paths_udp_blocked_then_back);
+	tcase_add_test(tc, paths_udp_lossy_no_move);
+	tcase_add_test(tc, paths_all_blocked_backs_off);
+	tcase_add_test(tc, paths_addr_change_on_tcp);
+	tcase_add_test(tc, paths_tcp_probe_failure_quiet);
+	tcase_add_test(tc, paths_one_way_loss);
 	suite_add_tcase(s, tc);
 	return s;
 }

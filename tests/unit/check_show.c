@@ -94,6 +94,7 @@ struct fixture {
 	struct udp udp;
 	struct peer peer[3];
 	struct peer *peers[3];
+	struct peer_paths bob_paths;
 };
 
 static void
@@ -133,6 +134,8 @@ fixture_init(struct fixture *f)
 	f->t.host_changes = 12;
 	f->t.events[EVENT_COOKIE_REQUESTED] = 4;
 	check_peers_link(&f->t, f->peer, f->peers, 3);
+	/* bob is reached over TCP (UDP is down), after three moves. */
+	check_peer_on_tcp(&f->peer[0], &f->bob_paths, 3);
 
 	f->peer[0].state = PEER_UP;
 	set_endpoint(&f->peer[0], "192.0.2.7", 6080);
