@@ -83,6 +83,10 @@
  * once the new path has carried authenticated records for this long:
  * frames in flight on the old one drain, and the peer has seen the move. */
 #define POL_LINGER_MS 10000
+/* A follower does not go back to the path it just left for this long
+ * after a move: frames the peer queued there before it moved still
+ * arrive after its first ones on the new path. */
+#define POL_FOLLOW_HOLD_MS 2000
 /* The next tick is never sooner than this after the event: no busy loop,
  * whatever the state. */
 #define POL_TICK_MIN_MS 100
@@ -141,6 +145,8 @@ struct path_policy {
 	unsigned n;
 	bool leads;                     /* false: a follower (see above) */
 	int active;                     /* the path carrying traffic, or POL_NONE */
+	int last_active;                /* the last path that carried it, or POL_NONE */
+	int left;                       /* the path the last move left, or POL_NONE */
 	uint64_t moved_ms;              /* the last move, 0 none */
 	uint64_t moved_up_ms;           /* the last move to a preferred path, 0 none */
 	uint64_t moves;                 /* moves between two paths, ever */
