@@ -26,11 +26,14 @@
  *
  * What a probe is belongs to the transport: on UDP a path challenge on
  * the session, or, without a session, a handshake (its completion is the
- * answer); on TCP a challenge in the stream.  A probe or its response is
- * reported as POL_EV_PROBE_ANSWERED, not as POL_EV_RX: a follower must
- * follow the peer's traffic, not its background probes.  On a move the
- * caller should send something authenticated (a keepalive) on the new
- * path at once, so a following peer learns of the move.
+ * answer); on TCP a challenge in the stream.  The answer to our probe is
+ * reported as POL_EV_PROBE_ANSWERED; neither the peer's probes nor their
+ * answers are POL_EV_RX: a follower must follow the peer's traffic, not
+ * its background probes.  Packets held on a path until its handshake
+ * completes count as sent on it (POL_EV_TX): a handshake that never
+ * completes then fails the path as silence after data does.  On a move
+ * the caller should send something authenticated (a keepalive) on the new
+ * path at once, so that a following peer learns of the move.
  *
  * Pure: the clock (milliseconds, monotonic, never 0) is passed in; no I/O,
  * no allocation, no logging (the decisions carry a reason to log). */
@@ -51,9 +54,10 @@
 /* A probe is unanswered after max(POL_PROBE_TIMEOUT_MS, 2 * srtt),
  * doubled for each miss in a row (at most POL_PROBE_TIMEOUT_MAX_MS), and
  * POL_PROBE_MISSES misses in a row fail the path: about 4.5 s from the
- * first unanswered data on a short path.  Three, so a lossy path (a third
- * of its packets lost) fails by chance once in 27 runs of silence, and
- * any record received meanwhile ends the run. */
+ * first unanswered data on a short path.  Three: any record received
+ * meanwhile ends the run, so a path losing a fifth of its packets each
+ * way is not failed; one losing half its round trips and carrying little
+ * may be, and then earns the traffic back through the hysteresis. */
 #define POL_PROBE_TIMEOUT_MS 500
 #define POL_PROBE_TIMEOUT_MAX_MS 8000
 #define POL_PROBE_MISSES 3
