@@ -34,6 +34,10 @@ udp_holds() {
 	return 0
 }
 
+udp_dropped() {
+	[ "$(rt_nft_packets t70_block)" -gt 0 ]
+}
+
 rt_topo
 rt_conf 0 "$TCP_PORT"
 toud_start s || bail_out "toud on s did not start"
@@ -41,20 +45,16 @@ toud_start c || bail_out "toud on c did not start"
 rt_tunnel_up 20 || bail_out "no ping through the tunnel from c to s in 20 s"
 is "$(tq c peers.s.transport)" udp "c's peer s starts on udp"
 
-# 40 MiB at 400 KiB/s: about 100 s, longer than the outage, the return
-# and the 20 s watched after it.
+# 40 MiB at 400 KiB/s (curl keeps the rate loosely): 80 to 100 s, longer
+# than the outage, the return and the 20 s watched after it.
 rt_serve_file s "$RT_S_TUN" 8080 40
 rt_fetch_start c "http://$RT_S_TUN:8080/big" "$E2E_DIR/big.out" --limit-rate 400K --max-time 240
 rt_fetch_progress "$E2E_DIR/big.out" 1024 30 || bail_out "the download did not start"
 
 rt_block_udp t70_block
-wait_for 20 test "$(rt_nft_packets t70_block)" -gt 0 || diag "the router dropped nothing yet"
-# Ten seconds of outage, measured by the download going on: the tunnel
-# carries it (over TCP) or not, the block lasts 10 s either way.
-blocked_until=$(e2e_deadline 10)
-while e2e_before "$blocked_until"; do
-	sleep 0.2
-done
+wait_for 20 udp_dropped || diag "the router dropped nothing in 20 s"
+# The outage is the test's stimulus: ten seconds, whatever the tunnel does.
+sleep 10
 nsx r nft delete table ip t70_block || bail_out "cannot lift the block"
 diag "after the outage: transport $(tq c peers.s.transport), $(tq c peers.s.transport_switches) switches"
 

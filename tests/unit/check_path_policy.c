@@ -426,6 +426,8 @@ START_TEST(one_way_udp_loss)
 	run_until(T0 + 10 * S);
 	W.link[UDP].out = false;
 	ck_assert(run_until_on(TCP, T0 + 20 * S));
+	ck_assert_uint_ge(W.now - (T0 + 10 * S), 4400);
+	ck_assert_uint_le(W.now - (T0 + 10 * S), 4700);
 	run_until(T0 + 310 * S);
 	ck_assert_uint_eq(W.n[A].nmoves, 1);
 	ck_assert_int_eq(W.n[A].pol.active, TCP);
@@ -436,6 +438,8 @@ START_TEST(one_way_udp_loss)
 	run_until(T0 + 10 * S);
 	W.link[UDP].in = false;
 	ck_assert(run_until_on(TCP, T0 + 20 * S));
+	ck_assert_uint_ge(W.now - (T0 + 10 * S), 4400);
+	ck_assert_uint_le(W.now - (T0 + 10 * S), 4700);
 	run_until(T0 + 310 * S);
 	ck_assert_uint_eq(W.n[A].nmoves, 1);
 	ck_assert_int_eq(W.n[B].pol.active, TCP);
