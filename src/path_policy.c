@@ -191,8 +191,8 @@ on_down(struct pol_path *p, uint64_t now)
 	p->up = false;
 	forget_probes(p);
 	if (!p->rx_since_up) {
-		p->open_after_ms = now + backoff(POL_OPEN_MIN_MS, POL_OPEN_MAX_MS, p->open_failures);
-		p->open_failures++;
+		p->open_after_ms = now + backoff(POL_OPEN_MIN_MS, POL_OPEN_MAX_MS,
+		    p->open_failures++);
 	} else {
 		p->open_failures = 0;
 		p->open_after_ms = now + POL_OPEN_MIN_MS;
@@ -205,8 +205,7 @@ on_open_failed(struct pol_path *p, uint64_t now)
 	p->opening = false;
 	if (p->up)
 		return;                 /* ours lost a crossing; the peer's carries */
-	p->open_after_ms = now + backoff(POL_OPEN_MIN_MS, POL_OPEN_MAX_MS, p->open_failures);
-	p->open_failures++;
+	p->open_after_ms = now + backoff(POL_OPEN_MIN_MS, POL_OPEN_MAX_MS, p->open_failures++);
 }
 
 /* The network under every path changed: what was learnt about reaching
@@ -303,7 +302,8 @@ best_eligible(const struct path_policy *pol)
 	int b = POL_NONE;
 
 	for (unsigned i = 0; i < pol->n; i++)
-		if (eligible(&pol->path[i]) && (b == POL_NONE || pol->path[i].rank < pol->path[b].rank))
+		if (eligible(&pol->path[i]) &&
+		    (b == POL_NONE || pol->path[i].rank < pol->path[b].rank))
 			b = (int)i;
 	return b;
 }
@@ -519,7 +519,10 @@ path_policy_event(struct path_policy *pol, enum pol_event ev, int path, uint32_t
 	else
 		follow(pol, now, out);
 	out->send = pol->active;
-	out->next_tick_ms = tick ? (tick > now + POL_TICK_MIN_MS ? tick : now + POL_TICK_MIN_MS) : 0;
+	/* The floor: whatever is due sooner waits until then. */
+	if (tick && tick < now + POL_TICK_MIN_MS)
+		tick = now + POL_TICK_MIN_MS;
+	out->next_tick_ms = tick;
 }
 
 enum pol_state

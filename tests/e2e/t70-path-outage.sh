@@ -48,7 +48,8 @@ is "$(tq c peers.s.transport)" udp "c's peer s starts on udp"
 # 40 MiB at 400 KiB/s (curl keeps the rate loosely): 80 to 100 s, longer
 # than the outage, the return and the 20 s watched after it.
 rt_serve_file s "$RT_S_TUN" 8080 40
-rt_fetch_start c "http://$RT_S_TUN:8080/big" "$E2E_DIR/big.out" --limit-rate 400K --max-time 240
+rt_fetch_start c "http://$RT_S_TUN:8080/big" "$E2E_DIR/big.out" \
+    --limit-rate 400K --max-time 240
 rt_fetch_progress "$E2E_DIR/big.out" 1024 30 || bail_out "the download did not start"
 
 rt_block_udp t70_block
