@@ -222,30 +222,15 @@ struct metrics_peer_family;
 typedef void metrics_peer_fn(struct metrics_out *, const struct peer *,
     const struct metrics_peer_family *f);
 
-/* A peer's paths (transport.h): which carries its traffic, which are up;
- * and how often its traffic moved. */
+/* A peer's paths (transport.h): which carries its traffic (f->arg 0) and
+ * which are up (1); and how often its traffic moved. */
 static void
 metrics_peer_transport(struct metrics_out *o, const struct peer *p,
-    const struct metrics_peer_family *f)
-{
-	unsigned k;
-
-	for (k = 0; p->paths && k < p->paths->n; k++) {
-		const struct peer_path *ph = &p->paths->path[k];
-
-		metrics_u64(o, f->name, (const char *const[]){ "peer", p->name, "transport",
-		    ph->ops->name, NULL }, f->arg ? ph->ops->state(p, ph) == TRANSPORT_UP :
-		    k == p->paths->active);
-	}
-}
+    const struct metrics_peer_family *f);
 
 static void
 metrics_peer_moves(struct metrics_out *o, const struct peer *p,
-    const struct metrics_peer_family *f)
-{
-	metrics_u64(o, f->name, (const char *const[]){ "peer", p->name, NULL },
-	    p->transport_switches);
-}
+    const struct metrics_peer_family *f);
 
 static void
 metrics_peer_info(struct metrics_out *o, const struct peer *p,
@@ -397,6 +382,29 @@ static const struct metrics_peer_family {
 	    "(last_error of touctl show), as the label error; absent when none.",
 	    metrics_peer_error, 0 },
 };
+
+static void
+metrics_peer_transport(struct metrics_out *o, const struct peer *p,
+    const struct metrics_peer_family *f)
+{
+	unsigned k;
+
+	for (k = 0; p->paths && k < p->paths->n; k++) {
+		const struct peer_path *ph = &p->paths->path[k];
+
+		metrics_u64(o, f->name, (const char *const[]){ "peer", p->name, "transport",
+		    ph->ops->name, NULL }, f->arg ? ph->ops->state(p, ph) == TRANSPORT_UP :
+		    k == p->paths->active);
+	}
+}
+
+static void
+metrics_peer_moves(struct metrics_out *o, const struct peer *p,
+    const struct metrics_peer_family *f)
+{
+	metrics_u64(o, f->name, (const char *const[]){ "peer", p->name, NULL },
+	    p->transport_switches);
+}
 
 static void
 metrics_peer_counter(struct metrics_out *o, const struct peer *p,
