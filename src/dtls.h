@@ -28,6 +28,7 @@ struct x509_store_ctx_st;
 #define DTLS_FP_LEN KEYS_FP_LEN
 #define DTLS_RECORD_HDR 13
 #define DTLS_CT_HANDSHAKE 22           /* record content type of handshake messages */
+#define DTLS_CT_APPDATA 23             /* ... of application data */
 
 struct record_sealer;
 

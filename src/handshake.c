@@ -596,8 +596,10 @@ handshake_listen(struct toud *t, uint64_t id, const uint8_t *rec, size_t len,
 	/* The retired first ID of a live session stays its name inside toud:
 	 * a new handshake may not take it. */
 	/* The rest of a handshake that failed here: the other side's
-	 * retransmissions and alerts, an event (events.h), not a loss. */
-	if (failed_lately(t->hs, id) && !session_named(t, id)) {
+	 * retransmissions and alerts, an event (events.h), not a loss.  Data
+	 * records under it (the other side thought it done) stay what they
+	 * are, records of no session. */
+	if (rec[0] != DTLS_CT_APPDATA && failed_lately(t->hs, id) && !session_named(t, id)) {
 		event_count(t, NULL, EVENT_HANDSHAKE_LATE_RECORD);
 		return;
 	}
