@@ -12,9 +12,11 @@
  * and toud's user; an endpoint on 127.0.0.1 is open to every local user.
  * So without metrics-token-file it serves the public text, the interface's
  * families only (metrics.h); with it, every request must carry
- * "Authorization: Bearer TOKEN" and gets the whole text.  On a loopback
- * address a Host that names another host is refused (403): a web page
- * whose name an attacker rebinds to 127.0.0.1 cannot read it.
+ * "Authorization: Bearer TOKEN" and gets the whole text.  A request that
+ * came in on a loopback address (the endpoint's, or the loopback of an
+ * endpoint on 0.0.0.0 or ::, which takes those too) with a Host that names
+ * another host is refused (403): a web page whose name an attacker
+ * rebinds to 127.0.0.1 cannot read it.
  *
  * Memory and time, whatever the readers do.  At most METRICS_HTTP_CLIENTS
  * connections at once (others get a 503 and are closed) and
@@ -84,6 +86,7 @@ struct metrics_conn {
 	struct bufferevent *bev;
 	struct event *ev_deadline;
 	struct metrics_cursor cur;
+	bool loopback;                  /* it came in on a loopback address: Host is checked */
 	bool answered;                  /* the request is read: no more reading */
 	bool streaming;                 /* the text's parts are still being added */
 };
@@ -181,7 +184,7 @@ metrics_conn_answer(struct metrics_conn *c, const char *head, size_t len)
 
 	c->answered = true;
 	bufferevent_disable(c->bev, EV_READ);
-	status = metrics_req_check(head, len, m->loopback, m->has_token ? m->token : NULL, &req);
+	status = metrics_req_check(head, len, c->loopback, m->has_token ? m->token : NULL, &req);
 	if (status == 401 || status == 403) {
 		event_count(m->t, NULL, EVENT_METRICS_REFUSED);
 		log_debug_rl("metrics: request refused with %d", status);
@@ -268,6 +271,15 @@ metrics_http_resume_cb(evutil_socket_t fd, short what, void *arg)
 	evconnlistener_enable(m->listener);
 }
 
+static bool
+metrics_http_loopback(const union sockaddr_union *sa)
+{
+	if (sa->sa.sa_family == AF_INET)
+		return (ntohl(sa->in.sin_addr.s_addr) >> 24) == 127;
+	return IN6_IS_ADDR_LOOPBACK(&sa->in6.sin6_addr) ||
+	    (IN6_IS_ADDR_V4MAPPED(&sa->in6.sin6_addr) && sa->in6.sin6_addr.s6_addr[12] == 127);
+}
+
 /* One more connection: within the limits, a struct metrics_conn. */
 static void
 metrics_http_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
@@ -280,6 +292,8 @@ metrics_http_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sock
 	const struct timeval deadline = { METRICS_HTTP_DEADLINE_S, 0 };
 	uint64_t now = toud_now(m->t);
 	struct metrics_conn *c;
+	union sockaddr_union local;
+	socklen_t llen = sizeof(local);
 	struct timeval rest;
 
 	(void)l;
@@ -314,6 +328,11 @@ metrics_http_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sock
 		return;
 	}
 	c->m = m;
+	/* Where it came in, not where the endpoint listens: 0.0.0.0 and ::
+	 * take connections to the loopback too. */
+	memset(&local, 0, sizeof(local));
+	c->loopback = m->loopback || (getsockname(fd, &local.sa, &llen) == 0 &&
+	    metrics_http_loopback(&local));
 	c->next = m->conns;
 	if (m->conns)
 		m->conns->prevp = &c->next;
@@ -409,15 +428,6 @@ metrics_http_retire(struct metrics_http *m)
 
 	log_info("metrics: no longer serving http://%s/metrics", util_sa_fmt(&m->addr, a, sizeof(a)));
 	metrics_http_close(m);
-}
-
-static bool
-metrics_http_loopback(const union sockaddr_union *sa)
-{
-	if (sa->sa.sa_family == AF_INET)
-		return (ntohl(sa->in.sin_addr.s_addr) >> 24) == 127;
-	return IN6_IS_ADDR_LOOPBACK(&sa->in6.sin6_addr) ||
-	    (IN6_IS_ADDR_V4MAPPED(&sa->in6.sin6_addr) && sa->in6.sin6_addr.s6_addr[12] == 127);
 }
 
 /* The endpoint of c (which has one), or NULL with err. */

@@ -1232,6 +1232,17 @@ proxy_read(struct bufferevent *raw, void *arg)
 	conn_raw_done(c);
 }
 
+/* The CONNECT request's bytes, once the socket took them or the
+ * connection went without: they may hold the proxy's credentials, which
+ * a copy of libevent's own would leave in freed memory. */
+static void
+proxy_req_done(const void *data, size_t len, void *arg)
+{
+	(void)arg;
+	OPENSSL_cleanse((void *)(uintptr_t)data, len);
+	free((void *)(uintptr_t)data);
+}
+
 /* The plain socket connected (or failed): straight to TLS, or first the
  * CONNECT request to the proxy. */
 static void
@@ -1239,7 +1250,7 @@ raw_event(struct bufferevent *raw, short what, void *arg)
 {
 	struct tcp_conn *c = arg;
 	const struct conf_peer *cf = c->peer ? c->peer->cf : NULL;
-	char req[1024], buf[160];
+	char req[1024], buf[160], *out;
 	int n;
 
 	if (!(what & BEV_EVENT_CONNECTED)) {
@@ -1256,8 +1267,19 @@ raw_event(struct bufferevent *raw, short what, void *arg)
 		conn_fail(c, "cannot write the CONNECT request");
 		return;
 	}
-	bufferevent_write(raw, req, (size_t)n);
-	OPENSSL_cleanse(req, sizeof(req));     /* it may hold the credentials */
+	/* By reference: the bytes are cleansed when sent (proxy_req_done) */
+	if (!(out = malloc((size_t)n))) {
+		OPENSSL_cleanse(req, sizeof(req));
+		conn_fail(c, "out of memory");
+		return;
+	}
+	memcpy(out, req, (size_t)n);
+	OPENSSL_cleanse(req, sizeof(req));
+	if (evbuffer_add_reference(bufferevent_get_output(raw), out, (size_t)n,
+	    proxy_req_done, NULL) < 0) {
+		proxy_req_done(out, (size_t)n, NULL);
+		conn_fail(c, "out of memory");
+	}
 }
 
 /* A socket of ours carries the full tunnel's mark, so that its packets

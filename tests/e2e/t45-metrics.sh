@@ -12,7 +12,8 @@
 # off.  Who reads what: with metrics-token-file only a request with the
 # token gets the text (401 without it, or with another), and without it
 # the public text has no peer, address, fingerprint nor error; a Host that
-# is not loopback's is refused (403: DNS rebinding); refusals are counted.
+# is not loopback's is refused (403: DNS rebinding), also on 0.0.0.0 for a
+# request that came in on the loopback; refusals are counted.
 . "$(dirname "$0")/lib.sh"
 need_root
 need_cmd curl
@@ -316,9 +317,21 @@ is "$(nsx b curl -sS --noproxy '*' --max-time 10 -H "$AUTH" -o /dev/null -w '%{h
     http://10.200.0.1:9681/metrics)" 200 "the old endpoint still serves"
 proc_stop "$holder" TERM 5
 
+# 0.0.0.0 takes connections to 127.0.0.1 too: one that comes in there has
+# its Host checked as on 127.0.0.1 (a page rebound to it); a remote one not
+sed -i 's/^metrics = .*/metrics = 0.0.0.0:9683/' "$(conf_file a)"
+check "a reloads with metrics on 0.0.0.0:9683" ctl a reload
+check "10.200.0.1:9681 is closed" wait_for 5 isnt_listening a t 9681
+is "$(code -H 'Host: attacker.example:9683' http://127.0.0.1:9683/metrics)" 403 \
+    "on 0.0.0.0, a foreign Host that came in on the loopback is refused (403)"
+is "$(code http://127.0.0.1:9683/metrics)" 200 "and 127.0.0.1's own Host is served"
+is "$(nsx b curl -sS --noproxy '*' --max-time 10 -H "$AUTH" -H 'Host: a.example:9683' \
+    -o /dev/null -w '%{http_code}' http://10.200.0.1:9683/metrics)" 200 \
+    "a remote scraper's Host is not checked"
+
 sed -i 's/^metrics = .*/metrics = off/' "$(conf_file a)"
 check "a reloads with metrics = off" ctl a reload
-check "10.200.0.1:9681 is closed" wait_for 5 isnt_listening a t 9681
+check "0.0.0.0:9683 is closed" wait_for 5 isnt_listening a t 9683
 check "touctl metrics works without the endpoint" ctl a metrics
 
 check "toud on a still running" toud_alive a
