@@ -19,6 +19,9 @@ need_cmd ss
 
 PEERS=${T62_PEERS:-5000}
 READERS=${T62_READERS:-40}
+# T62_RSS=no: RSS is not compared (CI's sanitizer pass, whose allocator
+# keeps freed memory in quarantine); everything else is checked.
+RSS=${T62_RSS:-yes}
 MANYPEERS=$E2E_TOP/bench/manypeers.py
 READER=$E2E_TOP/tests/e2e/metrics-reader.py
 
@@ -66,10 +69,13 @@ check "their connections are gone" wait_for 20 no_conns
 hwm=$(kib VmHWM)
 rss1=$(kib VmRSS)
 diag "RSS before $rss0 KiB, peak while $READERS readers hung on $hwm KiB, after $rss1 KiB"
-cmp_ok "$((hwm - rss0))" -le 16384 "the readers raised toud's RSS by at most 16 MiB"
-cmp_ok "$rss1" -le "$((rss0 + rss0 / 10))" "RSS is back within 10 % once they are gone"
+if [ "$RSS" = yes ]; then
+	cmp_ok "$((hwm - rss0))" -le 16384 "the readers raised toud's RSS by at most 16 MiB"
+	cmp_ok "$rss1" -le "$((rss0 + rss0 / 10))" "RSS is back within 10 % once they are gone"
+fi
 refused=$(tq a interface.events.metrics_refused 2>/dev/null)
-diag "metrics_refused: $refused (connections beyond the cap)"
+cmp_ok "${refused:-0}" -ge $((READERS - 16)) \
+    "the connections beyond the cap of 16 were refused ($refused)"
 
 is "$(scrape)" 200 "a scrape afterwards is answered"
 is "$(grep -c '^toud_peer_up{' "$E2E_DIR/scrape.out")" "$PEERS" "with every peer"

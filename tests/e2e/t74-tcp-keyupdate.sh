@@ -12,8 +12,8 @@
 # through the tunnel every 20 ms.  Asserted: a closes each of x's
 # connections (x could not send them all) and counts each
 # (peers.x.events.tcp_key_updates); none of b's pings is lost and they stay
-# under 20 ms (all but 2 of 150: the noise of a shared machine); toud on a
-# still runs.
+# under 20 ms (the median, and all but 15 of 150: the noise of a shared
+# machine); toud on a still runs.
 . "$(dirname "$0")/lib.sh"
 need_root
 need_cmd ping
@@ -62,11 +62,15 @@ check "a counted each in peers.x.events.tcp_key_updates" wait_for 5 ku
 stats=$(grep -E "packets transmitted|rtt" "$E2E_DIR/ping.log")
 diag "b's pings: $(tr '\n' ' ' <<<"$stats")"
 is "$(sed -n 's/.* \([0-9.]*\)% packet loss.*/\1/p' <<<"$stats")" 0 "none of b's pings was lost"
-# Under 20 ms, all but 2 of the 150: a machine shared with other work
-# delays the odd one by itself (without the bound the flood delayed them
-# all, by a second).
-slow=$(sed -n 's/.* time=\([0-9.]*\) ms.*/\1/p' "$E2E_DIR/ping.log" | awk '$1 >= 20' | wc -l)
-cmp_ok "$slow" -le 2 "b's pings took under 20 ms ($slow of 150 slower)"
+# Under 20 ms: the median, and all but 15 of the 150.  A machine shared
+# with other work (CI's sanitizer pass runs two tests at once) delays the
+# odd one by itself; without the bound the flood delayed them all, by
+# 117 ms on average and up to a second.
+times=$(sed -n 's/.* time=\([0-9.]*\) ms.*/\1/p' "$E2E_DIR/ping.log")
+slow=$(awk '$1 >= 20' <<<"$times" | wc -l)
+median=$(sort -n <<<"$times" | awk '{ v[NR] = $1 } END { print NR ? v[int((NR + 1) / 2)] : 999 }')
+cmp_ok "${median%.*}" -lt 20 "the median of b's pings is under 20 ms ($median ms)"
+cmp_ok "$slow" -le 15 "b's pings took under 20 ms ($slow of 150 slower)"
 is "$(tq a peers.b.state)" up "a's peer b is up"
 check "toud on a still running" toud_alive a
 
