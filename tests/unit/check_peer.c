@@ -53,6 +53,7 @@
 #include "keys.h"
 #include "offload.h"
 #include "peer.h"
+#include "path_policy.h"
 #include "peer_timers.h"
 #include "pkt.h"
 #include "prefix.h"
@@ -2593,7 +2594,7 @@ deliver_tcp(struct node *from, struct node *to)
 		struct udp_msg m = { .buf = buf + RX_HEADROOM, .len = from->tframes[i].len };
 
 		memcpy(m.buf, from->tframes[i].buf, m.len);
-		rx_frames(&to->t, peer_of(to), &m, 1);
+		rx_frames(&to->t, peer_of(to), tcp_path(to), &m, 1);
 	}
 	return n;
 }
@@ -2622,6 +2623,13 @@ advance(uint64_t ms)
 	}
 }
 
+/* When the policy fails a path that stopped answering: data unanswered
+ * for POL_PROBE_AFTER_MS, then POL_PROBE_MISSES probes missed (their
+ * timeouts doubling from POL_PROBE_TIMEOUT_MS: 0.5 + 1 + 2 s). */
+#define FAIL_MS (POL_PROBE_AFTER_MS + 7 * POL_PROBE_TIMEOUT_MS)
+/* The tick of these cases (advance()), and the open and the move after it. */
+#define LOOK_MS 1500
+
 static void
 paths_setup(void)
 {
@@ -2637,10 +2645,11 @@ paths_teardown(void)
 	fake_tcp_on = false;
 }
 
-/* UDP works, then is blocked both ways while data flows: A opens TCP once
- * its data has gone unanswered for PEER_TCP_FALLBACK_MS, both move there
- * and the data goes on; UDP returns: A's background probe is answered and
- * both move back, TCP closed. */
+/* UDP works, then is blocked both ways while data flows: A probes UDP,
+ * fails it after FAIL_MS and opens TCP, both move there and the data goes
+ * on; UDP returns: A's background probes are answered, and after the
+ * hysteresis (POL_CONFIRM_N answers over POL_CONFIRM_MS) both move back;
+ * TCP closes once it has been quiet for POL_LINGER_MS. */
 START_TEST(paths_udp_blocked_then_back)
 {
 	struct peer *pa = peer_of(&A), *pb = peer_of(&B);
@@ -2660,18 +2669,18 @@ START_TEST(paths_udp_blocked_then_back)
 			moved = fake_now;
 	}
 	ck_assert_uint_ne(moved, 0);
-	/* Not before the data went unanswered that long, and at the next
-	 * look after it. */
-	ck_assert_uint_ge(moved - t0, PEER_TCP_FALLBACK_MS);
-	ck_assert_uint_le(moved - t0, PEER_TCP_FALLBACK_MS + 1000);
+	/* Not before the probes failed UDP, and at the next look after. */
+	ck_assert_uint_ge(moved - t0, FAIL_MS);
+	ck_assert_uint_le(moved - t0, FAIL_MS + LOOK_MS);
 	ck_assert_uint_eq(A.t_opens, 1);
 	ck_assert_str_eq(peer_transport_name(pa), "tcp");
 	ck_assert_str_eq(peer_transport_name(pb), "tcp");
 	ck_assert_uint_eq(pa->transport_switches, 1);
 	ck_assert_uint_eq(pa->events[EVENT_TRANSPORT_TCP], 1);
 	ck_assert_str_eq(peer_error(pa), "");
-	/* UDP, left, is not up whatever session it keeps. */
+	/* UDP, left, is not up whatever session it keeps: it failed. */
 	ck_assert_int_ne(pa->paths->path[0].ops->state(pa, &pa->paths->path[0]), TRANSPORT_UP);
+	ck_assert_int_eq(path_policy_state(&pa->paths->pol, 0), POL_STATE_FAILED);
 	ck_assert_int_eq(tcp_path(&A)->ops->state(pa, tcp_path(&A)), TRANSPORT_UP);
 	/* What waited goes over TCP, and new data too, both ways. */
 	while (tun_recv(&B) >= 0)
@@ -2682,7 +2691,8 @@ START_TEST(paths_udp_blocked_then_back)
 	ck_assert_int_eq(tun_recv(&B), 500);
 	ck_assert_int_eq(tun_recv(&A), 501);
 
-	/* UDP comes back: within the probe back-off A moves back. */
+	/* UDP comes back: A sees it within the probe back-off, and moves
+	 * back once it is confirmed, not sooner. */
 	udp_ab_blocked = udp_ba_blocked = false;
 	t0 = fake_now;
 	while (fake_now - t0 < 40000 && pa->transport_switches == 1) {
@@ -2690,12 +2700,21 @@ START_TEST(paths_udp_blocked_then_back)
 		advance(500);
 	}
 	ck_assert_uint_eq(pa->transport_switches, 2);
-	ck_assert_uint_le(fake_now - t0, 17000);
+	ck_assert_uint_ge(fake_now - t0, POL_CONFIRM_MS);
+	ck_assert_uint_le(fake_now - t0, POL_REPROBE_MAX_MS + POL_CONFIRM_MS + LOOK_MS);
 	ck_assert_str_eq(peer_transport_name(pa), "udp");
-	ck_assert_ptr_null(tcp_path(&A)->conn);
-	/* B heard the close and followed. */
+	/* B heard A's keepalive on UDP and followed. */
 	ck_assert_str_eq(peer_transport_name(pb), "udp");
 	ck_assert_uint_eq(pb->transport_switches, 2);
+	/* TCP drains, then closes. */
+	ck_assert_ptr_nonnull(tcp_path(&A)->conn);
+	for (t0 = fake_now; fake_now - t0 < POL_LINGER_MS + LOOK_MS;) {
+		tun_send(&A, true, seq++);
+		tun_send(&B, false, seq++);
+		advance(500);
+	}
+	ck_assert_ptr_null(tcp_path(&A)->conn);
+	ck_assert_ptr_null(tcp_path(&B)->conn);
 	while (tun_recv(&B) >= 0)
 		;
 	tun_send(&A, true, 600);
@@ -2734,8 +2753,9 @@ START_TEST(paths_udp_lossy_no_move)
 }
 END_TEST
 
-/* Neither UDP nor TCP gets through: the opens back off (1, 2, 4 ... 30 s
- * apart), there is no move, and the policy's timer keeps its pace. */
+/* Neither UDP nor TCP gets through: the opens back off (1, 2, 4 ... 60 s
+ * apart: POL_OPEN_MIN_MS to POL_OPEN_MAX_MS), there is no move, and the
+ * policy's timer keeps its pace. */
 START_TEST(paths_all_blocked_backs_off)
 {
 	struct peer *pa = peer_of(&A);
@@ -2754,7 +2774,7 @@ START_TEST(paths_all_blocked_backs_off)
 				/* Never closer than the one before, never beyond
 				 * the cap (and the look after it). */
 				ck_assert_uint_ge(fake_now - last, gap);
-				ck_assert_uint_le(fake_now - last, 30000 + 1000);
+				ck_assert_uint_le(fake_now - last, POL_OPEN_MAX_MS + LOOK_MS);
 				gap = fake_now - last;
 			}
 			last = fake_now;
@@ -2787,17 +2807,20 @@ blocked_to_tcp(void)
 }
 
 /* On TCP, the host's addresses change: the keepalive that tells the peer
- * goes on the TCP path, and nothing moves. */
+ * goes on the TCP path, with a probe of it (and one of UDP), and nothing
+ * moves. */
 START_TEST(paths_addr_change_on_tcp)
 {
 	struct peer *pa = peer_of(&A);
-	uint64_t keepalives;
+	uint64_t keepalives, probes;
 
 	blocked_to_tcp();
 	keepalives = pa->events[EVENT_KEEPALIVE_SENT];
+	probes = pa->paths->pol.path[1].probes_sent;
 	peer_timers_path_changed(pa);
 	ck_assert_uint_eq(pa->events[EVENT_KEEPALIVE_SENT], keepalives + 1);
-	ck_assert_uint_eq(A.n_tframes, 1);
+	ck_assert_uint_eq(pa->paths->pol.path[1].probes_sent, probes + 1);
+	ck_assert_uint_eq(A.n_tframes, 2);
 	advance(5000);
 	ck_assert_uint_eq(pa->transport_switches, 1);
 	ck_assert_str_eq(peer_transport_name(pa), "tcp");
@@ -2853,7 +2876,8 @@ START_TEST(paths_one_way_loss)
 		tun_send(&A, true, seq++);
 		advance(500);
 	}
-	ck_assert_uint_ge(fake_now - t0, PEER_TCP_FALLBACK_MS);
+	ck_assert_uint_ge(fake_now - t0, FAIL_MS);
+	ck_assert_uint_le(fake_now - t0, FAIL_MS + LOOK_MS);
 	ck_assert_str_eq(peer_transport_name(pa), "tcp");
 	ck_assert_str_eq(peer_transport_name(pb), "tcp");
 	for (t0 = fake_now; fake_now - t0 < 60000;) {
