@@ -2899,6 +2899,128 @@ START_TEST(paths_one_way_loss)
 }
 END_TEST
 
+/* The inner flow pauses for 30 s with data going one way only (a reader
+ * that stops reading: what A sends gets no answer from B's inner flow) on
+ * an open network: A probes UDP, the probes are answered, and nothing
+ * moves. */
+START_TEST(paths_paused_flow_no_move)
+{
+	struct peer *pa = peer_of(&A);
+	uint64_t t0;
+	uint32_t seq = 10;
+
+	tun_send(&A, true, 1);
+	tun_send(&B, false, 2);
+	pump();
+	for (t0 = fake_now; fake_now - t0 < 30000;) {
+		tun_send(&A, true, seq++);
+		advance(500);
+	}
+	ck_assert_uint_gt(pa->paths->pol.path[0].probes_sent, 0);
+	ck_assert_uint_ge(pa->paths->pol.path[0].probes_answered + 1,
+	    pa->paths->pol.path[0].probes_sent);
+	ck_assert_uint_eq(pa->transport_switches, 0);
+	ck_assert_uint_eq(A.t_opens, 0);
+	ck_assert_int_eq(path_policy_state(&pa->paths->pol, 0), POL_STATE_ACTIVE);
+	ck_assert_str_eq(peer_transport_name(pa), "udp");
+}
+END_TEST
+
+/* UDP comes back and dies again, 10 s each, for three minutes, with an
+ * exchange going both ways: A leaves a failed UDP at once each time, but
+ * moves back to it at most once each POL_MOVE_BOUND_MS, and only after
+ * the hysteresis; the traffic flows throughout. */
+START_TEST(paths_flapping_bounded)
+{
+	struct peer *pa = peer_of(&A), *pb = peer_of(&B);
+	uint64_t t0, back[16];
+	unsigned nback = 0, i;
+	uint64_t ups = 0;
+	uint32_t seq = 10;
+
+	tun_send(&A, true, 1);
+	pump();
+	for (t0 = fake_now; fake_now - t0 < 180000;) {
+		bool block = (fake_now - t0) / 10000 % 2 == 0;
+
+		udp_ab_blocked = udp_ba_blocked = block;
+		tun_send(&A, true, seq++);
+		tun_send(&B, false, seq++);
+		advance(500);
+		if (pa->events[EVENT_TRANSPORT_UDP] != ups) {
+			ups = pa->events[EVENT_TRANSPORT_UDP];
+			ck_assert_uint_lt(nback, 16);
+			back[nback++] = fake_now;
+			/* Confirmed: not within POL_CONFIRM_MS of UDP's return. */
+			ck_assert(!udp_ab_blocked);
+			ck_assert_uint_ge((fake_now - t0) % 20000, 10000 + POL_CONFIRM_MS);
+		}
+	}
+	ck_assert_uint_ge(nback, 1);
+	for (i = 1; i < nback; i++)
+		ck_assert_uint_ge(back[i] - back[i - 1], POL_MOVE_BOUND_MS);
+	/* Each move back is followed by at most one move away: at most two
+	 * moves a minute, against nine outages. */
+	ck_assert_uint_le(pa->transport_switches, 2 * nback + 1);
+	ck_assert_uint_le(pa->transport_switches, 7);
+	ck_assert_uint_eq(pa->events[EVENT_TRANSPORT_TCP], pa->transport_switches - nback);
+	/* The exchange still flows, whichever path carries it. */
+	udp_ab_blocked = udp_ba_blocked = false;
+	while (tun_recv(&B) >= 0)
+		;
+	while (tun_recv(&A) >= 0)
+		;
+	tun_send(&A, true, 9001);
+	tun_send(&B, false, 9002);
+	pump();
+	ck_assert_int_eq(tun_recv(&B), 9001);
+	ck_assert_int_eq(tun_recv(&A), 9002);
+	ck_assert_str_eq(peer_transport_name(pb), peer_transport_name(pa));
+}
+END_TEST
+
+/* UDP lost one way only, from A to B: nothing of A's reaches B, so its
+ * probes go unanswered; A moves to TCP after FAIL_MS, B follows, and they
+ * stay there (A's probes of UDP never reach B) with the traffic flowing
+ * both ways. */
+START_TEST(paths_one_way_loss_ab)
+{
+	struct peer *pa = peer_of(&A), *pb = peer_of(&B);
+	uint64_t t0;
+	uint32_t seq = 10;
+
+	tun_send(&A, true, 1);
+	pump();
+	ck_assert_int_eq(tun_recv(&B), 1);
+	udp_ab_blocked = true;
+	t0 = fake_now;
+	while (pa->transport_switches == 0) {
+		ck_assert_uint_lt(fake_now - t0, 10000);
+		tun_send(&A, true, seq++);
+		advance(500);
+	}
+	ck_assert_uint_ge(fake_now - t0, FAIL_MS);
+	ck_assert_uint_le(fake_now - t0, FAIL_MS + LOOK_MS);
+	ck_assert_str_eq(peer_transport_name(pa), "tcp");
+	ck_assert_str_eq(peer_transport_name(pb), "tcp");
+	for (t0 = fake_now; fake_now - t0 < 60000;) {
+		tun_send(&A, true, seq++);
+		tun_send(&B, false, seq++);
+		advance(500);
+	}
+	ck_assert_uint_gt(pa->paths->pol.path[0].probes_sent, 3);
+	ck_assert_uint_eq(pa->paths->pol.path[0].probes_answered, 0);
+	ck_assert_uint_eq(pa->transport_switches, 1);
+	ck_assert_uint_eq(pb->transport_switches, 1);
+	ck_assert_uint_eq(A.t_opens, 1);
+	while (tun_recv(&B) >= 0)
+		;
+	tun_send(&A, true, 7777);
+	pump();
+	ck_assert_int_eq(tun_recv(&B), 7777);
+}
+END_TEST
+
 static Suite *
 peer_suite(void)
 {
@@ -2953,13 +3075,16 @@ peer_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("paths");
 	tcase_add_checked_fixture(tc, paths_setup, paths_teardown);
-	tcase_set_timeout(tc, 60);
+	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, paths_udp_blocked_then_back);
 	tcase_add_test(tc, paths_udp_lossy_no_move);
 	tcase_add_test(tc, paths_all_blocked_backs_off);
 	tcase_add_test(tc, paths_addr_change_on_tcp);
 	tcase_add_test(tc, paths_tcp_probe_failure_quiet);
 	tcase_add_test(tc, paths_one_way_loss);
+	tcase_add_test(tc, paths_paused_flow_no_move);
+	tcase_add_test(tc, paths_flapping_bounded);
+	tcase_add_test(tc, paths_one_way_loss_ab);
 	suite_add_tcase(s, tc);
 	return s;
 }
