@@ -590,6 +590,10 @@ pol_apply(struct peer *p, const struct pol_out *o, uint64_t now)
 	if (o->send != POL_NONE && (unsigned)o->send != pp->active) {
 		peer_path_move(p, path_of(p, o->send), o->why ? o->why : "a path came up");
 		moved = true;
+	} else if (o->send == POL_NONE && pp->active != 0) {
+		/* No path carries: what is sent waits on the preferred one
+		 * (UDP holds it for a handshake), and show says so. */
+		peer_path_move(p, path_of(p, 0), "the path in use went down");
 	}
 	for (k = 0; k < o->n; k++) {
 		int i = (int)o->act[k].path;
