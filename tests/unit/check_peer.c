@@ -3021,6 +3021,34 @@ START_TEST(paths_one_way_loss_ab)
 }
 END_TEST
 
+/* UDP blocked from the start, the peers on TCP: when B ends the
+ * connection and no other path is up, both go back to the preferred path
+ * (show says udp, B says why), and B follows A again once A has
+ * reconnected, after POL_OPEN_MIN_MS. */
+START_TEST(paths_none_left_back_to_preferred)
+{
+	struct peer *pa = peer_of(&A), *pb = peer_of(&B);
+	uint64_t t0;
+
+	blocked_to_tcp();
+	ck_assert_str_eq(peer_transport_name(pb), "tcp");
+	ck_assert_ptr_null(pb->cur);
+	/* B ends it (a reload revoked A's key) and says why. */
+	tcp_path(&B)->ops->close(pb, tcp_path(&B));
+	peer_timers_path_down(pb, tcp_path(&B), "tcp fake: revoked");
+	ck_assert_str_eq(peer_transport_name(pb), "udp");
+	ck_assert_str_eq(peer_error(pb), "tcp fake: revoked");
+	tcp_settle();
+	ck_assert_str_eq(peer_transport_name(pa), "udp");
+	for (t0 = fake_now; fake_now - t0 < 10000 && strcmp(peer_transport_name(pb), "tcp");) {
+		tun_send(&A, true, 5);
+		advance(500);
+	}
+	ck_assert_str_eq(peer_transport_name(pb), "tcp");
+	ck_assert_uint_eq(A.t_opens, 2);
+}
+END_TEST
+
 static Suite *
 peer_suite(void)
 {
@@ -3085,6 +3113,7 @@ peer_suite(void)
 	tcase_add_test(tc, paths_paused_flow_no_move);
 	tcase_add_test(tc, paths_flapping_bounded);
 	tcase_add_test(tc, paths_one_way_loss_ab);
+	tcase_add_test(tc, paths_none_left_back_to_preferred);
 	suite_add_tcase(s, tc);
 	return s;
 }
