@@ -20,10 +20,13 @@
  *
  * Paths ("paths" cases): a fake TCP transport registered through the
  * transport interface (transport.h) as tcp.c is, its frames handed over
- * by the test as the sink's datagrams are: UDP blocked and back, UDP
- * lossy but alive, UDP lost one way, UDP and TCP both blocked, an address
- * change on TCP, a failed UDP handshake while on TCP; each asserts the
- * moves made and when. */
+ * by the test as the sink's datagrams are, with the path policy
+ * (path_policy.c) wired as the daemon wires it: UDP blocked and back,
+ * UDP lossy but alive, UDP lost one way (each way), UDP and TCP both
+ * blocked, an address change on TCP, a failed UDP handshake while on
+ * TCP, an inner flow paused 30 s with data one way, UDP that comes back
+ * and dies again (moves bounded per minute), a connection ended with no
+ * other path up; each asserts the moves made and when. */
 #include <check.h>
 #include <errno.h>
 #include <ftw.h>
