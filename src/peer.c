@@ -553,14 +553,12 @@ void
 peer_path_response(struct peer *p, struct session *s, const uint8_t *token, uint64_t now)
 {
 	struct path_probe *pp = &p->probe;
-	struct peer_path *ph = &p->paths->path[0];
 	char a[UTIL_ADDRSTRLEN], b[UTIL_ADDRSTRLEN];
 
-	/* The policy's probe of the preferred path (peer_timers.c). */
-	if (ph->probing && s == p->cur && memcmp(token, ph->token, PATH_TOKEN_LEN) == 0) {
-		peer_timers_path_validated(p, ph);
+	/* The policy's probe of UDP (peer_timers.c). */
+	if (p->paths && s == p->cur &&
+	    peer_timers_probe_answered(p, peer_path_udp(p), token, now))
 		return;
-	}
 	if (p->ping_fn && s == p->cur && memcmp(token, p->ping_token, PATH_TOKEN_LEN) == 0) {
 		peer_ping_done(p, true);
 		return;

@@ -258,6 +258,14 @@ peer_path_active(const struct peer *p)
 	return &p->paths->path[p->paths->active];
 }
 
+/* Its UDP path (the preferred one, registered first: the path of its
+ * DTLS sessions), or NULL (a peer built by hand). */
+static inline struct peer_path *
+peer_path_udp(const struct peer *p)
+{
+	return p->paths ? &p->paths->path[0] : NULL;
+}
+
 static inline enum transport_state
 peer_path_state(const struct peer *p)
 {

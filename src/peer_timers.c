@@ -31,13 +31,16 @@
  *   path challenge after 250, 500, 1000 ms, then the verdict; a challenge
  *   the amplification budget does not allow is skipped (counted).
  *
- * transport: with endpoint-tcp, every PEER_TRANSPORT_TICK_MS the policy
- *   looks at the peer's paths (transport.h, peer_timers.h): the preferred
- *   one (UDP) unanswered for PEER_TCP_FALLBACK_MS while data waits, it
- *   opens the fallback (TCP; after a failed open 1, 2, 4 ... 30 s later);
- *   on the fallback it probes UDP after 1, 2, 4 ... 16 s, and moves back
- *   once a probe is answered.  It reaches the paths only through their
- *   transport ops.
+ * transport: the path policy (path_policy.h, pure) is fed here and its
+ *   decisions carried out (move through peer_path_move(), probe, open,
+ *   close).  Events: a path up or down (transport_core's, and UDP's from
+ *   handshakes and ended sessions), a probe answered, the host's
+ *   addresses changed, a record on a path that does not carry the
+ *   traffic (at once: a follower follows it), and at the tick the stamps
+ *   the data path keeps per path (records received, data unanswered).
+ *   A leader (endpoint-tcp) ticks each PEER_TRANSPORT_TICK_MS, or sooner
+ *   when the policy asks; a follower only when it asks.  It reaches the
+ *   paths only through their transport ops.
  *
  * Session timers (handshake retransmission, drain) belong to handshake.c
  * and session.c.  None of these is touched per packet: each fires,
@@ -71,10 +74,6 @@
 #define RETRY_MAX_MS 60000
 #define RECONNECT_MS 1000               /* a restarting peer is usually back by then */
 #define PEER_TRANSPORT_TICK_MS 500
-#define TCP_RETRY_MIN_MS 1000
-#define TCP_RETRY_MAX_MS 30000
-#define UDP_PROBE_MIN_MS 1000
-#define UDP_PROBE_MAX_MS 16000
 
 static void keepalive_cb(evutil_socket_t, short, void *);
 static void liveness_cb(evutil_socket_t, short, void *);
@@ -85,6 +84,9 @@ static void passive_cb(evutil_socket_t, short, void *);
 static void path_cb(evutil_socket_t, short, void *);
 static void ping_cb(evutil_socket_t, short, void *);
 static void transport_cb(evutil_socket_t, short, void *);
+static void udp_sync(struct peer *, uint64_t);
+static void pol_feed(struct peer *, enum pol_event, int, uint32_t, uint64_t);
+static struct peer_path *path_of(struct peer *, int);
 
 /* Arm the timer in *ev, made the first time it is needed: a configured
  * peer that nothing happens to keeps none (tens of thousands of idle
@@ -114,25 +116,6 @@ static bool
 timer_pending(const struct event *ev)
 {
 	return ev && evtimer_pending(ev, NULL);
-}
-
-/* The preferred path (path[0]: UDP), and the one the policy opens when it
- * does not answer: the first other that opens on request (TCP). */
-static struct peer_path *
-preferred(struct peer *p)
-{
-	return &p->paths->path[0];
-}
-
-static struct peer_path *
-fallback(struct peer *p)
-{
-	unsigned i;
-
-	for (i = 1; i < p->paths->n; i++)
-		if (p->paths->path[i].ops->open)
-			return &p->paths->path[i];
-	return NULL;
 }
 
 static uint64_t
@@ -416,6 +399,8 @@ sessions_ended(struct peer *p, enum peer_event e)
 	peer_event(p, e);
 	if (p->next)
 		peer_event(p, PEER_EV_HANDSHAKE_STARTED);
+	if (p->paths)
+		udp_sync(p, toud_now(p->toud));     /* a follower's UDP is down */
 }
 
 static void
@@ -455,10 +440,16 @@ peer_timers_handshake_done(struct peer *p)
 	ARM(p, liveness, liveness_ms(p));
 	ARM(p, rekey, rekey_next(p, toud_now(p->toud)));
 	timer_disarm(p->ev_retry);
-	/* Off the preferred path, a new session on it is worth a probe at
-	 * once. */
-	if (p->paths && p->paths->active != 0)
-		preferred(p)->next_ms = 0;
+	/* UDP is up (a follower's), and answered: a handshake is UDP's probe
+	 * without a session (its RTT, when one was in flight). */
+	if (p->paths) {
+		struct peer_path *ph = path_of(p, 0);
+		uint64_t now = toud_now(p->toud);
+		uint64_t rtt = ph->probe_ms && now > ph->probe_ms ? now - ph->probe_ms : 0;
+
+		ph->probe_ms = 0;
+		pol_feed(p, POL_EV_PROBE_ANSWERED, 0, rtt > UINT32_MAX ? 0 : (uint32_t)rtt, now);
+	}
 }
 
 void
@@ -524,142 +515,262 @@ peer_timers_path_due(struct peer *p, uint64_t now)
 		timer_disarm(p->ev_path);
 }
 
-/* --- the transport policy ---------------------------------------------- */
+/* --- the path policy --------------------------------------------------- */
 
-static uint64_t
-backoff_ms(uint64_t min, uint64_t max, unsigned n)
-{
-	uint64_t d = min << (n < 6 ? n : 6);
-
-	return d > max ? max : d;
-}
-
-/* On the preferred path: whether what we send has gone unanswered long
- * enough (sent data and heard nothing, or packets held for a handshake
- * that does not complete) to open the fallback. */
+/* The node that has endpoint-tcp leads (opens and chooses paths); the
+ * other follows its peer (path_policy.h). */
 static bool
-stalled(struct peer *p, struct peer_path *pref, uint64_t now)
+leads(const struct peer *p)
 {
-	if (!p->cur && p->pending_n) {
-		if (!pref->held_since_ms)
-			pref->held_since_ms = now;
-	} else {
-		pref->held_since_ms = 0;
-	}
-	return (p->unanswered_ms && now - p->unanswered_ms >= PEER_TCP_FALLBACK_MS) ||
-	    (pref->held_since_ms && now - pref->held_since_ms >= PEER_TCP_FALLBACK_MS);
+	return p->cf->endpoint_tcp_host != NULL;
 }
 
-/* On the fallback: probe the preferred path.  With a session, a path
- * challenge to its address (answered over UDP whatever the peer's
- * transport); without one, or after three unanswered challenges (the peer
- * may have lost the session), a handshake, whose completion makes the
- * next probe due. */
-static void
-probe(struct peer *p, struct peer_path *pref, uint64_t now)
+static struct peer_path *
+path_of(struct peer *p, int i)
 {
+	return &p->paths->path[i];
+}
+
+static int
+path_index(const struct peer *p, const struct peer_path *ph)
+{
+	return (int)(ph - p->paths->path);
+}
+
+/* The policy's clock: monotonic, never 0, and never behind what it was
+ * fed (stamps fed at the tick are older than events fed at once). */
+static uint64_t
+pol_clock(struct peer *p, uint64_t at)
+{
+	if (at < p->paths->pol_ms)
+		at = p->paths->pol_ms;
+	if (!at)
+		at = 1;
+	return p->paths->pol_ms = at;
+}
+
+/* Probe path i (path_policy.h: what a probe is belongs to the transport).
+ * UDP with DTLS: a path challenge on the session, or without one (and
+ * each fourth probe in a row missed: the peer may have lost it) a
+ * handshake, whose completion is the answer.  Otherwise a challenge on
+ * the path itself (in the TCP stream), answered on it. */
+static void
+probe(struct peer *p, int i, uint64_t now)
+{
+	struct peer_path *ph = path_of(p, i);
 	struct session *s = p->cur;
 
-	if (now < pref->next_ms)
+	ph->probe_ms = now;
+	if (RAND_bytes(ph->token, sizeof(ph->token)) != 1)
+		return;                 /* missed, as a lost one is */
+	if (i != 0 || !p->toud->dtls) {
+		tx_control_on(p->toud, p, ph, GUE_CTYPE_CHALLENGE, ph->token, sizeof(ph->token));
 		return;
-	pref->next_ms = now + backoff_ms(UDP_PROBE_MIN_MS, UDP_PROBE_MAX_MS, pref->fails);
-	if (s && s->established && (pref->fails % 4 != 3 || p->next)) {
-		if (RAND_bytes(pref->token, sizeof(pref->token)) == 1 &&
-		    tx_path_message(s, GUE_CTYPE_CHALLENGE, pref->token, &s->addr, &s->local,
-		    0) == 0)
-			pref->probing = true;
+	}
+	if (s && s->established && (p->paths->pol.path[i].reprobes % 4 != 3 || p->next)) {
+		tx_path_message(s, GUE_CTYPE_CHALLENGE, ph->token, &s->addr, &s->local, 0);
 	} else if (p->has_endpoint && !p->next) {
 		p->hs_retry_ms = 0;
 		handshake_initiate(p, now);
 	}
-	pref->fails++;
+}
+
+/* Carry out the policy's answer: move, probe, open, close, and arm its
+ * tick.  A leader also looks each PEER_TRANSPORT_TICK_MS, to feed the
+ * stamps the data path keeps (transport.h). */
+static void
+pol_apply(struct peer *p, const struct pol_out *o, uint64_t now)
+{
+	struct peer_paths *pp = p->paths;
+	bool moved = false;
+	uint64_t d = 0;
+	bool arm = leads(p);
+	unsigned k;
+
+	if (o->send != POL_NONE && (unsigned)o->send != pp->active) {
+		peer_path_move(p, path_of(p, o->send), o->why ? o->why : "a path came up");
+		moved = true;
+	} else if (o->send == POL_NONE && pp->active != 0) {
+		/* No path carries: what is sent waits on the preferred one
+		 * (UDP holds it for a handshake), and show says so. */
+		peer_path_move(p, path_of(p, 0), "the path in use went down");
+	}
+	for (k = 0; k < o->n; k++) {
+		int i = (int)o->act[k].path;
+		struct peer_path *ph = path_of(p, i);
+
+		log_debug("peer \"%s\": path policy: %s %s", p->name, pol_do_name(o->act[k].what),
+		    ph->ops->name);
+		switch (o->act[k].what) {
+		case POL_DO_PROBE:
+			probe(p, i, now);
+			break;
+		case POL_DO_OPEN:
+			if (!ph->ops->open || ph->ops->open(p, ph) < 0)
+				pol_feed(p, POL_EV_OPEN_FAILED, i, 0, now);
+			break;
+		case POL_DO_CLOSE:
+			ph->probe_ms = 0;
+			if (ph->ops->close)
+				ph->ops->close(p, ph);
+			break;
+		}
+	}
+	if (moved) {
+		/* The peer follows what it receives: tell it at once, and
+		 * what waited for a path goes. */
+		tx_control(p->toud, p, GUE_CTYPE_KEEPALIVE, NULL, 0);
+		tx_send_staged(p);
+	}
+	if (arm)
+		d = PEER_TRANSPORT_TICK_MS;
+	if (o->next_tick_ms) {
+		uint64_t n = o->next_tick_ms > now ? o->next_tick_ms - now : 0;
+
+		if (!arm || n < d)
+			d = n;
+		arm = true;
+	}
+	if (arm)
+		ARM(p, transport, d);
+}
+
+/* Whether UDP can carry p's traffic: the leader's while p has an endpoint
+ * (a handshake is its probe), a follower's while it has a session (with
+ * encryption = none, an endpoint). */
+static bool
+udp_usable(const struct peer *p)
+{
+	return p->has_endpoint && (!p->toud->dtls || leads(p) || p->cur);
+}
+
+/* Feeds one event; the policy first learns whether UDP is up, which
+ * changes without an event of its own (an endpoint resolved or lost). */
+static void
+pol_feed(struct peer *p, enum pol_event ev, int i, uint32_t arg, uint64_t at)
+{
+	struct path_policy *pol = &p->paths->pol;
+	struct pol_out o;
+	uint64_t now = pol_clock(p, at);
+	bool udp = udp_usable(p);
+
+	if (pol->n && udp != pol->path[0].up && !(i == 0 && (ev == POL_EV_UP ||
+	    ev == POL_EV_DOWN))) {
+		path_policy_event(pol, udp ? POL_EV_UP : POL_EV_DOWN, 0, 0, now, &o);
+		pol_apply(p, &o, now);
+	}
+	path_policy_event(pol, ev, i, arg, now, &o);
+	pol_apply(p, &o, now);
+}
+
+static void
+udp_sync(struct peer *p, uint64_t now)
+{
+	pol_feed(p, POL_EV_TICK, POL_NONE, 0, now);
+}
+
+/* The tick: what the data path stamped since (records received, data
+ * unanswered), then the policy's own look. */
+static void
+pol_tick(struct peer *p, uint64_t now)
+{
+	unsigned i;
+
+	for (i = 0; i < p->paths->n; i++) {
+		struct peer_path *ph = path_of(p, (int)i);
+
+		if (ph->rx_ms > p->paths->pol.path[i].rx_ms)
+			pol_feed(p, POL_EV_RX, (int)i, 0, ph->rx_ms);
+		if (ph->tx_ms)
+			pol_feed(p, POL_EV_TX, (int)i, 0, ph->tx_ms);
+	}
+	pol_feed(p, POL_EV_TICK, POL_NONE, 0, now);
 }
 
 static void
 transport_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct peer *p = arg;
-	struct peer_path *pref = preferred(p), *fb = fallback(p), *act = peer_path_active(p);
-	uint64_t now = toud_now(p->toud);
 
 	(void)fd;
 	(void)what;
-	if (!p->cf->endpoint_tcp_host || !fb)
-		return;                 /* a reload took it away: the timer rests */
-	if (act != pref && act->ops->outgoing(p, act)) {
-		probe(p, pref, now);
-	} else if (act == pref && stalled(p, pref, now) &&
-	    fb->ops->state(p, fb) == TRANSPORT_DOWN && now >= fb->next_ms &&
-	    fb->ops->open(p, fb) < 0) {
-		fb->next_ms = now + backoff_ms(TCP_RETRY_MIN_MS, TCP_RETRY_MAX_MS, fb->fails++);
-	}
-	ARM(p, transport, PEER_TRANSPORT_TICK_MS);
+	if (p->paths)
+		pol_tick(p, toud_now(p->toud));
+}
+
+void
+peer_timers_path_rx_other(struct peer *p, struct peer_path *ph, uint64_t now)
+{
+	pol_feed(p, POL_EV_RX, path_index(p, ph), 0, now);
+}
+
+bool
+peer_timers_probe_answered(struct peer *p, struct peer_path *ph, const uint8_t *token,
+    uint64_t now)
+{
+	uint64_t rtt;
+
+	if (!ph->probe_ms || memcmp(token, ph->token, PATH_TOKEN_LEN) != 0)
+		return false;
+	rtt = now > ph->probe_ms ? now - ph->probe_ms : 0;
+	ph->probe_ms = 0;
+	/* What was sent before the answer is answered. */
+	ph->tx_ms = 0;
+	pol_feed(p, POL_EV_PROBE_ANSWERED, path_index(p, ph),
+	    rtt > UINT32_MAX ? UINT32_MAX : (uint32_t)rtt, now);
+	return true;
 }
 
 void
 peer_timers_path_up(struct peer *p, struct peer_path *ph)
 {
-	struct peer_path *pref = preferred(p);
 	uint64_t now = toud_now(p->toud);
-	char why[64];
 
-	ph->fails = 0;
-	ph->next_ms = 0;
-	pref->held_since_ms = 0;
-	p->unanswered_ms = 0;
-	pref->fails = 0;
-	pref->probing = false;
-	pref->next_ms = now + UDP_PROBE_MIN_MS;
-	if (ph->ops->outgoing(p, ph))
-		snprintf(why, sizeof(why), "%s does not answer", pref->ops->name);
-	else
-		snprintf(why, sizeof(why), "the peer connected over %s", ph->ops->name);
-	peer_path_move(p, ph, why);
 	peer_error_clear(p);
 	peer_timers_authenticated_rx(p, now);
+	pol_feed(p, POL_EV_UP, path_index(p, ph), 0, now);
 	tx_send_staged(p);
 }
 
 void
 peer_timers_path_down(struct peer *p, struct peer_path *ph, const char *why)
 {
-	struct peer_path *pref = preferred(p);
-	uint64_t now = toud_now(p->toud);
-	char buf[64];
+	const struct path_policy *pol = &p->paths->pol;
+	int i = path_index(p, ph);
 
-	peer_error_set(p, "%s", why);
-	pref->probing = false;
-	if (p->cf->endpoint_tcp_host)
-		ph->next_ms = now + backoff_ms(TCP_RETRY_MIN_MS, TCP_RETRY_MAX_MS, ph->fails++);
-	if (peer_path_active(p) == ph) {
-		snprintf(buf, sizeof(buf), "the %s connection ended", ph->ops->name);
-		peer_path_move(p, pref, buf);
-		/* Back on the preferred path, what is sent from now on is
-		 * measured afresh. */
-		p->unanswered_ms = 0;
-	}
-}
-
-void
-peer_timers_path_validated(struct peer *p, struct peer_path *pref)
-{
-	struct peer_path *act = peer_path_active(p);
-	char why[64];
-
-	pref->probing = false;
-	pref->fails = 0;
-	if (act == pref)
-		return;
-	p->unanswered_ms = 0;
-	snprintf(why, sizeof(why), "a %s probe was answered", pref->ops->name);
-	peer_path_move(p, pref, why);
-	act->ops->close(p, act);
+	ph->probe_ms = 0;
+	pol_feed(p, pol->path[i].up ? POL_EV_DOWN : POL_EV_OPEN_FAILED, i, 0, toud_now(p->toud));
+	/* Why the peer cannot be reached, not news of a path it does not
+	 * need. */
+	if (pol->active == POL_NONE || pol->path[pol->active].failed)
+		peer_error_set(p, "%s", why);
 }
 
 void
 peer_timers_path_changed(struct peer *p)
 {
 	tx_control(p->toud, p, GUE_CTYPE_KEEPALIVE, NULL, 0);
+	if (p->paths)
+		pol_feed(p, POL_EV_ADDR_CHANGED, POL_NONE, 0, toud_now(p->toud));
+}
+
+/* The policy afresh, leading or following as the configuration says: the
+ * paths up now are up. */
+static void
+pol_init(struct peer *p, uint64_t now)
+{
+	struct peer_paths *pp = p->paths;
+	unsigned i;
+
+	path_policy_init(&pp->pol, leads(p));
+	for (i = 0; i < pp->n; i++)
+		path_policy_add(&pp->pol, (uint8_t)i, leads(p) && pp->path[i].ops->open);
+	for (i = 1; i < pp->n; i++)
+		if (pp->path[i].ops->state(p, &pp->path[i]) == TRANSPORT_UP)
+			pol_feed(p, POL_EV_UP, (int)i, 0, now);
+	/* The first look once the endpoint had its chance to resolve. */
+	if (leads(p))
+		ARM(p, transport, PEER_TRANSPORT_TICK_MS);
 }
 
 static void
@@ -705,8 +816,8 @@ int
 peer_timers_init(struct peer *p)
 {
 	path_reset(&p->probe);
-	if (p->cf->endpoint_tcp_host && ARM(p, transport, PEER_TRANSPORT_TICK_MS) < 0)
-		return -ENOMEM;
+	if (p->paths)
+		pol_init(p, toud_now(p->toud));
 	/* The first keepalive goes out at once: it opens the NAT mapping and
 	 * tells the peer where we are. */
 	if (p->cf->keepalive && ARM(p, keepalive, 0) < 0)
@@ -719,13 +830,17 @@ peer_timers_reconfigure(struct peer *p)
 {
 	struct peer_path *act;
 
-	if (p->cf->endpoint_tcp_host && !timer_pending(p->ev_transport))
-		ARM(p, transport, PEER_TRANSPORT_TICK_MS);
-	/* A reload took endpoint-tcp away: nothing would probe UDP again. */
-	act = peer_path_active(p);
-	if (!p->cf->endpoint_tcp_host && act != preferred(p) && act->ops->outgoing(p, act)) {
-		peer_path_move(p, preferred(p), "endpoint-tcp removed");
-		act->ops->close(p, act);
+	/* A reload took endpoint-tcp away: what we opened closes, since
+	 * nothing would probe UDP again; the policy starts over, leading or
+	 * following. */
+	if (p->paths && leads(p) != p->paths->pol.leads) {
+		act = peer_path_active(p);
+		if (!leads(p) && act != path_of(p, 0) && act->ops->outgoing(p, act)) {
+			peer_path_move(p, path_of(p, 0), "endpoint-tcp removed");
+			act->ops->close(p, act);
+		}
+		timer_disarm(p->ev_transport);
+		pol_init(p, toud_now(p->toud));
 	}
 	if (p->cf->keepalive) {
 		ARM(p, keepalive, 0);     /* at once, or re-evaluated with the new interval */

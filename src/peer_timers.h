@@ -70,21 +70,29 @@ void peer_timers_ping_done(struct peer *p);
  * DTLS it authenticates, so the peer roams to it; without a session it
  * starts a handshake). */
 void peer_timers_path_changed(struct peer *p);
-/* The path policy (transport.h).  The preferred path (UDP) first; a peer
- * with endpoint-tcp whose UDP handshake or path goes unanswered for
- * PEER_TCP_FALLBACK_MS while data waits opens its fallback path (TCP),
- * and its traffic moves there once it is up; off the preferred path, that
- * path is probed in the background (a path challenge on the session, or a
- * handshake), backing off, and traffic moves back when a probe is
- * answered.  A transport's reports (transport_core's up and down): ph is
- * up, or what it had open ended (why: the peer's last_error). */
-#define PEER_TCP_FALLBACK_MS 3000
+/* The path policy (transport.h, path_policy.h; peer_timers.c feeds it and
+ * carries out its decisions).  A transport's reports (transport_core's
+ * up and down): ph is up, or what it had open ended (why: the peer's
+ * last_error). */
 struct peer_path;
 void peer_timers_path_up(struct peer *p, struct peer_path *ph);
 void peer_timers_path_down(struct peer *p, struct peer_path *ph, const char *why);
-/* The probe of the preferred path pref was answered: the traffic moves
- * back to it. */
-void peer_timers_path_validated(struct peer *p, struct peer_path *pref);
+/* A path response (token) came on ph: true if it answers the policy's
+ * probe of ph in flight. */
+bool peer_timers_probe_answered(struct peer *p, struct peer_path *ph, const uint8_t *token,
+    uint64_t now);
+/* An authenticated record (not a probe or its answer) came on ph: a time
+ * stamp per packet, fed to the policy at its tick; on a path that does not
+ * carry the traffic at once (a follower moves with its peer). */
+void peer_timers_path_rx_other(struct peer *p, struct peer_path *ph, uint64_t now);
+static inline void
+peer_timers_path_rx(struct peer *p, struct peer_path *ph, uint64_t now)
+{
+	ph->rx_ms = now;
+	ph->tx_ms = 0;          /* what was sent before is answered */
+	if (ph != peer_path_active(p))
+		peer_timers_path_rx_other(p, ph, now);
+}
 
 /* The dead-peer interval: sent and unanswered this long means dead. */
 uint64_t peer_timers_dead_ms(const struct peer *p);

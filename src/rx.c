@@ -159,13 +159,14 @@ compact_pick(struct toud *t, struct peer *p, uint8_t proto, const uint8_t *seg, 
 	}
 }
 
-/* A control message from p, in session s (NULL: encryption = none) of
- * datagram m.  A path challenge is answered where it came from, to the
- * address and from the local address of its datagram, whatever the
- * session's own: that is what proves the path (path.h). */
+/* A control message from p, in session s (NULL: encryption = none, or a
+ * frame of path ph) of datagram m.  A path challenge is answered where it
+ * came from, to the address and from the local address of its datagram,
+ * whatever the session's own: that is what proves the path (path.h); one
+ * without a session on the path it came on (a probe of that path). */
 static void
-rx_control(struct toud *t, struct peer *p, struct session *s, uint32_t index,
-    const struct udp_msg *m, const struct gue_inner *in, uint64_t now)
+rx_control(struct toud *t, struct peer *p, struct session *s, struct peer_path *ph,
+    uint32_t index, const struct udp_msg *m, const struct gue_inner *in, uint64_t now)
 {
 	switch (in->proto) {
 	case GUE_CTYPE_KEEPALIVE:
@@ -189,7 +190,7 @@ rx_control(struct toud *t, struct peer *p, struct session *s, uint32_t index,
 		}
 		if ((s ? tx_path_message(s, GUE_CTYPE_RESPONSE, in->payload, &m->peer, &m->local,
 		    session_ids_wire(s, index)) :
-		    tx_control(t, p, GUE_CTYPE_RESPONSE, in->payload, in->len)) < 0) {
+		    tx_control_on(t, p, ph, GUE_CTYPE_RESPONSE, in->payload, in->len)) < 0) {
 			p->drops[DROP_SEAL]++;
 			return;
 		}
@@ -201,7 +202,8 @@ rx_control(struct toud *t, struct peer *p, struct session *s, uint32_t index,
 	case GUE_CTYPE_RESPONSE:
 		if (s)
 			peer_path_response(p, s, in->payload, now);
-		else
+		else if (!ph || in->len < PATH_TOKEN_LEN ||
+		    !peer_timers_probe_answered(p, ph, in->payload, now))
 			p->events[EVENT_PATH_RESPONSE_STALE]++;
 		return;
 	default:
@@ -210,14 +212,15 @@ rx_control(struct toud *t, struct peer *p, struct session *s, uint32_t index,
 }
 
 /* An inner GUE payload (buf, len) from p out of datagram m (decrypted, or
- * m's own bytes; s is its session, NULL with encryption = none): control
+ * m's own bytes; s is its session, NULL with encryption = none) on its
+ * path ph (NULL: a peer without paths, built by hand): control
  * message, compact segment (IP header rebuilt in the bytes before buf,
  * which must have room for it) or whole IP packet, to the TUN.  The UDP
  * payload it came in, m->len, is what rx_bytes counts (as tx_bytes does);
  * m->tos the outer ECN. */
 static void
-rx_inner(struct toud *t, struct peer *p, struct session *s, uint32_t index,
-    const struct udp_msg *m, uint8_t *buf, size_t len, uint64_t now)
+rx_inner(struct toud *t, struct peer *p, struct session *s, struct peer_path *ph,
+    uint32_t index, const struct udp_msg *m, uint8_t *buf, size_t len, uint64_t now)
 {
 	struct gue_inner in;
 	enum gue_err gerr;
@@ -227,10 +230,15 @@ rx_inner(struct toud *t, struct peer *p, struct session *s, uint32_t index,
 		p->drops[drop_gue(gerr)]++;
 		return;
 	}
+	/* The path's evidence of life: every authenticated record but the
+	 * peer's probes and the answers to ours (path_policy.h). */
+	if (ph && !(in.kind == GUE_KIND_CONTROL && (in.proto == GUE_CTYPE_CHALLENGE ||
+	    in.proto == GUE_CTYPE_RESPONSE)))
+		peer_timers_path_rx(p, ph, now);
 	switch (in.kind) {
 	case GUE_KIND_CONTROL:
 		peer_rx(p, m->len, now);
-		rx_control(t, p, s, index, m, &in, now);
+		rx_control(t, p, s, ph, index, m, &in, now);
 		return;
 	case GUE_KIND_IP:
 		peer_timers_data_received(p, now);
@@ -268,10 +276,11 @@ rx_inner(struct toud *t, struct peer *p, struct session *s, uint32_t index,
  * a plain datagram (encryption = none), or a frame of a transport that
  * authenticated p itself (transport.h). */
 static void
-rx_frame(struct toud *t, struct peer *p, const struct udp_msg *m, uint64_t now)
+rx_frame(struct toud *t, struct peer *p, struct peer_path *ph, const struct udp_msg *m,
+    uint64_t now)
 {
 	peer_timers_authenticated_rx(p, now);
-	rx_inner(t, p, NULL, 0, m, m->buf, m->len, now);
+	rx_inner(t, p, NULL, ph, 0, m, m->buf, m->len, now);
 }
 
 /* The drop counter of a record refused by record_check() or
@@ -325,7 +334,7 @@ rx_data(struct toud *t, struct session *s, const struct udp_msg *m, uint32_t ind
 	}
 	peer_authenticated_rx(p, s, &m->peer, &m->local, seq, index, m->len, now);
 	peer_timers_authenticated_rx(p, now);
-	rx_inner(t, p, s, index, m, out, len, now);
+	rx_inner(t, p, s, peer_path_udp(p), index, m, out, len, now);
 }
 
 /* rxopen_fn: a data record back from rxopen.c, opened or not; accepted
@@ -596,7 +605,7 @@ rx_datagram(struct rx *x, struct udp_msg *m, uint64_t now)
 	}
 	if (m->local.family)
 		p->local = m->local;
-	rx_frame(t, p, m, now);
+	rx_frame(t, p, peer_path_udp(p), m, now);
 }
 
 /* A UDP_GRO buffer: its datagrams one by one, in place. */
@@ -756,13 +765,14 @@ rx_input(struct toud *t, const struct udp_msg *msgs, unsigned n)
 }
 
 void
-rx_frames(struct toud *t, struct peer *p, const struct udp_msg *frames, unsigned n)
+rx_frames(struct toud *t, struct peer *p, struct peer_path *ph, const struct udp_msg *frames,
+    unsigned n)
 {
 	uint64_t now = toud_now(t);
 	unsigned i;
 
 	for (i = 0; i < n; i++)
-		rx_frame(t, p, &frames[i], now);
+		rx_frame(t, p, ph, &frames[i], now);
 	rx_round_end(t->rx);
 }
 

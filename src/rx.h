@@ -21,9 +21,13 @@ void rx_input(struct toud *t, const struct udp_msg *msgs, unsigned n);
  * datagram of p is.  Each frame's buf has RX_HEADROOM bytes free in front
  * of it (a compact segment's IP header is rebuilt there) and may be
  * changed; peer is where it came from (a path challenge is answered
- * there), len what counts as received, tos its outer ECN field. */
+ * there), len what counts as received, tos its outer ECN field.  ph is
+ * the path they came on: their receipt is its evidence of life, and a
+ * path challenge among them is answered on it. */
 #define RX_HEADROOM 64
-void rx_frames(struct toud *t, struct peer *p, const struct udp_msg *frames, unsigned n);
+struct peer_path;
+void rx_frames(struct toud *t, struct peer *p, struct peer_path *ph, const struct udp_msg *frames,
+    unsigned n);
 /* Whether packets for the TUN are merged (TUN offloads on, not refused). */
 bool rx_coalescing(const struct rx *x);
 /* The coalescer of packets for the TUN (NULL: a TUN without offloads), for

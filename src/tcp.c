@@ -577,7 +577,8 @@ conn_deliver(struct tcp_conn *c, unsigned n)
 	size_t part = stream_rx_partial(&c->srx);
 
 	if (n && c->peer)
-		x->ops.frames(x->t, c->peer, x->msgs, n);
+		x->ops.frames(x->t, c->peer, transport_path(c->peer->paths, &transport_tcp),
+		    x->msgs, n);
 	if (n && part)
 		memmove(x->slots + RX_HEADROOM, x->slots + (size_t)n * TCP_SLOT + RX_HEADROOM, part);
 }

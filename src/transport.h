@@ -50,6 +50,7 @@
 
 #include "keys.h"
 #include "path.h"
+#include "path_policy.h"
 
 struct toud;
 struct peer;
@@ -113,9 +114,10 @@ struct transport_ops {
 
 /* How a transport reports to the core (daemon.c wires them). */
 struct transport_core {
-	/* n frames (inner payloads, RX_HEADROOM free before each) from p:
-	 * rx_frames(). */
-	void (*frames)(struct toud *t, struct peer *p, const struct udp_msg *frames, unsigned n);
+	/* n frames (inner payloads, RX_HEADROOM free before each) from p,
+	 * received on its path ph: rx_frames(). */
+	void (*frames)(struct toud *t, struct peer *p, struct peer_path *ph,
+	    const struct udp_msg *frames, unsigned n);
 	/* The configured peer whose key (fingerprint fp, chain xs) this is,
 	 * or NULL: no state for an unknown key. */
 	struct peer *(*authorize)(struct toud *t, const uint8_t fp[KEYS_FP_LEN],
@@ -128,28 +130,32 @@ struct transport_core {
 };
 
 /* One way to reach a peer: its transport, what the transport keeps for it
- * (TCP: its connection; NULL: nothing), and what the policy keeps for it
- * (peer_timers.c). */
+ * (TCP: its connection; NULL: nothing), the time stamps the data path
+ * keeps for the path policy (peer_timers.c feeds them to it at its tick:
+ * one store per packet), and the probe of it in flight. */
 struct peer_path {
 	const struct transport_ops *ops;
 	void *conn;
-	/* The policy's: since when packets wait for it to open (0: none
-	 * wait); opens or probes that failed in a row (back-off); no new open
-	 * or probe before next_ms; and the token of the probe in flight. */
-	uint64_t held_since_ms;
-	unsigned fails;
-	uint64_t next_ms;
-	bool probing;
+	/* The last authenticated record received on it (not a probe or its
+	 * answer), and the first data sent on it since then (0: none; a
+	 * record received or a probe answered zeroes it). */
+	uint64_t rx_ms, tx_ms;
+	/* The policy's probe: when it left (0: none in flight) and its
+	 * token. */
+	uint64_t probe_ms;
 	uint8_t token[PATH_TOKEN_LEN];
 };
 
-#define TRANSPORT_MAX 4          /* transports an interface registers */
+#define TRANSPORT_MAX POL_PATHS_MAX  /* transports an interface registers: a policy path each */
 
 /* A peer's paths, one per registered transport, in order of preference:
- * path[0] is the preferred one.  active: the one its traffic takes. */
+ * path[0] is the preferred one (UDP).  active: the one its traffic takes;
+ * pol: the path policy's state (path_policy.h), its path i being path[i]. */
 struct peer_paths {
 	unsigned n, active;
 	struct peer_path path[TRANSPORT_MAX];
+	struct path_policy pol;
+	uint64_t pol_ms;                /* the policy's clock, last fed */
 };
 
 /* pp's path of transport ops, or NULL. */

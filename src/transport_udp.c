@@ -98,16 +98,17 @@ udp_send(struct peer *p, struct peer_path *ph, uint8_t *payload, size_t len, uin
 
 /* Up with a session to send on (a handshake under way: opening), or
  * with encryption = none an endpoint.  While another path carries the
- * traffic, UDP was left because it did not answer: a session it still
- * has proves nothing, so it is opening while probed, else down, until a
- * probe is answered (peer_timers.c). */
+ * traffic and the policy does not hold UDP for up (it failed its probes),
+ * a session it still has proves nothing: opening while a handshake runs,
+ * else down. */
 static enum transport_state
 udp_state(const struct peer *p, const struct peer_path *ph)
 {
 	if (!p->toud->dtls)
 		return p->has_endpoint ? TRANSPORT_UP : TRANSPORT_DOWN;
-	if (p->paths && &p->paths->path[p->paths->active] != ph)
-		return ph->probing || p->next ? TRANSPORT_OPENING : TRANSPORT_DOWN;
+	if (p->paths && &p->paths->path[p->paths->active] != ph &&
+	    path_policy_state(&p->paths->pol, (int)(ph - p->paths->path)) != POL_STATE_UP)
+		return p->next ? TRANSPORT_OPENING : TRANSPORT_DOWN;
 	return p->cur ? TRANSPORT_UP : p->next ? TRANSPORT_OPENING : TRANSPORT_DOWN;
 }
 

@@ -253,15 +253,19 @@ tx_withdraw_session(struct tx *x, uint64_t id)
 }
 
 /* The one door of every inner payload to p (transport.h): one call of the
- * send op of the path p's traffic takes, whichever transport that is.  0
- * or -errno (only what a control message sent at once did). */
+ * send op of the path ph (the one p's traffic takes, but for a probe),
+ * whichever transport that is.  0 or -errno (only what a control message
+ * sent at once did).  Data sent (or held for a handshake, which counts as
+ * sent) stamps the path for the policy: the first since the last record
+ * received on it (peer_timers.c feeds it at its tick). */
 static int
-tx_seal(struct peer *p, uint8_t *payload, size_t len, uint8_t tos, enum tx_payload kind,
-    uint64_t now)
+tx_seal_on(struct peer *p, struct peer_path *ph, uint8_t *payload, size_t len, uint8_t tos,
+    enum tx_payload kind, uint64_t now)
 {
-	struct peer_path *ph = peer_path_active(p);
 	int rc = ph->ops->send(p, ph, payload, len, tos, kind, now);
 
+	if (kind != TX_CONTROL && !ph->tx_ms)
+		ph->tx_ms = now;
 	if (rc == TRANSPORT_NOT_SENT)
 		return 0;
 	if (rc < 0)
@@ -274,6 +278,13 @@ tx_seal(struct peer *p, uint8_t *payload, size_t len, uint8_t tos, enum tx_paylo
 	else
 		p->last_tx_ms = now;
 	return 0;
+}
+
+static int
+tx_seal(struct peer *p, uint8_t *payload, size_t len, uint8_t tos, enum tx_payload kind,
+    uint64_t now)
+{
+	return tx_seal_on(p, peer_path_active(p), payload, len, tos, kind, now);
 }
 
 void
@@ -397,11 +408,12 @@ tx_path_message(struct session *s, uint8_t ctype, const uint8_t *token,
 }
 
 int
-tx_control(struct toud *t, struct peer *p, uint8_t ctype, const void *body, size_t len)
+tx_control_on(struct toud *t, struct peer *p, struct peer_path *ph, uint8_t ctype,
+    const void *body, size_t len)
 {
 	uint8_t buf[GUE_WORD_LEN + 64];
 
-	if (!p->has_endpoint && peer_path_active(p)->ops->addressed)
+	if (!p->has_endpoint && ph->ops->addressed)
 		return -EDESTADDRREQ;
 	if (len > sizeof(buf) - GUE_WORD_LEN)
 		return -EMSGSIZE;
@@ -410,7 +422,13 @@ tx_control(struct toud *t, struct peer *p, uint8_t ctype, const void *body, size
 		memcpy(buf + GUE_WORD_LEN, body, len);
 	if (ctype == GUE_CTYPE_KEEPALIVE)
 		p->events[EVENT_KEEPALIVE_SENT]++;
-	return tx_seal(p, buf, GUE_WORD_LEN + len, 0, TX_CONTROL, toud_now(t));
+	return tx_seal_on(p, ph, buf, GUE_WORD_LEN + len, 0, TX_CONTROL, toud_now(t));
+}
+
+int
+tx_control(struct toud *t, struct peer *p, uint8_t ctype, const void *body, size_t len)
+{
+	return tx_control_on(t, p, peer_path_active(p), ctype, body, len);
 }
 
 struct tx *

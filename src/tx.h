@@ -29,6 +29,11 @@ void tx_free(struct tx *x);
 /* Send a control message (gue.h ctype) with an optional body to p (with
  * DTLS: sealed into the output queue, or held while a handshake starts). */
 int tx_control(struct toud *t, struct peer *p, uint8_t ctype, const void *body, size_t len);
+/* The same on p's path ph, whichever carries its traffic: a probe of ph
+ * and the answer to the peer's probe of it stay on it. */
+struct peer_path;
+int tx_control_on(struct toud *t, struct peer *p, struct peer_path *ph, uint8_t ctype,
+    const void *body, size_t len);
 /* A path challenge or response (ctype, an 8-byte token) sealed in session
  * s and sent to `to` from our address `local` (family 0: the kernel
  * chooses) with session ID wire_id (0: the session's own), whatever the

@@ -20,10 +20,13 @@
  *
  * Paths ("paths" cases): a fake TCP transport registered through the
  * transport interface (transport.h) as tcp.c is, its frames handed over
- * by the test as the sink's datagrams are: UDP blocked and back, UDP
- * lossy but alive, UDP lost one way, UDP and TCP both blocked, an address
- * change on TCP, a failed UDP handshake while on TCP; each asserts the
- * moves made and when. */
+ * by the test as the sink's datagrams are, with the path policy
+ * (path_policy.c) wired as the daemon wires it: UDP blocked and back,
+ * UDP lossy but alive, UDP lost one way (each way), UDP and TCP both
+ * blocked, an address change on TCP, a failed UDP handshake while on
+ * TCP, an inner flow paused 30 s with data one way, UDP that comes back
+ * and dies again (moves bounded per minute), a connection ended with no
+ * other path up; each asserts the moves made and when. */
 #include <check.h>
 #include <errno.h>
 #include <ftw.h>
@@ -53,6 +56,7 @@
 #include "keys.h"
 #include "offload.h"
 #include "peer.h"
+#include "path_policy.h"
 #include "peer_timers.h"
 #include "pkt.h"
 #include "prefix.h"
@@ -2593,7 +2597,7 @@ deliver_tcp(struct node *from, struct node *to)
 		struct udp_msg m = { .buf = buf + RX_HEADROOM, .len = from->tframes[i].len };
 
 		memcpy(m.buf, from->tframes[i].buf, m.len);
-		rx_frames(&to->t, peer_of(to), &m, 1);
+		rx_frames(&to->t, peer_of(to), tcp_path(to), &m, 1);
 	}
 	return n;
 }
@@ -2622,6 +2626,13 @@ advance(uint64_t ms)
 	}
 }
 
+/* When the policy fails a path that stopped answering: data unanswered
+ * for POL_PROBE_AFTER_MS, then POL_PROBE_MISSES probes missed (their
+ * timeouts doubling from POL_PROBE_TIMEOUT_MS: 0.5 + 1 + 2 s). */
+#define FAIL_MS (POL_PROBE_AFTER_MS + 7 * POL_PROBE_TIMEOUT_MS)
+/* The tick of these cases (advance()), and the open and the move after it. */
+#define LOOK_MS 1500
+
 static void
 paths_setup(void)
 {
@@ -2637,10 +2648,11 @@ paths_teardown(void)
 	fake_tcp_on = false;
 }
 
-/* UDP works, then is blocked both ways while data flows: A opens TCP once
- * its data has gone unanswered for PEER_TCP_FALLBACK_MS, both move there
- * and the data goes on; UDP returns: A's background probe is answered and
- * both move back, TCP closed. */
+/* UDP works, then is blocked both ways while data flows: A probes UDP,
+ * fails it after FAIL_MS and opens TCP, both move there and the data goes
+ * on; UDP returns: A's background probes are answered, and after the
+ * hysteresis (POL_CONFIRM_N answers over POL_CONFIRM_MS) both move back;
+ * TCP closes once it has been quiet for POL_LINGER_MS. */
 START_TEST(paths_udp_blocked_then_back)
 {
 	struct peer *pa = peer_of(&A), *pb = peer_of(&B);
@@ -2660,18 +2672,18 @@ START_TEST(paths_udp_blocked_then_back)
 			moved = fake_now;
 	}
 	ck_assert_uint_ne(moved, 0);
-	/* Not before the data went unanswered that long, and at the next
-	 * look after it. */
-	ck_assert_uint_ge(moved - t0, PEER_TCP_FALLBACK_MS);
-	ck_assert_uint_le(moved - t0, PEER_TCP_FALLBACK_MS + 1000);
+	/* Not before the probes failed UDP, and at the next look after. */
+	ck_assert_uint_ge(moved - t0, FAIL_MS);
+	ck_assert_uint_le(moved - t0, FAIL_MS + LOOK_MS);
 	ck_assert_uint_eq(A.t_opens, 1);
 	ck_assert_str_eq(peer_transport_name(pa), "tcp");
 	ck_assert_str_eq(peer_transport_name(pb), "tcp");
 	ck_assert_uint_eq(pa->transport_switches, 1);
 	ck_assert_uint_eq(pa->events[EVENT_TRANSPORT_TCP], 1);
 	ck_assert_str_eq(peer_error(pa), "");
-	/* UDP, left, is not up whatever session it keeps. */
+	/* UDP, left, is not up whatever session it keeps: it failed. */
 	ck_assert_int_ne(pa->paths->path[0].ops->state(pa, &pa->paths->path[0]), TRANSPORT_UP);
+	ck_assert_int_eq(path_policy_state(&pa->paths->pol, 0), POL_STATE_FAILED);
 	ck_assert_int_eq(tcp_path(&A)->ops->state(pa, tcp_path(&A)), TRANSPORT_UP);
 	/* What waited goes over TCP, and new data too, both ways. */
 	while (tun_recv(&B) >= 0)
@@ -2682,7 +2694,8 @@ START_TEST(paths_udp_blocked_then_back)
 	ck_assert_int_eq(tun_recv(&B), 500);
 	ck_assert_int_eq(tun_recv(&A), 501);
 
-	/* UDP comes back: within the probe back-off A moves back. */
+	/* UDP comes back: A sees it within the probe back-off, and moves
+	 * back once it is confirmed, not sooner. */
 	udp_ab_blocked = udp_ba_blocked = false;
 	t0 = fake_now;
 	while (fake_now - t0 < 40000 && pa->transport_switches == 1) {
@@ -2690,12 +2703,21 @@ START_TEST(paths_udp_blocked_then_back)
 		advance(500);
 	}
 	ck_assert_uint_eq(pa->transport_switches, 2);
-	ck_assert_uint_le(fake_now - t0, 17000);
+	ck_assert_uint_ge(fake_now - t0, POL_CONFIRM_MS);
+	ck_assert_uint_le(fake_now - t0, POL_REPROBE_MAX_MS + POL_CONFIRM_MS + LOOK_MS);
 	ck_assert_str_eq(peer_transport_name(pa), "udp");
-	ck_assert_ptr_null(tcp_path(&A)->conn);
-	/* B heard the close and followed. */
+	/* B heard A's keepalive on UDP and followed. */
 	ck_assert_str_eq(peer_transport_name(pb), "udp");
 	ck_assert_uint_eq(pb->transport_switches, 2);
+	/* TCP drains, then closes. */
+	ck_assert_ptr_nonnull(tcp_path(&A)->conn);
+	for (t0 = fake_now; fake_now - t0 < POL_LINGER_MS + LOOK_MS;) {
+		tun_send(&A, true, seq++);
+		tun_send(&B, false, seq++);
+		advance(500);
+	}
+	ck_assert_ptr_null(tcp_path(&A)->conn);
+	ck_assert_ptr_null(tcp_path(&B)->conn);
 	while (tun_recv(&B) >= 0)
 		;
 	tun_send(&A, true, 600);
@@ -2734,8 +2756,9 @@ START_TEST(paths_udp_lossy_no_move)
 }
 END_TEST
 
-/* Neither UDP nor TCP gets through: the opens back off (1, 2, 4 ... 30 s
- * apart), there is no move, and the policy's timer keeps its pace. */
+/* Neither UDP nor TCP gets through: the opens back off (1, 2, 4 ... 60 s
+ * apart: POL_OPEN_MIN_MS to POL_OPEN_MAX_MS), there is no move, and the
+ * policy's timer keeps its pace. */
 START_TEST(paths_all_blocked_backs_off)
 {
 	struct peer *pa = peer_of(&A);
@@ -2754,7 +2777,7 @@ START_TEST(paths_all_blocked_backs_off)
 				/* Never closer than the one before, never beyond
 				 * the cap (and the look after it). */
 				ck_assert_uint_ge(fake_now - last, gap);
-				ck_assert_uint_le(fake_now - last, 30000 + 1000);
+				ck_assert_uint_le(fake_now - last, POL_OPEN_MAX_MS + LOOK_MS);
 				gap = fake_now - last;
 			}
 			last = fake_now;
@@ -2787,17 +2810,20 @@ blocked_to_tcp(void)
 }
 
 /* On TCP, the host's addresses change: the keepalive that tells the peer
- * goes on the TCP path, and nothing moves. */
+ * goes on the TCP path, with a probe of it (and one of UDP), and nothing
+ * moves. */
 START_TEST(paths_addr_change_on_tcp)
 {
 	struct peer *pa = peer_of(&A);
-	uint64_t keepalives;
+	uint64_t keepalives, probes;
 
 	blocked_to_tcp();
 	keepalives = pa->events[EVENT_KEEPALIVE_SENT];
+	probes = pa->paths->pol.path[1].probes_sent;
 	peer_timers_path_changed(pa);
 	ck_assert_uint_eq(pa->events[EVENT_KEEPALIVE_SENT], keepalives + 1);
-	ck_assert_uint_eq(A.n_tframes, 1);
+	ck_assert_uint_eq(pa->paths->pol.path[1].probes_sent, probes + 1);
+	ck_assert_uint_eq(A.n_tframes, 2);
 	advance(5000);
 	ck_assert_uint_eq(pa->transport_switches, 1);
 	ck_assert_str_eq(peer_transport_name(pa), "tcp");
@@ -2853,7 +2879,8 @@ START_TEST(paths_one_way_loss)
 		tun_send(&A, true, seq++);
 		advance(500);
 	}
-	ck_assert_uint_ge(fake_now - t0, PEER_TCP_FALLBACK_MS);
+	ck_assert_uint_ge(fake_now - t0, FAIL_MS);
+	ck_assert_uint_le(fake_now - t0, FAIL_MS + LOOK_MS);
 	ck_assert_str_eq(peer_transport_name(pa), "tcp");
 	ck_assert_str_eq(peer_transport_name(pb), "tcp");
 	for (t0 = fake_now; fake_now - t0 < 60000;) {
@@ -2872,6 +2899,156 @@ START_TEST(paths_one_way_loss)
 	tun_send(&B, false, 7777);
 	pump();
 	ck_assert_int_eq(tun_recv(&A), 7777);
+}
+END_TEST
+
+/* The inner flow pauses for 30 s with data going one way only (a reader
+ * that stops reading: what A sends gets no answer from B's inner flow) on
+ * an open network: A probes UDP, the probes are answered, and nothing
+ * moves. */
+START_TEST(paths_paused_flow_no_move)
+{
+	struct peer *pa = peer_of(&A);
+	uint64_t t0;
+	uint32_t seq = 10;
+
+	tun_send(&A, true, 1);
+	tun_send(&B, false, 2);
+	pump();
+	for (t0 = fake_now; fake_now - t0 < 30000;) {
+		tun_send(&A, true, seq++);
+		advance(500);
+	}
+	ck_assert_uint_gt(pa->paths->pol.path[0].probes_sent, 0);
+	ck_assert_uint_ge(pa->paths->pol.path[0].probes_answered + 1,
+	    pa->paths->pol.path[0].probes_sent);
+	ck_assert_uint_eq(pa->transport_switches, 0);
+	ck_assert_uint_eq(A.t_opens, 0);
+	ck_assert_int_eq(path_policy_state(&pa->paths->pol, 0), POL_STATE_ACTIVE);
+	ck_assert_str_eq(peer_transport_name(pa), "udp");
+}
+END_TEST
+
+/* UDP comes back and dies again, 10 s each, for three minutes, with an
+ * exchange going both ways: A leaves a failed UDP at once each time, but
+ * moves back to it at most once each POL_MOVE_BOUND_MS, and only after
+ * the hysteresis; the traffic flows throughout. */
+START_TEST(paths_flapping_bounded)
+{
+	struct peer *pa = peer_of(&A), *pb = peer_of(&B);
+	uint64_t t0, back[16];
+	unsigned nback = 0, i;
+	uint64_t ups = 0;
+	uint32_t seq = 10;
+
+	tun_send(&A, true, 1);
+	pump();
+	for (t0 = fake_now; fake_now - t0 < 180000;) {
+		bool block = (fake_now - t0) / 10000 % 2 == 0;
+
+		udp_ab_blocked = udp_ba_blocked = block;
+		tun_send(&A, true, seq++);
+		tun_send(&B, false, seq++);
+		advance(500);
+		if (pa->events[EVENT_TRANSPORT_UDP] != ups) {
+			ups = pa->events[EVENT_TRANSPORT_UDP];
+			ck_assert_uint_lt(nback, 16);
+			back[nback++] = fake_now;
+			/* Confirmed: not within POL_CONFIRM_MS of UDP's return. */
+			ck_assert(!udp_ab_blocked);
+			ck_assert_uint_ge((fake_now - t0) % 20000, 10000 + POL_CONFIRM_MS);
+		}
+	}
+	ck_assert_uint_ge(nback, 1);
+	for (i = 1; i < nback; i++)
+		ck_assert_uint_ge(back[i] - back[i - 1], POL_MOVE_BOUND_MS);
+	/* Each move back is followed by at most one move away: at most two
+	 * moves a minute, against nine outages. */
+	ck_assert_uint_le(pa->transport_switches, 2 * nback + 1);
+	ck_assert_uint_le(pa->transport_switches, 7);
+	ck_assert_uint_eq(pa->events[EVENT_TRANSPORT_TCP], pa->transport_switches - nback);
+	/* The exchange still flows, whichever path carries it. */
+	udp_ab_blocked = udp_ba_blocked = false;
+	while (tun_recv(&B) >= 0)
+		;
+	while (tun_recv(&A) >= 0)
+		;
+	tun_send(&A, true, 9001);
+	tun_send(&B, false, 9002);
+	pump();
+	ck_assert_int_eq(tun_recv(&B), 9001);
+	ck_assert_int_eq(tun_recv(&A), 9002);
+	ck_assert_str_eq(peer_transport_name(pb), peer_transport_name(pa));
+}
+END_TEST
+
+/* UDP lost one way only, from A to B: nothing of A's reaches B, so its
+ * probes go unanswered; A moves to TCP after FAIL_MS, B follows, and they
+ * stay there (A's probes of UDP never reach B) with the traffic flowing
+ * both ways. */
+START_TEST(paths_one_way_loss_ab)
+{
+	struct peer *pa = peer_of(&A), *pb = peer_of(&B);
+	uint64_t t0;
+	uint32_t seq = 10;
+
+	tun_send(&A, true, 1);
+	pump();
+	ck_assert_int_eq(tun_recv(&B), 1);
+	udp_ab_blocked = true;
+	t0 = fake_now;
+	while (pa->transport_switches == 0) {
+		ck_assert_uint_lt(fake_now - t0, 10000);
+		tun_send(&A, true, seq++);
+		advance(500);
+	}
+	ck_assert_uint_ge(fake_now - t0, FAIL_MS);
+	ck_assert_uint_le(fake_now - t0, FAIL_MS + LOOK_MS);
+	ck_assert_str_eq(peer_transport_name(pa), "tcp");
+	ck_assert_str_eq(peer_transport_name(pb), "tcp");
+	for (t0 = fake_now; fake_now - t0 < 60000;) {
+		tun_send(&A, true, seq++);
+		tun_send(&B, false, seq++);
+		advance(500);
+	}
+	ck_assert_uint_gt(pa->paths->pol.path[0].probes_sent, 3);
+	ck_assert_uint_eq(pa->paths->pol.path[0].probes_answered, 0);
+	ck_assert_uint_eq(pa->transport_switches, 1);
+	ck_assert_uint_eq(pb->transport_switches, 1);
+	ck_assert_uint_eq(A.t_opens, 1);
+	while (tun_recv(&B) >= 0)
+		;
+	tun_send(&A, true, 7777);
+	pump();
+	ck_assert_int_eq(tun_recv(&B), 7777);
+}
+END_TEST
+
+/* UDP blocked from the start, the peers on TCP: when B ends the
+ * connection and no other path is up, both go back to the preferred path
+ * (show says udp, B says why), and B follows A again once A has
+ * reconnected, after POL_OPEN_MIN_MS. */
+START_TEST(paths_none_left_back_to_preferred)
+{
+	struct peer *pa = peer_of(&A), *pb = peer_of(&B);
+	uint64_t t0;
+
+	blocked_to_tcp();
+	ck_assert_str_eq(peer_transport_name(pb), "tcp");
+	ck_assert_ptr_null(pb->cur);
+	/* B ends it (a reload revoked A's key) and says why. */
+	tcp_path(&B)->ops->close(pb, tcp_path(&B));
+	peer_timers_path_down(pb, tcp_path(&B), "tcp fake: revoked");
+	ck_assert_str_eq(peer_transport_name(pb), "udp");
+	ck_assert_str_eq(peer_error(pb), "tcp fake: revoked");
+	tcp_settle();
+	ck_assert_str_eq(peer_transport_name(pa), "udp");
+	for (t0 = fake_now; fake_now - t0 < 10000 && strcmp(peer_transport_name(pb), "tcp");) {
+		tun_send(&A, true, 5);
+		advance(500);
+	}
+	ck_assert_str_eq(peer_transport_name(pb), "tcp");
+	ck_assert_uint_eq(A.t_opens, 2);
 }
 END_TEST
 
@@ -2929,13 +3106,17 @@ peer_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("paths");
 	tcase_add_checked_fixture(tc, paths_setup, paths_teardown);
-	tcase_set_timeout(tc, 60);
+	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, paths_udp_blocked_then_back);
 	tcase_add_test(tc, paths_udp_lossy_no_move);
 	tcase_add_test(tc, paths_all_blocked_backs_off);
 	tcase_add_test(tc, paths_addr_change_on_tcp);
 	tcase_add_test(tc, paths_tcp_probe_failure_quiet);
 	tcase_add_test(tc, paths_one_way_loss);
+	tcase_add_test(tc, paths_paused_flow_no_move);
+	tcase_add_test(tc, paths_flapping_bounded);
+	tcase_add_test(tc, paths_one_way_loss_ab);
+	tcase_add_test(tc, paths_none_left_back_to_preferred);
 	suite_add_tcase(s, tc);
 	return s;
 }
