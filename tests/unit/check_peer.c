@@ -2860,10 +2860,10 @@ START_TEST(paths_tcp_probe_failure_quiet)
 }
 END_TEST
 
-/* UDP lost one way only, from B to A: A's data arrives but nothing comes
- * back, so A moves to TCP and stays there while its probes of UDP (which
- * reach B) get no answer back; the traffic flows both ways over TCP. */
-START_TEST(paths_one_way_loss)
+/* UDP lost one way (*blocked): A moves to TCP after FAIL_MS (within a
+ * look), B follows, and a minute of traffic both ways follows. */
+static void
+one_way_loss(bool *blocked)
 {
 	struct peer *pa = peer_of(&A), *pb = peer_of(&B);
 	uint64_t t0;
@@ -2872,7 +2872,7 @@ START_TEST(paths_one_way_loss)
 	tun_send(&A, true, 1);
 	pump();
 	ck_assert_int_eq(tun_recv(&B), 1);
-	udp_ba_blocked = true;
+	*blocked = true;
 	t0 = fake_now;
 	while (pa->transport_switches == 0) {
 		ck_assert_uint_lt(fake_now - t0, 10000);
@@ -2888,6 +2888,16 @@ START_TEST(paths_one_way_loss)
 		tun_send(&B, false, seq++);
 		advance(500);
 	}
+}
+
+/* UDP lost one way only, from B to A: A's data arrives but nothing comes
+ * back, so A moves to TCP and stays there while its probes of UDP (which
+ * reach B) get no answer back; the traffic flows both ways over TCP. */
+START_TEST(paths_one_way_loss)
+{
+	struct peer *pa = peer_of(&A), *pb = peer_of(&B);
+
+	one_way_loss(&udp_ba_blocked);
 	/* Probes went out over UDP and reached B (it answered them); none
 	 * came back. */
 	ck_assert_uint_gt(pb->events[EVENT_PATH_RESPONSE_SENT] +
@@ -2989,28 +2999,8 @@ END_TEST
 START_TEST(paths_one_way_loss_ab)
 {
 	struct peer *pa = peer_of(&A), *pb = peer_of(&B);
-	uint64_t t0;
-	uint32_t seq = 10;
 
-	tun_send(&A, true, 1);
-	pump();
-	ck_assert_int_eq(tun_recv(&B), 1);
-	udp_ab_blocked = true;
-	t0 = fake_now;
-	while (pa->transport_switches == 0) {
-		ck_assert_uint_lt(fake_now - t0, 10000);
-		tun_send(&A, true, seq++);
-		advance(500);
-	}
-	ck_assert_uint_ge(fake_now - t0, FAIL_MS);
-	ck_assert_uint_le(fake_now - t0, FAIL_MS + LOOK_MS);
-	ck_assert_str_eq(peer_transport_name(pa), "tcp");
-	ck_assert_str_eq(peer_transport_name(pb), "tcp");
-	for (t0 = fake_now; fake_now - t0 < 60000;) {
-		tun_send(&A, true, seq++);
-		tun_send(&B, false, seq++);
-		advance(500);
-	}
+	one_way_loss(&udp_ab_blocked);
 	ck_assert_uint_gt(pa->paths->pol.path[0].probes_sent, 3);
 	ck_assert_uint_eq(pa->paths->pol.path[0].probes_answered, 0);
 	ck_assert_uint_eq(pa->transport_switches, 1);
