@@ -50,18 +50,12 @@ proxy_auth_read(const char *file, uid_t owner, char **out, char *err, size_t err
 {
 	char text[PROXY_AUTH_MAX + 4];
 	ssize_t n;
-	int fd, r;
+	int r;
 
-	if ((fd = psk_secret_open(file, owner, err, errlen)) < 0)
-		return fd;
-	if ((n = read(fd, text, sizeof(text))) < 0) {
-		r = -errno;
-		snprintf(err, errlen, "cannot read: %s", strerror(-r));
-	} else {
-		r = proxy_auth_encode(text, (size_t)n, out, err, errlen);
-	}
+	if ((n = psk_secret_read(file, owner, text, sizeof(text), err, errlen)) < 0)
+		return (int)n;
+	r = proxy_auth_encode(text, (size_t)n, out, err, errlen);
 	OPENSSL_cleanse(text, sizeof(text));
-	close(fd);
 	return r;
 }
 

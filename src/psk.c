@@ -53,8 +53,10 @@ psk_decode(const char *text, size_t n, uint8_t psk[PSK_LEN])
 	return 0;
 }
 
-int
-psk_secret_open(const char *file, uid_t owner, char *err, size_t errlen)
+/* Open a file that holds a secret after checking it (psk_file_unfit):
+ * the descriptor, or -errno with the reason in err. */
+static int
+secret_open(const char *file, uid_t owner, char *err, size_t errlen)
 {
 	const char *why;
 	struct stat st;
@@ -79,20 +81,31 @@ psk_secret_open(const char *file, uid_t owner, char *err, size_t errlen)
 	return fd;
 }
 
+ssize_t
+psk_secret_read(const char *file, uid_t owner, char *buf, size_t size, char *err, size_t errlen)
+{
+	ssize_t n;
+	int fd;
+
+	if ((fd = secret_open(file, owner, err, errlen)) < 0)
+		return fd;
+	if ((n = read(fd, buf, size)) < 0) {
+		n = -errno;
+		snprintf(err, errlen, "cannot read: %s", strerror(errno));
+	}
+	close(fd);
+	return n;
+}
+
 int
 psk_read(const char *file, uid_t owner, uint8_t psk[PSK_LEN], char *err, size_t errlen)
 {
 	char text[PSK_B64_LEN + 4];
 	ssize_t n;
-	int fd, r = -EINVAL;
+	int r = -EINVAL;
 
-	if ((fd = psk_secret_open(file, owner, err, errlen)) < 0)
-		return fd;
-	if ((n = read(fd, text, sizeof(text))) < 0) {
-		r = -errno;
-		snprintf(err, errlen, "cannot read: %s", strerror(-r));
-		goto out;
-	}
+	if ((n = psk_secret_read(file, owner, text, sizeof(text), err, errlen)) < 0)
+		return (int)n;
 	if (psk_decode(text, (size_t)n, psk) < 0) {
 		snprintf(err, errlen, "not a preshared key (the base64 of %d bytes, as "
 		    "'touctl genpsk' writes)", PSK_LEN);
@@ -101,7 +114,6 @@ psk_read(const char *file, uid_t owner, uint8_t psk[PSK_LEN], char *err, size_t 
 	r = 0;
 out:
 	OPENSSL_cleanse(text, sizeof(text));
-	close(fd);
 	return r;
 }
 

@@ -21,18 +21,20 @@ struct conf_error;
 #define PSK_LEN 32
 #define PSK_B64_LEN 44                  /* base64 of PSK_LEN bytes */
 
-/* Open a file that holds a secret (a preshared key, a proxy's credentials)
- * after checking it as above: the descriptor, or -errno with the reason
- * (without the file name) in err. */
-int psk_secret_open(const char *file, uid_t owner, char *err, size_t errlen);
-/* Read and check the key in file into psk; besides root and the caller,
- * owner (the user toud runs as; (uid_t)-1 for none) may own it.  0, or
- * -errno with the reason (without the file name) in err. */
 /* Why the file's metadata (st) make it unfit to hold a secret, a
  * preshared key or the metrics token, or NULL: it must be a regular file
  * of root, of the caller or of owner (the user toud runs as after
  * start-up), that neither its group may write nor others read or write. */
 const char *psk_file_unfit(const struct stat *st, uid_t owner);
+/* Read up to size bytes of a file that holds a secret (a preshared key, a
+ * proxy's credentials) into buf, after checking it (psk_file_unfit): the
+ * bytes read, or -errno with the reason (without the file name) in err.
+ * The caller cleanses buf. */
+ssize_t psk_secret_read(const char *file, uid_t owner, char *buf, size_t size, char *err,
+    size_t errlen);
+/* Read and check the key in file into psk; besides root and the caller,
+ * owner (the user toud runs as; (uid_t)-1 for none) may own it.  0, or
+ * -errno with the reason (without the file name) in err. */
 int psk_read(const char *file, uid_t owner, uint8_t psk[PSK_LEN], char *err, size_t errlen);
 /* Read the preshared key of every [peer] of c that names one (sets
  * has_psk and psk).  0, or -errno with err naming the file, the line and
