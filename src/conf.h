@@ -46,6 +46,11 @@ enum conf_offload { CONF_OFFLOAD_AUTO, CONF_OFFLOAD_OFF };
 /* threads: the data threads (udpout.c, rxopen.c, tunout.c); auto: on when the daemon may
  * run on more than two CPUs. */
 enum conf_threads { CONF_THREADS_AUTO, CONF_THREADS_ON, CONF_THREADS_OFF };
+/* post-quantum (tou.conf(5)): whether a session's keys include ML-KEM-768
+ * (the TCP transport's X25519MLKEM768 group, the DTLS transport's
+ * exchange after the handshake, doc/protocol.md 1.5).  auto: when both
+ * sides have it; required: no session without it; off: never offered. */
+enum conf_pq { CONF_PQ_AUTO, CONF_PQ_REQUIRED, CONF_PQ_OFF };
 enum conf_family { CONF_FAMILY_BOTH, CONF_FAMILY_V4, CONF_FAMILY_V6 };
 /* table: where the routes for the peers' prefixes go (tou.conf(5)).  auto:
  * the main table, except that a prefix of length 0 (0.0.0.0/0, ::/0) goes
@@ -108,6 +113,7 @@ struct conf_peer {
 	int psk_line;
 	bool has_psk;
 	uint8_t psk[32];
+	enum conf_pq post_quantum;
 };
 
 struct conf_iface {

@@ -20,8 +20,9 @@ _Static_assert(1u << (ARRAY_SIZE(iface_keys) - 1) == CONF_IFACE_DIFF_METRICS_TOK
 static const char *const peer_keys[] = {
 	"[peer NAME]", "fingerprint", "ca", "name", "endpoint", "address", "allowed-ips",
 	"keepalive", "preshared-key", "endpoint-tcp", "proxy", "sni", "proxy-credentials",
+	"post-quantum",
 };
-_Static_assert(1u << (ARRAY_SIZE(peer_keys) - 1) == CONF_PEER_DIFF_PROXY_CREDENTIALS,
+_Static_assert(1u << (ARRAY_SIZE(peer_keys) - 1) == CONF_PEER_DIFF_POST_QUANTUM,
     "one name per enum conf_peer_diff bit");
 
 static bool
@@ -231,6 +232,8 @@ conf_diff_peer(const struct conf_peer *a, const struct conf_peer *b)
 	if (!str_equal(a->proxy_auth_file, b->proxy_auth_file) ||
 	    !str_equal(a->proxy_auth, b->proxy_auth))
 		d |= CONF_PEER_DIFF_PROXY_CREDENTIALS;
+	if (a->post_quantum != b->post_quantum)
+		d |= CONF_PEER_DIFF_POST_QUANTUM;
 	return d;
 }
 

@@ -75,11 +75,12 @@ enum conf_peer_diff {
 	CONF_PEER_DIFF_PROXY       = 1u << 10,
 	CONF_PEER_DIFF_SNI         = 1u << 11,
 	CONF_PEER_DIFF_PROXY_CREDENTIALS = 1u << 12,
+	CONF_PEER_DIFF_POST_QUANTUM = 1u << 13, /* a new policy applies to new sessions */
 };
 /* The keys that decide which keys the peer's sessions may authenticate with
- * (the preshared key decides their data keys). */
+ * (the preshared key and post-quantum decide their data keys). */
 #define CONF_PEER_DIFF_AUTH (CONF_PEER_DIFF_FINGERPRINT | CONF_PEER_DIFF_CA | \
-	CONF_PEER_DIFF_NAME | CONF_PEER_DIFF_PRESHARED_KEY)
+	CONF_PEER_DIFF_NAME | CONF_PEER_DIFF_PRESHARED_KEY | CONF_PEER_DIFF_POST_QUANTUM)
 
 /* The enum conf_iface_diff bits of the keys whose values differ in a and b
  * (symmetric: which is the old one does not matter). */

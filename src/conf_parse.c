@@ -985,6 +985,20 @@ conf_set_sni(struct conf_parser *p, const struct conf_key *k, const char *v)
 }
 
 static int
+conf_set_post_quantum(struct conf_parser *p, const struct conf_key *k, const char *v)
+{
+	static const char *const names[] = {
+		[CONF_PQ_AUTO] = "auto", [CONF_PQ_REQUIRED] = "required", [CONF_PQ_OFF] = "off",
+	};
+	int i = conf_choice(p, k, v, names, ARRAY_SIZE(names), "auto, required or off");
+
+	if (i < 0)
+		return i;
+	conf_cur_peer(p)->post_quantum = (enum conf_pq)i;
+	return 0;
+}
+
+static int
 conf_set_peer_address(struct conf_parser *p, const struct conf_key *k, const char *v)
 {
 	struct conf_peer *peer = conf_cur_peer(p);
@@ -1157,6 +1171,7 @@ static const struct conf_key conf_keys[] = {
 	{ "proxy", SEC_PEER, false, conf_set_proxy },
 	{ "proxy-credentials", SEC_PEER, false, conf_set_proxy_credentials },
 	{ "sni", SEC_PEER, false, conf_set_sni },
+	{ "post-quantum", SEC_PEER, false, conf_set_post_quantum },
 };
 _Static_assert(ARRAY_SIZE(conf_keys) <= 64, "the seen mask of struct conf_parser has 64 bits");
 

@@ -163,6 +163,9 @@ conf_print_peer(FILE *b, const struct conf_peer *p)
 	conf_kv_prefixes(b, "allowed-ips", p->allowed_ips, p->n_allowed_ips, false);
 	conf_kv_uint(b, "keepalive", p->keepalive);
 	conf_kv_opt(b, "preshared-key", p->psk_file);
+	if (p->post_quantum != CONF_PQ_AUTO)
+		fprintf(b, "%-11s = %s\n", "post-quantum",
+		    p->post_quantum == CONF_PQ_REQUIRED ? "required" : "off");
 }
 
 char *

@@ -81,9 +81,9 @@ peer_reconfigure(struct peer *p, const struct conf_peer *cf)
 	if (what & CONF_PEER_DIFF_AUTH) {
 		/* The key that authenticated the sessions may be revoked: end
 		 * them; the next packet starts a handshake under the new rules.
-		 * A new preshared key is used at once: a peer that was up
-		 * handshakes again now. */
-		if (p->cur && (what & CONF_PEER_DIFF_PRESHARED_KEY))
+		 * A new preshared key or post-quantum policy is used at once: a
+		 * peer that was up handshakes again now. */
+		if (p->cur && (what & (CONF_PEER_DIFF_PRESHARED_KEY | CONF_PEER_DIFF_POST_QUANTUM)))
 			p->reconnect = true;
 		if (p->cur)
 			session_end(p->cur);

@@ -1847,6 +1847,25 @@ START_TEST(test_tcp_keys)
 	ck_assert_msg(strstr(t, "\nproxy-credentials = /etc/tou/proxy.pw\n"), "%s", t);
 	free(t);
 	conf_free(c);
+	/* post-quantum: three words, auto unwritten. */
+	c = good(HEAD TPEER "post-quantum = required\n");
+	ck_assert_int_eq(c->peers[0].post_quantum, CONF_PQ_REQUIRED);
+	t = conf_print(c);
+	ck_assert_msg(strstr(t, "\npost-quantum = required\n"), "%s", t);
+	free(t);
+	roundtrip(c, "post-quantum");
+	conf_free(c);
+	c = good(HEAD TPEER);
+	ck_assert_int_eq(c->peers[0].post_quantum, CONF_PQ_AUTO);
+	t = conf_print(c);
+	ck_assert_msg(!strstr(t, "post-quantum"), "%s", t);
+	free(t);
+	conf_free(c);
+	c = good(HEAD TPEER "post-quantum = off\n");
+	ck_assert_int_eq(c->peers[0].post_quantum, CONF_PQ_OFF);
+	conf_free(c);
+	bad(HEAD TPEER "post-quantum = yes\n", "t.conf:8: post-quantum: unknown value 'yes' "
+	    "(auto, required or off)");
 	bad(HEAD TPEER "sni = a.example\n", "t.conf:8: sni: without 'endpoint-tcp' in "
 	    "[peer x] (the name is sent when connecting there)");
 	bad(HEAD TPEER "endpoint-tcp = h:443\nsni = 192.0.2.1\n", "t.conf:9: sni: '192.0.2.1' is "

@@ -237,9 +237,11 @@ START_TEST(test_peer_each_key)
 		    CONF_PEER_DIFF_PRESHARED_KEY },
 		{ PEER "endpoint-tcp = b.example:443\n", "endpoint-tcp",
 		    CONF_PEER_DIFF_ENDPOINT_TCP },
+		{ PEER "post-quantum = required\n", "post-quantum",
+		    CONF_PEER_DIFF_POST_QUANTUM },
 	};
 	uint32_t all = 0, auth = CONF_PEER_DIFF_FINGERPRINT | CONF_PEER_DIFF_CA |
-	    CONF_PEER_DIFF_NAME | CONF_PEER_DIFF_PRESHARED_KEY;
+	    CONF_PEER_DIFF_NAME | CONF_PEER_DIFF_PRESHARED_KEY | CONF_PEER_DIFF_POST_QUANTUM;
 	char name[64], line[64];
 	size_t x;
 
@@ -271,7 +273,7 @@ START_TEST(test_peer_each_key)
 	    PEER "endpoint-tcp = b.example:443\nproxy = http://p:3128\nproxy-credentials = /pw\n"),
 	    CONF_PEER_DIFF_PROXY_CREDENTIALS);
 	all |= CONF_PEER_DIFF_PROXY_CREDENTIALS;
-	ck_assert_uint_eq(all, (CONF_PEER_DIFF_PROXY_CREDENTIALS << 1) - 1);
+	ck_assert_uint_eq(all, (CONF_PEER_DIFF_POST_QUANTUM << 1) - 1);
 	ck_assert_uint_eq(CONF_PEER_DIFF_AUTH, auth);
 	/* A pinned key swapped for a CA and a name: three keys, all of them auth. */
 	ck_assert_uint_eq(peer_diff(PEER, "[peer p]\nca = /ca\nname = p\n" PEER_KEYS),
