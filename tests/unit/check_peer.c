@@ -26,7 +26,8 @@
  * blocked, an address change on TCP, a failed UDP handshake while on
  * TCP, an inner flow paused 30 s with data one way, UDP that comes back
  * and dies again (moves bounded per minute), a connection ended with no
- * other path up; each asserts the moves made and when. */
+ * other path up, a network where only TCP gets out (UDP blocked from the
+ * start, then back); each asserts the moves made and when. */
 #include <check.h>
 #include <errno.h>
 #include <ftw.h>
@@ -108,6 +109,7 @@ struct node {
 	struct outrec *tframes;
 	unsigned n_tframes, t_opens;
 	bool t_closed_by_peer;
+	unsigned n_sent;                /* datagrams the sink took, ever */
 };
 
 static char tmpdir[512];
@@ -155,6 +157,7 @@ sink(struct toud *t, struct udp_msg *msgs, unsigned n)
 		nd->out[nd->n_out].to = msgs[i].peer;
 		nd->out[nd->n_out].local = msgs[i].local;
 		nd->n_out++;
+		nd->n_sent++;
 		msgs[i].err = nd->send_err;
 	}
 }
@@ -2602,8 +2605,9 @@ deliver_tcp(struct node *from, struct node *to)
 	return n;
 }
 
-/* The clock moves by ms; the policy's look and the timers that answer
- * data (the passive keepalive) fire when due, and the network runs. */
+/* The clock moves by ms; the policy's look, the timers that answer data
+ * (the passive keepalive) and the end of a handshake that ran out of time
+ * (SESSION_HANDSHAKE_MS) fire when due, and the network runs. */
 static void
 advance(uint64_t ms)
 {
@@ -2621,6 +2625,8 @@ advance(uint64_t ms)
 				event_active(p->ev_transport, EV_TIMEOUT, 1);
 			if (p->last_data_rx_ms && fake_now - p->last_data_rx_ms >= 5000)
 				peer_timers_passive_keepalive(p);
+			if (p->next && fake_now - p->next->created_ms >= SESSION_HANDSHAKE_MS)
+				event_active(p->next->ev_timer, EV_TIMEOUT, 1);
 		}
 		pump();
 	}
@@ -3042,6 +3048,102 @@ START_TEST(paths_none_left_back_to_preferred)
 }
 END_TEST
 
+/* A network where only TCP gets out (through a proxy): UDP blocked from
+ * the start.  A's handshake goes unanswered, which fails UDP as silence
+ * after data does, and A opens TCP: the peer is up on TCP within FAIL_MS
+ * and a look.  For ten minutes it stays there, the traffic flowing both
+ * ways, while UDP's probes (handshakes) back off to one each
+ * POL_REPROBE_MAX_MS.  Then UDP starts working: A moves back once, after
+ * the hysteresis, B follows, and TCP closes. */
+START_TEST(paths_proxy_only)
+{
+	struct peer *pa = peer_of(&A), *pb = peer_of(&B);
+	uint64_t t0, hs0, answered, seen = 0;
+	unsigned sent0;
+	uint32_t seq = 10;
+
+	udp_ab_blocked = udp_ba_blocked = true;
+	t0 = fake_now;
+	while (!pa->transport_switches) {
+		ck_assert_uint_lt(fake_now - t0, 20000);
+		tun_send(&A, true, seq++);
+		advance(500);
+	}
+	ck_assert_uint_le(fake_now - t0, FAIL_MS + LOOK_MS);
+	ck_assert_uint_eq(A.t_opens, 1);
+	ck_assert_str_eq(peer_transport_name(pa), "tcp");
+	ck_assert_str_eq(peer_transport_name(pb), "tcp");
+	ck_assert_str_eq(state(&A), "up");
+	ck_assert_ptr_null(pa->cur);
+	/* What waited for a path went over TCP. */
+	ck_assert_int_eq(tun_recv(&B), 10);
+
+	hs0 = pa->events[EVENT_HANDSHAKE_STARTED];
+	sent0 = A.n_sent;
+	for (t0 = fake_now; fake_now - t0 < 600000;) {
+		tun_send(&A, true, seq++);
+		tun_send(&B, false, seq++);
+		advance(500);
+	}
+	ck_assert_uint_eq(pa->transport_switches, 1);
+	ck_assert_uint_eq(pb->transport_switches, 1);
+	ck_assert_uint_eq(A.t_opens, 1);
+	ck_assert_str_eq(peer_transport_name(pa), "tcp");
+	ck_assert_str_eq(peer_transport_name(pb), "tcp");
+	/* UDP is tried in the background at the back-off's pace: one
+	 * handshake each POL_REPROBE_MAX_MS at most (and a few before it got
+	 * there), each of a few datagrams; no busy loop. */
+	ck_assert_uint_ge(pa->events[EVENT_HANDSHAKE_STARTED] - hs0, 600000 / POL_REPROBE_MAX_MS / 2);
+	ck_assert_uint_le(pa->events[EVENT_HANDSHAKE_STARTED] - hs0, 600000 / POL_REPROBE_MAX_MS + 4);
+	ck_assert_uint_le(A.n_sent - sent0, 4 * (600000 / POL_REPROBE_MAX_MS + 4));
+	ck_assert_uint_eq(B.n_sent, 0);
+	while (tun_recv(&A) >= 0)
+		;
+	while (tun_recv(&B) >= 0)
+		;
+	tun_send(&A, true, 7001);
+	tun_send(&B, false, 7002);
+	pump();
+	ck_assert_int_eq(tun_recv(&B), 7001);
+	ck_assert_int_eq(tun_recv(&A), 7002);
+
+	/* UDP starts working: its first answered probe comes within the
+	 * back-off, and the move back POL_CONFIRM_MS after it, not sooner
+	 * (the clock in steps of 100 ms here). */
+	udp_ab_blocked = udp_ba_blocked = false;
+	answered = pa->paths->pol.path[0].probes_answered;
+	t0 = fake_now;
+	while (pa->transport_switches == 1) {
+		ck_assert_uint_lt(fake_now - t0, 60000);
+		if ((fake_now - t0) % 500 == 0) {
+			tun_send(&A, true, seq++);
+			tun_send(&B, false, seq++);
+		}
+		advance(100);
+		if (!seen && pa->paths->pol.path[0].probes_answered > answered)
+			seen = fake_now;
+	}
+	ck_assert_uint_ne(seen, 0);
+	ck_assert_uint_le(seen - t0, POL_REPROBE_MAX_MS + LOOK_MS);
+	ck_assert_uint_ge(fake_now - seen, POL_CONFIRM_MS);
+	ck_assert_uint_le(fake_now - seen, POL_CONFIRM_MS + LOOK_MS);
+	ck_assert_str_eq(peer_transport_name(pa), "udp");
+	ck_assert_str_eq(peer_transport_name(pb), "udp");
+	for (t0 = fake_now; fake_now - t0 < 120000;) {
+		tun_send(&A, true, seq++);
+		tun_send(&B, false, seq++);
+		advance(500);
+	}
+	ck_assert_uint_eq(pa->transport_switches, 2);
+	ck_assert_uint_eq(pb->transport_switches, 2);
+	ck_assert_uint_eq(pa->events[EVENT_TRANSPORT_UDP], 1);
+	ck_assert_uint_eq(A.t_opens, 1);
+	ck_assert_ptr_null(tcp_path(&A)->conn);
+	ck_assert_ptr_null(tcp_path(&B)->conn);
+	ck_assert_str_eq(peer_transport_name(pa), "udp");
+}
+END_TEST
+
 static Suite *
 peer_suite(void)
 {
@@ -3107,6 +3209,7 @@ peer_suite(void)
 	tcase_add_test(tc, paths_flapping_bounded);
 	tcase_add_test(tc, paths_one_way_loss_ab);
 	tcase_add_test(tc, paths_none_left_back_to_preferred);
+	tcase_add_test(tc, paths_proxy_only);
 	suite_add_tcase(s, tc);
 	return s;
 }
