@@ -2685,6 +2685,36 @@ advance(uint64_t ms)
 /* The tick of these cases (advance()), and the open and the move after it. */
 #define LOOK_MS 1500
 
+/* An exchange both ways for ms: a packet each way each 500 ms, numbered
+ * from *seq on. */
+static void
+exchange_for(uint64_t ms, uint32_t *seq)
+{
+	uint64_t t0;
+
+	for (t0 = fake_now; fake_now - t0 < ms;) {
+		tun_send(&A, true, (*seq)++);
+		tun_send(&B, false, (*seq)++);
+		advance(500);
+	}
+}
+
+/* After what waited, one packet each way: both arrive, on whichever path
+ * carries them. */
+static void
+exchange_check(uint32_t from_a, uint32_t from_b)
+{
+	while (tun_recv(&A) >= 0)
+		;
+	while (tun_recv(&B) >= 0)
+		;
+	tun_send(&A, true, from_a);
+	tun_send(&B, false, from_b);
+	pump();
+	ck_assert_int_eq(tun_recv(&B), from_a);
+	ck_assert_int_eq(tun_recv(&A), from_b);
+}
+
 static void
 paths_setup(void)
 {
@@ -2763,11 +2793,7 @@ START_TEST(paths_udp_blocked_then_back)
 	ck_assert_uint_eq(pb->transport_switches, 2);
 	/* TCP drains, then closes. */
 	ck_assert_ptr_nonnull(tcp_path(&A)->conn);
-	for (t0 = fake_now; fake_now - t0 < POL_LINGER_MS + LOOK_MS;) {
-		tun_send(&A, true, seq++);
-		tun_send(&B, false, seq++);
-		advance(500);
-	}
+	exchange_for(POL_LINGER_MS + LOOK_MS, &seq);
 	ck_assert_ptr_null(tcp_path(&A)->conn);
 	ck_assert_ptr_null(tcp_path(&B)->conn);
 	while (tun_recv(&B) >= 0)
@@ -2776,11 +2802,7 @@ START_TEST(paths_udp_blocked_then_back)
 	pump();
 	ck_assert_int_eq(tun_recv(&B), 600);
 	/* And it stays there while UDP carries an exchange. */
-	for (t0 = fake_now; fake_now - t0 < 30000;) {
-		tun_send(&A, true, seq++);
-		tun_send(&B, false, seq++);
-		advance(500);
-	}
+	exchange_for(30000, &seq);
 	ck_assert_uint_eq(pa->transport_switches, 2);
 	ck_assert_uint_eq(A.t_opens, 1);
 }
@@ -2935,11 +2957,7 @@ one_way_loss(bool *blocked)
 	ck_assert_uint_le(fake_now - t0, FAIL_MS + LOOK_MS);
 	ck_assert_str_eq(peer_transport_name(pa), "tcp");
 	ck_assert_str_eq(peer_transport_name(pb), "tcp");
-	for (t0 = fake_now; fake_now - t0 < 60000;) {
-		tun_send(&A, true, seq++);
-		tun_send(&B, false, seq++);
-		advance(500);
-	}
+	exchange_for(60000, &seq);
 }
 
 /* UDP lost one way only, from B to A: A's data arrives but nothing comes
@@ -3031,15 +3049,7 @@ START_TEST(paths_flapping_bounded)
 	ck_assert_uint_eq(pa->events[EVENT_TRANSPORT_TCP], pa->transport_switches - nback);
 	/* The exchange still flows, whichever path carries it. */
 	udp_ab_blocked = udp_ba_blocked = false;
-	while (tun_recv(&B) >= 0)
-		;
-	while (tun_recv(&A) >= 0)
-		;
-	tun_send(&A, true, 9001);
-	tun_send(&B, false, 9002);
-	pump();
-	ck_assert_int_eq(tun_recv(&B), 9001);
-	ck_assert_int_eq(tun_recv(&A), 9002);
+	exchange_check(9001, 9002);
 	ck_assert_str_eq(peer_transport_name(pb), peer_transport_name(pa));
 }
 END_TEST
@@ -3148,15 +3158,7 @@ START_TEST(paths_tcp_crossed)
 	ck_assert_int_eq(path_policy_state(&pb->paths->pol, 1), POL_STATE_ACTIVE);
 	ck_assert_str_eq(peer_error(pa), "");
 	ck_assert_str_eq(peer_error(pb), "");
-	while (tun_recv(&A) >= 0)
-		;
-	while (tun_recv(&B) >= 0)
-		;
-	tun_send(&A, true, 7001);
-	tun_send(&B, false, 7002);
-	pump();
-	ck_assert_int_eq(tun_recv(&B), 7001);
-	ck_assert_int_eq(tun_recv(&A), 7002);
+	exchange_check(7001, 7002);
 }
 END_TEST
 
@@ -3192,11 +3194,7 @@ START_TEST(paths_proxy_only)
 
 	hs0 = pa->events[EVENT_HANDSHAKE_STARTED];
 	sent0 = A.n_sent;
-	for (t0 = fake_now; fake_now - t0 < 600000;) {
-		tun_send(&A, true, seq++);
-		tun_send(&B, false, seq++);
-		advance(500);
-	}
+	exchange_for(600000, &seq);
 	ck_assert_uint_eq(pa->transport_switches, 1);
 	ck_assert_uint_eq(pb->transport_switches, 1);
 	ck_assert_uint_eq(A.t_opens, 1);
@@ -3209,15 +3207,7 @@ START_TEST(paths_proxy_only)
 	ck_assert_uint_le(pa->events[EVENT_HANDSHAKE_STARTED] - hs0, 600000 / POL_REPROBE_MAX_MS + 4);
 	ck_assert_uint_le(A.n_sent - sent0, 4 * (600000 / POL_REPROBE_MAX_MS + 4));
 	ck_assert_uint_eq(B.n_sent, 0);
-	while (tun_recv(&A) >= 0)
-		;
-	while (tun_recv(&B) >= 0)
-		;
-	tun_send(&A, true, 7001);
-	tun_send(&B, false, 7002);
-	pump();
-	ck_assert_int_eq(tun_recv(&B), 7001);
-	ck_assert_int_eq(tun_recv(&A), 7002);
+	exchange_check(7001, 7002);
 
 	/* UDP starts working: its first answered probe comes within the
 	 * back-off, and the move back POL_CONFIRM_MS after it, not sooner
@@ -3241,11 +3231,7 @@ START_TEST(paths_proxy_only)
 	ck_assert_uint_le(fake_now - seen, POL_CONFIRM_MS + LOOK_MS);
 	ck_assert_str_eq(peer_transport_name(pa), "udp");
 	ck_assert_str_eq(peer_transport_name(pb), "udp");
-	for (t0 = fake_now; fake_now - t0 < 120000;) {
-		tun_send(&A, true, seq++);
-		tun_send(&B, false, seq++);
-		advance(500);
-	}
+	exchange_for(120000, &seq);
 	ck_assert_uint_eq(pa->transport_switches, 2);
 	ck_assert_uint_eq(pb->transport_switches, 2);
 	ck_assert_uint_eq(pa->events[EVENT_TRANSPORT_UDP], 1);
