@@ -21,7 +21,9 @@
 --               registered in "dtls.port", so the DTLS dissector hands it
 --               the decrypted application data when it has the keys
 --               (-o tls.keylog_file:FILE; toud writes FILE when started
---               with SSLKEYLOGFILE=FILE in its environment).
+--               with SSLKEYLOGFILE=FILE in its environment), on every path
+--               of a session: after an address change too, given the
+--               handshake in the capture.
 --
 -- A compact segment carries no IP header: its checksum covers the tunnel
 -- addresses, which are not on the wire, so a transport checksum check (off
@@ -343,10 +345,15 @@ local function dissect_inner(tvb, pinfo, tree)
 	return len
 end
 
+-- The frame inner.dissector last ran for: a record the DTLS dissector
+-- decrypted (dtls_call() below).
+local inner_ran = nil
+
 function inner.dissector(tvb, pinfo, tree)
 	if tvb:len() == 0 then
 		return 0
 	end
+	inner_ran = pinfo.number
 	return dissect_inner(tvb, pinfo, tree)
 end
 
@@ -654,8 +661,135 @@ local function psk_decrypt(number, sid, rec)
 	return nil
 end
 
+-- Records on a path other than the handshake's.  Wireshark's DTLS keeps a
+-- session's keys with the UDP conversation its handshake ran on; a node
+-- whose address changed sends the same session's records from another
+-- address, under another session ID (doc/protocol.md 1.2), in a
+-- conversation with no handshake.  So the keys are found by the session,
+-- not the conversation: each conversation that carried a handshake is a
+-- *home*, and a data record in a conversation that is none is handed to
+-- the DTLS dissector as if it came on the home its session belongs to
+-- (the addresses and ports of the packet swapped for the home's while it
+-- runs).  Which home that is, the clear text does not say: the homes that
+-- share an endpoint (the end that did not move) with the record are
+-- candidates, and with more than one each is tried, the newest first,
+-- until the record decrypts to inner framing (inner.dissector ran); the
+-- one found is kept for the record's session ID (none found: the ID is
+-- not tried again).  A record tried on another home first also shows
+-- that try's DTLS record, undecrypted.
+local homes, home_of_conv, home_of_sid = {}, {}, {}
+
+local function endpoint(addr, port)
+	return tostring(addr) .. "/" .. port
+end
+
+local function conv_key(pinfo)
+	local a = endpoint(pinfo.src, pinfo.src_port)
+	local b = endpoint(pinfo.dst, pinfo.dst_port)
+	return a < b and a .. " " .. b or b .. " " .. a
+end
+
+-- A handshake record: its conversation is (or stays) a home.
+local function home_add(pinfo)
+	local key = conv_key(pinfo)
+	if home_of_conv[key] then
+		return
+	end
+	homes[#homes + 1] = {
+		{ addr = pinfo.src, port = pinfo.src_port, key = endpoint(pinfo.src, pinfo.src_port) },
+		{ addr = pinfo.dst, port = pinfo.dst_port, key = endpoint(pinfo.dst, pinfo.dst_port) },
+	}
+	home_of_conv[key] = #homes
+end
+
+-- How home i maps this packet's endpoints: { src, dst } (the home's
+-- endpoints, in the packet's direction), or nil when it shares none.
+local function home_map(i, pinfo)
+	local h = homes[i]
+	local src = endpoint(pinfo.src, pinfo.src_port)
+	local dst = endpoint(pinfo.dst, pinfo.dst_port)
+	for k = 1, 2 do
+		local o = h[3 - k]
+		if h[k].key == dst then
+			return { o, h[k] }
+		elseif h[k].key == src then
+			return { h[k], o }
+		end
+	end
+	return nil
+end
+
+-- Call the DTLS dissector on rec as if it came on home i.
+local function dtls_as_home(d, i, rec, pinfo, tree, t)
+	local m = home_map(i, pinfo)
+	local src, dst, sp, dp = pinfo.src, pinfo.dst, pinfo.src_port, pinfo.dst_port
+	pinfo.src, pinfo.src_port = m[1].addr, m[1].port
+	pinfo.dst, pinfo.dst_port = m[2].addr, m[2].port
+	call_safe(d, "dtls", rec, pinfo, tree, t, e_malformed)
+	pinfo.src, pinfo.dst, pinfo.src_port, pinfo.dst_port = src, dst, sp, dp
+end
+
+-- The homes to try for a data record of session sid, in order.
+local function home_cands(sid, pinfo)
+	local known = home_of_sid[sid]
+	if known == false then
+		return {}
+	elseif known and home_map(known, pinfo) then
+		return { known }
+	end
+	local cands = {}
+	for i = #homes, 1, -1 do
+		if home_map(i, pinfo) then
+			cands[#cands + 1] = i
+		end
+	end
+	return cands
+end
+
+-- Hand record rec (session ID sid) to the DTLS dissector d: in its own
+-- conversation, or on its session's home (above).  Another pass over the
+-- frame makes the same calls as the first (the DTLS dissector finds what
+-- it decrypted by the call's place in the frame).
+local home_tries = {}
+local function dtls_call(d, rec, sid, pinfo, tree, t)
+	local rt, epoch = rec(0, 1):uint(), rec(3, 2):uint()
+	if rt == 22 and epoch == 0 then
+		home_add(pinfo)
+	end
+	local tries = home_tries[pinfo.number]
+	if not tries then
+		local cands = {}
+		if rt == 23 and epoch ~= 0 and not home_of_conv[conv_key(pinfo)] then
+			cands = home_cands(sid, pinfo)
+		end
+		tries, inner_ran = {}, nil
+		for _, i in ipairs(cands) do
+			tries[#tries + 1] = i
+			dtls_as_home(d, i, rec, pinfo, tree, t)
+			if #cands == 1 or inner_ran == pinfo.number then
+				home_of_sid[sid] = i
+				break
+			end
+		end
+		if #cands > 1 and inner_ran ~= pinfo.number then
+			home_of_sid[sid] = false
+		end
+		home_tries[pinfo.number] = tries
+		if #tries > 0 then
+			return
+		end
+	elseif #tries > 0 then
+		for _, i in ipairs(tries) do
+			dtls_as_home(d, i, rec, pinfo, tree, t)
+		end
+		return
+	end
+	call_safe(d, "dtls", rec, pinfo, tree, t, e_malformed)
+end
+
 function toud.init()
 	psk_file, psk_frames = nil, {}
+	homes, home_of_conv, home_of_sid, home_tries, inner_ran = {}, {}, {}, {}, nil
 end
 
 -- The DTLS record header after the outer framing: the checks a toud
@@ -737,7 +871,7 @@ local function dissect_outer(tvb, pinfo, tree)
 
 	local h = get_handles()
 	if h.dtls then
-		call_safe(h.dtls, "dtls", rec, pinfo, tree, t, e_malformed)
+		dtls_call(h.dtls, rec, sid, pinfo, tree, t)
 	else
 		t:add_proto_expert_info(e_no_dissector, "no DTLS dissector")
 		call_data(rec, pinfo, tree)

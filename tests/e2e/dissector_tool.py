@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """dissector_tool.py - run tshark with contrib/toud.lua and summarise.
 
-  dissector_tool.py summary LUA PCAP PORT [KEYLOG]
+  dissector_tool.py summary LUA PCAP PORT [KEYLOG [ADDR]]
       Dissect an underlay capture and print one JSON object of counts:
       what toud, DTLS and the inner TCP look like on every UDP/6080 frame,
       next to the same counts taken from the raw bytes of the capture.
-      PORT is the inner TCP server port of the transfer.
+      PORT is the inner TCP server port of the transfer.  With ADDR, only
+      the frames from or to that outer address count (KEYLOG may be "" for
+      none; the raw counts stay the whole capture's).
 
   dissector_tool.py psk LUA DIR
       Write DIR/psk.pcap and DIR/psk.keylog: data records of sessions with
@@ -34,7 +36,7 @@ from e2eutil import csum
 TOUD_PORT = 6080
 
 FIELDS = [
-    "frame.number", "udp.srcport", "udp.dstport", "toud.encryption",
+    "frame.number", "ip.src", "ip.dst", "udp.srcport", "udp.dstport", "toud.encryption",
     "toud.session_id", "dtls.record.content_type", "toud.inner.kind",
     "toud.inner.proto", "toud.ctrl.type", "toud.ctrl.nonce", "ip.version",
     "tcp.srcport", "tcp.dstport", "tcp.flags", "udp.length",
@@ -120,8 +122,11 @@ def udp_payload(pkt):
     return l4[8:ulen]
 
 
-def summary(lua, pcap, port, keylog=None):
+def summary(lua, pcap, port, keylog=None, addr=None):
     frames, err = tshark(lua, pcap, keylog)
+    if addr:
+        # the outer header's addresses: the first of each frame
+        frames = [fr for fr in frames if addr in fr["ip.src"][:1] + fr["ip.dst"][:1]]
     s = {"frames": len(frames), "udp6080": 0, "toud": 0, "encryption": {},
          "with_session_id": 0, "sessions": [], "tcp_sessions": [],
          "dtls_records": 0, "dtls_types": {}, "appdata": 0,
@@ -445,8 +450,9 @@ def run_psk_cases(lua, outdir):
 
 def main():
     if len(sys.argv) >= 5 and sys.argv[1] == "summary":
-        keylog = sys.argv[5] if len(sys.argv) > 5 else None
-        print(json.dumps(summary(sys.argv[2], sys.argv[3], int(sys.argv[4]), keylog),
+        keylog = sys.argv[5] if len(sys.argv) > 5 and sys.argv[5] else None
+        addr = sys.argv[6] if len(sys.argv) > 6 else None
+        print(json.dumps(summary(sys.argv[2], sys.argv[3], int(sys.argv[4]), keylog, addr),
                          sort_keys=True))
     elif len(sys.argv) == 4 and sys.argv[1] == "psk":
         print(json.dumps(run_psk_cases(sys.argv[2], sys.argv[3]), sort_keys=True))

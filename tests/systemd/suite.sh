@@ -24,7 +24,7 @@ set -o pipefail
 NODES=()
 . "$(dirname "$0")/nspawn_lib.sh"
 suite=${TOUD_ROOTFS_SUITE:-trixie}
-e2e=${TOUD_SUITE_E2E:-t01-basic t04-wire t08-dissector t09-dtls t17-rekey t46-tcp-fallback t47-tcp-proxy t49-psk t58-tcp-crossed}
+e2e=${TOUD_SUITE_E2E:-t01-basic t04-wire t08-dissector t09-dtls t17-rekey t46-tcp-fallback t47-tcp-proxy t49-psk t58-tcp-crossed t81-dissector-roam}
 # The build (scripts/deps.sh's list, less what is Debian 12's own or
 # serves stages that run on the host: clang, valgrind, debootstrap) and
 # what the tests above call.

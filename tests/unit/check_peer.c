@@ -26,7 +26,9 @@
  * blocked, an address change on TCP, a failed UDP handshake while on
  * TCP, an inner flow paused 30 s with data one way, UDP that comes back
  * and dies again (moves bounded per minute), a connection ended with no
- * other path up; each asserts the moves made and when. */
+ * other path up, a network where only TCP gets out (UDP blocked from the
+ * start, then back), and both ends opening TCP at once (the connections
+ * cross, as tcp.c resolves it); each asserts the moves made and when. */
 #include <check.h>
 #include <errno.h>
 #include <ftw.h>
@@ -108,6 +110,7 @@ struct node {
 	struct outrec *tframes;
 	unsigned n_tframes, t_opens;
 	bool t_closed_by_peer;
+	unsigned n_sent;                /* datagrams the sink took, ever */
 };
 
 static char tmpdir[512];
@@ -118,8 +121,10 @@ static struct node A, B;
  * IP_PKTINFO reports it), instead of none. */
 static bool deliver_local;
 /* The "paths" cases: both nodes register the fake TCP transport instead
- * of tcp.c, and A's peer has endpoint-tcp; opens fail while tcp_blocked. */
-static bool fake_tcp_on, tcp_blocked;
+ * of tcp.c, and A's peer has endpoint-tcp (B's too with tcp_both); opens
+ * fail while tcp_blocked.  When both open at once, the connection of the
+ * higher key authenticates first with tcp_higher_first, else the lower's. */
+static bool fake_tcp_on, tcp_blocked, tcp_both, tcp_higher_first;
 /* pump() drops the datagrams of a blocked direction. */
 static bool udp_ab_blocked, udp_ba_blocked;
 
@@ -155,6 +160,7 @@ sink(struct toud *t, struct udp_msg *msgs, unsigned n)
 		nd->out[nd->n_out].to = msgs[i].peer;
 		nd->out[nd->n_out].local = msgs[i].local;
 		nd->n_out++;
+		nd->n_sent++;
 		msgs[i].err = nd->send_err;
 	}
 }
@@ -290,7 +296,8 @@ node_conf(const struct node *self, const char *self_addr, const char *peer_name,
 	    "private-key = %s/key.pem\ncertificate = %s/cert.pem\n"
 	    "[peer %s]\nfingerprint = %s\nendpoint = %s:6080\naddress = %s\n%s",
 	    self_addr, self->dir, self->dir, peer_name, f, peer_ep, peer_addr,
-	    fake_tcp_on && self == &A ? "endpoint-tcp = 192.0.2.2:443\n" : "");
+	    !fake_tcp_on ? "" : self == &A ? "endpoint-tcp = 192.0.2.2:443\n" :
+	    tcp_both ? "endpoint-tcp = 192.0.2.1:443\n" : "");
 	ck_assert_msg(conf_parse("test.conf", text, strlen(text), &c, &err) == 0, "%s",
 	    conf_error_fmt(&err, err_buf, sizeof(err_buf)));
 	return c;
@@ -2546,8 +2553,48 @@ tcp_path(struct node *n)
 	return ph;
 }
 
-/* Answer the opens under way (A's: only A opens) and report closes by the
- * other end, as a connection's events would. */
+static bool
+tcp_opening(struct node *n)
+{
+	return tcp_path(n)->conn && n->tconn.outgoing && !n->tconn.up;
+}
+
+/* n's connection is now an up one, opened by n if outgoing: the
+ * transport's up callback. */
+static void
+tcp_now(struct node *n, bool outgoing)
+{
+	n->tconn = (struct fake_conn){ .outgoing = outgoing, .up = true };
+	tcp_path(n)->conn = &n->tconn;
+	peer_timers_path_up(peer_of(n), tcp_path(n));
+}
+
+/* Both ends opened at once: the connections cross, and both ends keep
+ * the one opened by the lower key, as tcp.c's conn_established decides.
+ * The lower key's authenticating first: it is up at its end, replaces
+ * the higher's own (still authenticating) at the other, and the higher's
+ * reaching the lower end is closed there; no end hears a down.  The
+ * higher's first (tcp_higher_first): it is up at its end, the lower end
+ * lets it carry while setting its own aside; then the lower's comes up
+ * and replaces it at both ends, each end hearing a second up. */
+static void
+tcp_cross(void)
+{
+	struct node *lo = memcmp(A.fp, B.fp, KEYS_FP_LEN) < 0 ? &A : &B;
+	struct node *hi = lo == &A ? &B : &A;
+
+	if (tcp_higher_first) {
+		tcp_now(hi, true);
+		tcp_now(lo, false);
+	}
+	tcp_now(lo, true);
+	tcp_now(hi, false);
+	peer_of(lo)->events[EVENT_TCP_CROSSED]++;
+	peer_of(hi)->events[EVENT_TCP_CROSSED]++;
+}
+
+/* Answer the opens under way and report closes by the other end, as a
+ * connection's events would. */
 static void
 tcp_settle(void)
 {
@@ -2556,6 +2603,8 @@ tcp_settle(void)
 
 	if (!fake_tcp_on)
 		return;
+	if (!tcp_blocked && tcp_opening(&A) && tcp_opening(&B))
+		tcp_cross();
 	for (i = 0; i < 2; i++) {
 		struct node *n = nodes[i], *o = n == &A ? &B : &A;
 		struct peer_path *ph = tcp_path(n), *oph = tcp_path(o);
@@ -2602,8 +2651,9 @@ deliver_tcp(struct node *from, struct node *to)
 	return n;
 }
 
-/* The clock moves by ms; the policy's look and the timers that answer
- * data (the passive keepalive) fire when due, and the network runs. */
+/* The clock moves by ms; the policy's look, the timers that answer data
+ * (the passive keepalive) and the end of a handshake that ran out of time
+ * (SESSION_HANDSHAKE_MS) fire when due, and the network runs. */
 static void
 advance(uint64_t ms)
 {
@@ -2621,6 +2671,8 @@ advance(uint64_t ms)
 				event_active(p->ev_transport, EV_TIMEOUT, 1);
 			if (p->last_data_rx_ms && fake_now - p->last_data_rx_ms >= 5000)
 				peer_timers_passive_keepalive(p);
+			if (p->next && fake_now - p->next->created_ms >= SESSION_HANDSHAKE_MS)
+				event_active(p->next->ev_timer, EV_TIMEOUT, 1);
 		}
 		pump();
 	}
@@ -2632,6 +2684,36 @@ advance(uint64_t ms)
 #define FAIL_MS (POL_PROBE_AFTER_MS + 7 * POL_PROBE_TIMEOUT_MS)
 /* The tick of these cases (advance()), and the open and the move after it. */
 #define LOOK_MS 1500
+
+/* An exchange both ways for ms: a packet each way each 500 ms, numbered
+ * from *seq on. */
+static void
+exchange_for(uint64_t ms, uint32_t *seq)
+{
+	uint64_t t0;
+
+	for (t0 = fake_now; fake_now - t0 < ms;) {
+		tun_send(&A, true, (*seq)++);
+		tun_send(&B, false, (*seq)++);
+		advance(500);
+	}
+}
+
+/* After what waited, one packet each way: both arrive, on whichever path
+ * carries them. */
+static void
+exchange_check(uint32_t from_a, uint32_t from_b)
+{
+	while (tun_recv(&A) >= 0)
+		;
+	while (tun_recv(&B) >= 0)
+		;
+	tun_send(&A, true, from_a);
+	tun_send(&B, false, from_b);
+	pump();
+	ck_assert_int_eq(tun_recv(&B), from_a);
+	ck_assert_int_eq(tun_recv(&A), from_b);
+}
 
 static void
 paths_setup(void)
@@ -2711,11 +2793,7 @@ START_TEST(paths_udp_blocked_then_back)
 	ck_assert_uint_eq(pb->transport_switches, 2);
 	/* TCP drains, then closes. */
 	ck_assert_ptr_nonnull(tcp_path(&A)->conn);
-	for (t0 = fake_now; fake_now - t0 < POL_LINGER_MS + LOOK_MS;) {
-		tun_send(&A, true, seq++);
-		tun_send(&B, false, seq++);
-		advance(500);
-	}
+	exchange_for(POL_LINGER_MS + LOOK_MS, &seq);
 	ck_assert_ptr_null(tcp_path(&A)->conn);
 	ck_assert_ptr_null(tcp_path(&B)->conn);
 	while (tun_recv(&B) >= 0)
@@ -2724,11 +2802,7 @@ START_TEST(paths_udp_blocked_then_back)
 	pump();
 	ck_assert_int_eq(tun_recv(&B), 600);
 	/* And it stays there while UDP carries an exchange. */
-	for (t0 = fake_now; fake_now - t0 < 30000;) {
-		tun_send(&A, true, seq++);
-		tun_send(&B, false, seq++);
-		advance(500);
-	}
+	exchange_for(30000, &seq);
 	ck_assert_uint_eq(pa->transport_switches, 2);
 	ck_assert_uint_eq(A.t_opens, 1);
 }
@@ -2883,11 +2957,7 @@ one_way_loss(bool *blocked)
 	ck_assert_uint_le(fake_now - t0, FAIL_MS + LOOK_MS);
 	ck_assert_str_eq(peer_transport_name(pa), "tcp");
 	ck_assert_str_eq(peer_transport_name(pb), "tcp");
-	for (t0 = fake_now; fake_now - t0 < 60000;) {
-		tun_send(&A, true, seq++);
-		tun_send(&B, false, seq++);
-		advance(500);
-	}
+	exchange_for(60000, &seq);
 }
 
 /* UDP lost one way only, from B to A: A's data arrives but nothing comes
@@ -2979,15 +3049,7 @@ START_TEST(paths_flapping_bounded)
 	ck_assert_uint_eq(pa->events[EVENT_TRANSPORT_TCP], pa->transport_switches - nback);
 	/* The exchange still flows, whichever path carries it. */
 	udp_ab_blocked = udp_ba_blocked = false;
-	while (tun_recv(&B) >= 0)
-		;
-	while (tun_recv(&A) >= 0)
-		;
-	tun_send(&A, true, 9001);
-	tun_send(&B, false, 9002);
-	pump();
-	ck_assert_int_eq(tun_recv(&B), 9001);
-	ck_assert_int_eq(tun_recv(&A), 9002);
+	exchange_check(9001, 9002);
 	ck_assert_str_eq(peer_transport_name(pb), peer_transport_name(pa));
 }
 END_TEST
@@ -3041,6 +3103,158 @@ START_TEST(paths_none_left_back_to_preferred)
 	ck_assert_uint_eq(A.t_opens, 2);
 }
 END_TEST
+
+/* UDP blocked from the start, both ends with endpoint-tcp and data to
+ * send: both fail UDP at the same moment and open TCP at the same tick,
+ * the connections cross (tcp_cross()), and one carries the traffic: the
+ * one opened by the lower key, at both ends.  Nothing moves, opens or
+ * closes after that for five minutes, while the traffic flows both ways
+ * and UDP's background probes go unanswered.  _i: which connection
+ * authenticates first. */
+START_TEST(paths_tcp_crossed)
+{
+	struct peer *pa = peer_of(&A), *pb = peer_of(&B);
+	struct node *lo = memcmp(A.fp, B.fp, KEYS_FP_LEN) < 0 ? &A : &B;
+	struct node *hi = lo == &A ? &B : &A;
+	uint64_t t0;
+	uint32_t seq = 10;
+
+	tcp_higher_first = _i;
+	ck_assert(pa->paths->pol.leads && pb->paths->pol.leads);
+	udp_ab_blocked = udp_ba_blocked = true;
+	t0 = fake_now;
+	while (!pa->transport_switches || !pb->transport_switches) {
+		ck_assert_uint_lt(fake_now - t0, 20000);
+		tun_send(&A, true, seq++);
+		tun_send(&B, false, seq++);
+		advance(500);
+	}
+	/* Both opened, once, in the same look. */
+	ck_assert_uint_eq(A.t_opens, 1);
+	ck_assert_uint_eq(B.t_opens, 1);
+	ck_assert_uint_eq(pa->events[EVENT_TCP_CROSSED], 1);
+	ck_assert_uint_ge(fake_now - t0, FAIL_MS);
+	ck_assert_uint_le(fake_now - t0, FAIL_MS + LOOK_MS);
+	ck_assert_str_eq(peer_transport_name(pa), "tcp");
+	ck_assert_str_eq(peer_transport_name(pb), "tcp");
+	for (t0 = fake_now; fake_now - t0 < 300000;) {
+		tun_send(&A, true, seq++);
+		tun_send(&B, false, seq++);
+		advance(500);
+		/* One connection, the lower key's, at both ends. */
+		ck_assert_ptr_nonnull(tcp_path(lo)->conn);
+		ck_assert_ptr_nonnull(tcp_path(hi)->conn);
+		ck_assert(lo->tconn.up && lo->tconn.outgoing);
+		ck_assert(hi->tconn.up && !hi->tconn.outgoing);
+	}
+	ck_assert_uint_eq(A.t_opens, 1);
+	ck_assert_uint_eq(B.t_opens, 1);
+	ck_assert_uint_eq(pa->transport_switches, 1);
+	ck_assert_uint_eq(pb->transport_switches, 1);
+	ck_assert_uint_eq(pa->events[EVENT_TCP_CROSSED], 1);
+	ck_assert_str_eq(peer_transport_name(pa), "tcp");
+	ck_assert_str_eq(peer_transport_name(pb), "tcp");
+	ck_assert_int_eq(path_policy_state(&pa->paths->pol, 1), POL_STATE_ACTIVE);
+	ck_assert_int_eq(path_policy_state(&pb->paths->pol, 1), POL_STATE_ACTIVE);
+	ck_assert_str_eq(peer_error(pa), "");
+	ck_assert_str_eq(peer_error(pb), "");
+	exchange_check(7001, 7002);
+}
+END_TEST
+
+/* A network where only TCP gets out (through a proxy): UDP blocked from
+ * the start.  A's handshake goes unanswered, which fails UDP as silence
+ * after data does, and A opens TCP: the peer is up on TCP within FAIL_MS
+ * and a look.  For ten minutes it stays there, the traffic flowing both
+ * ways, while UDP's probes (handshakes) back off to one each
+ * POL_REPROBE_MAX_MS.  Then UDP starts working: A moves back once, after
+ * the hysteresis, B follows, and TCP closes. */
+START_TEST(paths_proxy_only)
+{
+	struct peer *pa = peer_of(&A), *pb = peer_of(&B);
+	uint64_t t0, hs0, answered, seen = 0;
+	unsigned sent0;
+	uint32_t seq = 10;
+
+	udp_ab_blocked = udp_ba_blocked = true;
+	t0 = fake_now;
+	while (!pa->transport_switches) {
+		ck_assert_uint_lt(fake_now - t0, 20000);
+		tun_send(&A, true, seq++);
+		advance(500);
+	}
+	ck_assert_uint_le(fake_now - t0, FAIL_MS + LOOK_MS);
+	ck_assert_uint_eq(A.t_opens, 1);
+	ck_assert_str_eq(peer_transport_name(pa), "tcp");
+	ck_assert_str_eq(peer_transport_name(pb), "tcp");
+	ck_assert_str_eq(state(&A), "up");
+	ck_assert_ptr_null(pa->cur);
+	/* What waited for a path went over TCP. */
+	ck_assert_int_eq(tun_recv(&B), 10);
+
+	hs0 = pa->events[EVENT_HANDSHAKE_STARTED];
+	sent0 = A.n_sent;
+	exchange_for(600000, &seq);
+	ck_assert_uint_eq(pa->transport_switches, 1);
+	ck_assert_uint_eq(pb->transport_switches, 1);
+	ck_assert_uint_eq(A.t_opens, 1);
+	ck_assert_str_eq(peer_transport_name(pa), "tcp");
+	ck_assert_str_eq(peer_transport_name(pb), "tcp");
+	/* UDP is tried in the background at the back-off's pace: one
+	 * handshake each POL_REPROBE_MAX_MS at most (and a few before it got
+	 * there), each of a few datagrams; no busy loop. */
+	ck_assert_uint_ge(pa->events[EVENT_HANDSHAKE_STARTED] - hs0, 600000 / POL_REPROBE_MAX_MS / 2);
+	ck_assert_uint_le(pa->events[EVENT_HANDSHAKE_STARTED] - hs0, 600000 / POL_REPROBE_MAX_MS + 4);
+	ck_assert_uint_le(A.n_sent - sent0, 4 * (600000 / POL_REPROBE_MAX_MS + 4));
+	ck_assert_uint_eq(B.n_sent, 0);
+	exchange_check(7001, 7002);
+
+	/* UDP starts working: its first answered probe comes within the
+	 * back-off, and the move back POL_CONFIRM_MS after it, not sooner
+	 * (the clock in steps of 100 ms here). */
+	udp_ab_blocked = udp_ba_blocked = false;
+	answered = pa->paths->pol.path[0].probes_answered;
+	t0 = fake_now;
+	while (pa->transport_switches == 1) {
+		ck_assert_uint_lt(fake_now - t0, 60000);
+		if ((fake_now - t0) % 500 == 0) {
+			tun_send(&A, true, seq++);
+			tun_send(&B, false, seq++);
+		}
+		advance(100);
+		if (!seen && pa->paths->pol.path[0].probes_answered > answered)
+			seen = fake_now;
+	}
+	ck_assert_uint_ne(seen, 0);
+	ck_assert_uint_le(seen - t0, POL_REPROBE_MAX_MS + LOOK_MS);
+	ck_assert_uint_ge(fake_now - seen, POL_CONFIRM_MS);
+	ck_assert_uint_le(fake_now - seen, POL_CONFIRM_MS + LOOK_MS);
+	ck_assert_str_eq(peer_transport_name(pa), "udp");
+	ck_assert_str_eq(peer_transport_name(pb), "udp");
+	exchange_for(120000, &seq);
+	ck_assert_uint_eq(pa->transport_switches, 2);
+	ck_assert_uint_eq(pb->transport_switches, 2);
+	ck_assert_uint_eq(pa->events[EVENT_TRANSPORT_UDP], 1);
+	ck_assert_uint_eq(A.t_opens, 1);
+	ck_assert_ptr_null(tcp_path(&A)->conn);
+	ck_assert_ptr_null(tcp_path(&B)->conn);
+	ck_assert_str_eq(peer_transport_name(pa), "udp");
+}
+END_TEST
+
+static void
+paths_both_setup(void)
+{
+	tcp_both = true;
+	paths_setup();
+}
+
+static void
+paths_both_teardown(void)
+{
+	paths_teardown();
+	tcp_both = tcp_higher_first = false;
+}
 
 static Suite *
 peer_suite(void)
@@ -3107,6 +3321,12 @@ peer_suite(void)
 	tcase_add_test(tc, paths_flapping_bounded);
 	tcase_add_test(tc, paths_one_way_loss_ab);
 	tcase_add_test(tc, paths_none_left_back_to_preferred);
+	tcase_add_test(tc, paths_proxy_only);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("paths_both_open");
+	tcase_add_checked_fixture(tc, paths_both_setup, paths_both_teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_loop_test(tc, paths_tcp_crossed, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }
