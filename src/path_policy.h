@@ -137,7 +137,7 @@ struct pol_path {
 	unsigned misses;                /* probes missed in a row */
 	unsigned reprobes;              /* background probes missed in a row */
 	unsigned answered;              /* probes answered in a row */
-	uint64_t answered_since_ms;     /* the first of them was sent then */
+	uint64_t answered_since_ms;     /* the first of them was answered then */
 	uint32_t srtt_ms;               /* smoothed RTT (RFC 6298 gain 1/8), 0 none */
 	unsigned open_failures;         /* in a row */
 	uint64_t open_after_ms;         /* no open before then */
