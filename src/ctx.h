@@ -21,6 +21,7 @@ struct tun;
 struct udp;
 struct offload_vnet;
 struct rtnl;
+struct xfrm;
 struct control;
 struct metrics_http;
 struct prefix_table;
@@ -97,6 +98,7 @@ struct toud {
 	uint32_t fwmark;
 	bool full4, full6;
 	bool full_dns4, full_dns6;      /* ... and whose DNS rule (port 53) is */
+	struct xfrm *xfrm;              /* the DNS rules' xfrm policies (NULL: none yet) */
 
 	uint64_t drops[DROP__MAX];      /* drops that belong to no peer */
 	/* Events counted for the interface (events.h): those that belong to

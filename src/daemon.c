@@ -432,6 +432,7 @@ daemon_stop(struct toud *t)
 	rx_free(t->rx);
 	tx_free(t->tx);
 	udp_close(t->udp);
+	fulltunnel_release(t);
 	if (t->rtnl) {
 		rtnl_undo_all(t->rtnl);
 		rtnl_close(t->rtnl);

@@ -11,12 +11,18 @@
 #include "rtnl.h"
 #include "tcp.h"
 #include "udp.h"
+#include "xfrm.h"
 
 /* How many tables table = auto tries from CONF_TABLE_AUTO_FIRST up. */
 #define FULLTUNNEL_TABLE_TRIES 1000
 /* Stale rule pairs removed at most per family and start. */
 #define FULLTUNNEL_STALE_MAX 16
 #define FULLTUNNEL_DNS_PORT 53
+/* The xfrm policies' priorities (xfrm.h): the allowing ones first. */
+#define FULLTUNNEL_XFRM_ALLOW 116
+#define FULLTUNNEL_XFRM_BLOCK 117
+/* The loopback device's index, in every network namespace. */
+#define FULLTUNNEL_LOOPBACK 1
 
 void
 fulltunnel_rules(int family, uint32_t table, uint32_t fwmark, struct rtnl_rule out[2])
@@ -224,6 +230,86 @@ fulltunnel_rules_del(struct toud *t, int family)
 	log_info("full tunnel: %s rules removed", family_name(family));
 }
 
+size_t
+fulltunnel_dns_policies(int family, uint32_t fwmark, const struct conf_prefix *addr, size_t n_addr,
+    struct xfrm_pol *out, size_t cap)
+{
+	static const uint8_t protos[] = { IPPROTO_UDP, IPPROTO_TCP };
+	struct xfrm_pol base;
+	size_t n = 0, i, k, a;
+
+	for (k = 0; k < ARRAY_SIZE(protos); k++) {
+		memset(&base, 0, sizeof(base));
+		base.family = family;
+		base.proto = protos[k];
+		base.dport = FULLTUNNEL_DNS_PORT;
+		base.priority = FULLTUNNEL_XFRM_ALLOW;
+		if (n < cap) {                          /* toud's own */
+			out[n] = base;
+			out[n].fwmark = fwmark;
+		}
+		n++;
+		if (n < cap) {                          /* a resolver on this host */
+			out[n] = base;
+			out[n].ifindex = FULLTUNNEL_LOOPBACK;
+		}
+		n++;
+		for (i = 0, a = 0; i < n_addr && a < FULLTUNNEL_XFRM_ADDRS; i++) {
+			if (addr[i].p.addr.family != family)
+				continue;
+			if (n < cap) {                  /* into the tunnel */
+				out[n] = base;
+				out[n].src = addr[i].p.addr;
+			}
+			n++;
+			a++;
+		}
+		if (n < cap) {                          /* anything else */
+			out[n] = base;
+			out[n].priority = FULLTUNNEL_XFRM_BLOCK;
+			out[n].block = true;
+		}
+		n++;
+	}
+	return n;
+}
+
+/* Put (want) or remove the xfrm policies of family's DNS rules; a failed
+ * put is logged and returned, a failed removal logged. */
+static int
+fulltunnel_dns_xfrm(struct toud *t, int family, bool want)
+{
+	struct xfrm_pol pol[FULLTUNNEL_XFRM_MAX];
+	size_t n, i;
+	char buf[160];
+	int rc;
+	FULLTUNNEL_SAY(t);
+
+	n = fulltunnel_dns_policies(family, t->fwmark, t->conf->iface.address,
+	    t->conf->iface.n_address, pol, ARRAY_SIZE(pol));
+	if (!t->xfrm && !(t->xfrm = xfrm_open())) {
+		rc = -errno;
+		if (want)
+			say("full tunnel: cannot open the xfrm netlink socket: %s", strerror(-rc));
+		return want ? rc : 0;
+	}
+	/* The allowing ones before the blocking ones go in, after them out. */
+	for (i = 0; i < n; i++) {
+		const struct xfrm_pol *p = &pol[want ? i : n - 1 - i];
+
+		if (!want) {
+			if ((rc = xfrm_policy_del(t->xfrm, p)) < 0 && rc != -ENOENT)
+				log_warnx("full tunnel: cannot remove the %s: %s",
+				    xfrm_pol_fmt(p, buf, sizeof(buf)), strerror(-rc));
+		} else if ((rc = xfrm_policy_put(t->xfrm, p)) < 0) {
+			say("full tunnel: cannot add the %s: %s", xfrm_pol_fmt(p, buf, sizeof(buf)),
+			    strerror(-rc));
+			return rc;
+		}
+	}
+	return 0;
+}
+
 /* Add or remove the DNS rules of family (fulltunnel.h); earlier copies,
  * left by a toud that was killed, go once ours are in place. */
 static int
@@ -243,7 +329,8 @@ fulltunnel_dns(struct toud *t, int family, bool want, bool *have)
 			if ((rc = rtnl_rule_del(t->rtnl, &rules[i])) < 0)
 				log_warnx("full tunnel: cannot remove the %s: %s",
 				    rtnl_rule_fmt(&rules[i], buf, sizeof(buf)), strerror(-rc));
-		log_info("full tunnel: %s DNS rules removed", family_name(family));
+		fulltunnel_dns_xfrm(t, family, false);
+		log_info("full tunnel: %s DNS rules and xfrm policies removed", family_name(family));
 		*have = false;
 		return 0;
 	}
@@ -259,6 +346,12 @@ fulltunnel_dns(struct toud *t, int family, bool want, bool *have)
 			return rc;
 		}
 	}
+	/* xfrm policies replace those left by a toud that was killed. */
+	if ((rc = fulltunnel_dns_xfrm(t, family, true)) < 0) {
+		for (i = 1; i >= 0; i--)
+			rtnl_rule_del(t->rtnl, &rules[i]);
+		return rc;
+	}
 	*have = true;
 	for (i = 0; i < 2; i++)
 		for (k = 0; k < n[i] && k < FULLTUNNEL_STALE_MAX; k++) {
@@ -270,7 +363,8 @@ fulltunnel_dns(struct toud *t, int family, bool want, bool *have)
 				    (unsigned)old.priority, strerror(-rc));
 		}
 	log_info("full tunnel: %s DNS rules added: port %d goes to table %u unless marked "
-	    "0x%x%s", family_name(family), FULLTUNNEL_DNS_PORT, t->full_table, t->fwmark,
+	    "0x%x, and leaves by no other device than the tunnel's%s", family_name(family),
+	    FULLTUNNEL_DNS_PORT, t->full_table, t->fwmark,
 	    n[0] + n[1] > 0 ? " (stale copies removed)" : "");
 	return 0;
 }
@@ -305,6 +399,17 @@ fulltunnel_family(struct toud *t, int family, bool want, bool *have, bool *have_
 	if (!drop && t->full_table)
 		fulltunnel_drop(t, family, false);
 	return 0;
+}
+
+void
+fulltunnel_release(struct toud *t)
+{
+	if (t->full_dns4 && t->conf)
+		fulltunnel_dns_xfrm(t, AF_INET, false);
+	if (t->full_dns6 && t->conf)
+		fulltunnel_dns_xfrm(t, AF_INET6, false);
+	xfrm_close(t->xfrm);
+	t->xfrm = NULL;
 }
 
 int

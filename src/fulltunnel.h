@@ -19,7 +19,9 @@
 #include "rtnl.h"
 
 struct conf;
+struct conf_prefix;
 struct toud;
+struct xfrm_pol;
 
 /* Before routes of c are installed (start, reload): choose the table of
  * the full tunnel if c needs one and none is chosen yet.  0 or -errno
@@ -50,5 +52,20 @@ void fulltunnel_rules(int family, uint32_t table, uint32_t fwmark, struct rtnl_r
  * "not" inverts the whole rule, so it would match every other port.)
  * Pure. */
 void fulltunnel_dns_rules(int family, uint32_t table, uint32_t fwmark, struct rtnl_rule out[2]);
+/* The xfrm policies (xfrm.h) that come with the DNS rules, for what the
+ * rules cannot hold: a socket bound to a device (SO_BINDTODEVICE,
+ * IP_UNICAST_IF, as systemd-resolved binds its queries to another link's
+ * name servers) whose route lookup fails is sent on that device anyway,
+ * so while toud is dead the drop route would not stop it.  For UDP and
+ * then TCP: port 53 is allowed with the mark, through the loopback device
+ * and from the tunnel's addresses of family (addr: [interface] address;
+ * the first FULLTUNNEL_XFRM_ADDRS), and blocked otherwise.  Written into
+ * out up to cap; the number there are.  Pure. */
+#define FULLTUNNEL_XFRM_ADDRS 4
+#define FULLTUNNEL_XFRM_MAX (2 * (3 + FULLTUNNEL_XFRM_ADDRS))
+size_t fulltunnel_dns_policies(int family, uint32_t fwmark, const struct conf_prefix *addr,
+    size_t n_addr, struct xfrm_pol *out, size_t cap);
+/* At exit, before the rules go: remove the xfrm policies. */
+void fulltunnel_release(struct toud *t);
 
 #endif

@@ -32,6 +32,7 @@
 #include "keys.h"
 #include "log.h"
 #include "peer.h"
+#include "peer_endpoint.h"
 #include "peer_timers.h"
 #include "ratelimit.h"
 #include "session.h"
@@ -250,8 +251,8 @@ ambiguous(struct toud *t, const uint8_t *fp, struct peer *p1, struct peer *p2)
 	memcpy(hs->ambiguous_fp, fp, sizeof(hs->ambiguous_fp));
 	hs->ambiguous = true;
 	log_warnx(HS_REFUSED "%s", hs->ambiguous_why);
-	peer_error_set(p1, HS_REFUSED "%s", hs->ambiguous_why);
-	peer_error_set(p2, HS_REFUSED "%s", hs->ambiguous_why);
+	peer_error_set(p1, PEER_ERR_HANDSHAKE_REFUSED, HS_REFUSED "%s", hs->ambiguous_why);
+	peer_error_set(p2, PEER_ERR_HANDSHAKE_REFUSED, HS_REFUSED "%s", hs->ambiguous_why);
 }
 
 void
@@ -751,8 +752,7 @@ handshake_established(struct session *s, uint64_t now)
 	if (p->cur)
 		retire(p->cur);
 	p->cur = s;
-	p->endpoint = s->addr;
-	p->has_endpoint = true;
+	peer_endpoint_set(p, &s->addr);
 	p->last_handshake = util_wall_s();
 	p->last_rx_ms = now;
 	snprintf(id, sizeof(id), "%016llx", (unsigned long long)s->id);
@@ -775,7 +775,7 @@ handshake_psk_mismatch(struct session *s)
 	log_warnx("peer \"%s\" (%s): session %016llx: preshared-key mismatch: its first "
 	    "records fail authentication (%s)", p->name, sess_addr(s, buf, sizeof(buf)),
 	    (unsigned long long)s->id, hint);
-	peer_error_set(p, "preshared-key mismatch: %s", hint);
+	peer_error_set(p, PEER_ERR_PSK_MISMATCH, "preshared-key mismatch: %s", hint);
 	event_count(s->t, p, EVENT_PSK_MISMATCH);
 }
 
@@ -886,7 +886,7 @@ fail(struct session *s, const char *why)
 			log_debug("peer \"%s\" (%s): handshake failed: %s", p->name,
 			    sess_addr(s, buf, sizeof(buf)), reason);
 		if (!probe)
-			peer_error_set(p, "handshake failed: %s", reason);
+			peer_error_set(p, PEER_ERR_HANDSHAKE_FAILED, "handshake failed: %s", reason);
 		session_free(s);
 		return p;
 	}
@@ -897,7 +897,8 @@ fail(struct session *s, const char *why)
 	at = peer_find_by_endpoint(s->t, &s->addr);
 	if (at && !at->cur && !at->next) {
 		if (strncmp(peer_error(at), HS_REFUSED, strlen(HS_REFUSED)) != 0)
-			peer_error_set(at, "handshake from its endpoint failed: %s", reason);
+			peer_error_set(at, PEER_ERR_HANDSHAKE_FAILED,
+			    "handshake from its endpoint failed: %s", reason);
 		/* Its handshakes fail on this side too: dead, not idle (no
 		 * retry is armed: the other side initiates). */
 		peer_event(at, PEER_EV_HANDSHAKE_FAILED);
@@ -948,7 +949,7 @@ handshake_reauthorize(struct toud *t)
 				continue;
 			log_warnx("peer \"%s\": session %016llx ended: its key is no longer "
 			    "accepted for this peer", p->name, (unsigned long long)s->id);
-			peer_error_set(p, "session ended: key no longer accepted");
+			peer_error_set(p, PEER_ERR_KEY_REJECTED, "session ended: key no longer accepted");
 			session_end(s);
 			here++;
 		}

@@ -327,15 +327,11 @@ static void
 metrics_peer_stamp(struct metrics_out *o, const struct peer *p,
     const struct metrics_peer_family *f);
 
+/* The last error as free text (f->arg 0) or as its reason, one word of
+ * a fixed set (1). */
 static void
 metrics_peer_error(struct metrics_out *o, const struct peer *p,
-    const struct metrics_peer_family *f)
-{
-	(void)f;
-	if (*peer_error(p))
-		metrics_u64(o, "toud_peer_last_error_info", (const char *const[]){ "peer",
-		    p->name, "error", peer_error(p), NULL }, 1);
-}
+    const struct metrics_peer_family *f);
 
 /* The peers' families in the order they are written, each with its
  * writer of one peer's samples. */
@@ -381,6 +377,12 @@ static const struct metrics_peer_family {
 	{ "toud_peer_last_error_info", "gauge", "Why the peer's last handshake failed "
 	    "(last_error of touctl show), as the label error; absent when none.",
 	    metrics_peer_error, 0 },
+	{ "toud_peer_last_error", "gauge", "The kind of the peer's last_error as the label "
+	    "reason, one of a fixed set (touctl(8)); always 1, absent when none.",
+	    metrics_peer_error, 1 },
+	{ "toud_peer_endpoint_changes_total", "counter", "Changes of the peer's endpoint "
+	    "from one address or port to another (roaming, a new NAT mapping).",
+	    metrics_peer_counter, offsetof(struct peer, endpoint_changes) },
 };
 
 static void
@@ -414,6 +416,18 @@ metrics_peer_counter(struct metrics_out *o, const struct peer *p,
 
 	memcpy(&v, (const char *)p + f->arg, sizeof(v));
 	metrics_u64(o, f->name, (const char *const[]){ "peer", p->name, NULL }, v);
+}
+
+static void
+metrics_peer_error(struct metrics_out *o, const struct peer *p,
+    const struct metrics_peer_family *f)
+{
+	if (!*peer_error(p))
+		return;
+	metrics_u64(o, f->name, (const char *const[]){ "peer", p->name,
+	    f->arg ? "reason" : "error", f->arg ?
+	    peer_error_reason_name((enum peer_error_reason)p->last_error_reason) :
+	    peer_error(p), NULL }, 1);
 }
 
 static void

@@ -17,6 +17,7 @@
 #include "log.h"
 #include "notify.h"
 #include "peer.h"
+#include "peer_endpoint.h"
 #include "peer_ref.h"
 #include "peer_timers.h"
 #include "prefix.h"
@@ -360,7 +361,7 @@ peer_unreachable(struct toud *t, const union sockaddr_union *dest, uint64_t now)
 	p->unreachable_ms = now;
 	peer_unreachable_fmt(p, what, sizeof(what));       /* dest is its endpoint */
 	if (!p->cur && !strstr(peer_error(p), what))
-		peer_error_set(p, "%s (ICMP port unreachable)", what);
+		peer_error_set(p, PEER_ERR_PORT_UNREACHABLE, "%s (ICMP port unreachable)", what);
 	if (log)
 		log_warnx("peer \"%s\": %s (ICMP port unreachable)", p->name, what);
 	else
@@ -573,10 +574,27 @@ peer_path_response(struct peer *p, struct session *s, const uint8_t *token, uint
 	s->addr = pp->addr;
 	s->local = pp->local;
 	dtls_sess_set_peer_addr(s->dtls, &pp->addr);
-	p->endpoint = pp->addr;
+	peer_endpoint_set(p, &pp->addr);
 	session_ids_use(s, pp->wire_index);
 	path_reset(pp);
 	peer_timers_path_due(p, now);   /* nothing due: disarms */
+}
+
+const char *
+peer_error_reason_name(enum peer_error_reason r)
+{
+	static const char *const names[PEER_ERR__MAX] = {
+		[PEER_ERR_HANDSHAKE_FAILED] = "handshake_failed",
+		[PEER_ERR_HANDSHAKE_REFUSED] = "handshake_refused",
+		[PEER_ERR_PSK_MISMATCH] = "psk_mismatch",
+		[PEER_ERR_KEY_REJECTED] = "key_rejected",
+		[PEER_ERR_CLOSED_BY_PEER] = "closed_by_peer",
+		[PEER_ERR_MAX_AGE] = "max_age",
+		[PEER_ERR_PORT_UNREACHABLE] = "port_unreachable",
+		[PEER_ERR_PATH_DOWN] = "path_down",
+	};
+
+	return (unsigned)r < PEER_ERR__MAX ? names[r] : "unknown";
 }
 
 void

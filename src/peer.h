@@ -65,7 +65,8 @@ struct peer {
 	struct peer_paths *paths;
 	uint64_t transport_switches;       /* how often its traffic moved */
 	bool has_endpoint;
-	union sockaddr_union endpoint;
+	union sockaddr_union endpoint;     /* written by peer_endpoint_set() (peer_endpoint.h) */
+	uint64_t endpoint_changes;         /* ... from one address to another */
 	/* encryption = none: the local address the peer last reached us at
 	 * (IP_PKTINFO), used as the source of what we send it; family 0 = let
 	 * the kernel choose.  With DTLS each session keeps its own (the one
@@ -110,6 +111,7 @@ struct peer {
 	 * failure ("" once a session is up), and when the next handshake
 	 * attempt is due (monotonic ms; 0 = none scheduled). */
 	char *last_error;                  /* NULL: none; peer_error() reads it */
+	uint8_t last_error_reason;         /* its kind: enum peer_error_reason */
 	uint64_t next_attempt_ms;
 	/* The last ICMP port unreachable from its endpoint: when (monotonic
 	 * ms; 0 = none) and "nothing listens on UDP PORT at HOST". */
@@ -136,9 +138,30 @@ struct peer {
 	struct event *ev_transport;        /* the path policy's look (endpoint-tcp) */
 };
 
+/* The kinds of last_error, a fixed set (toud_peer_last_error's reason):
+ * the handshake failed (timeout, alert, unknown key), was refused (a key
+ * two peers accept), the preshared keys differ, the session's key is no
+ * longer accepted, the peer closed the session, the session reached its
+ * maximum age, the endpoint answered ICMP port unreachable, a path of
+ * another transport (TCP) went down. */
+enum peer_error_reason {
+	PEER_ERR_HANDSHAKE_FAILED,
+	PEER_ERR_HANDSHAKE_REFUSED,
+	PEER_ERR_PSK_MISMATCH,
+	PEER_ERR_KEY_REJECTED,
+	PEER_ERR_CLOSED_BY_PEER,
+	PEER_ERR_MAX_AGE,
+	PEER_ERR_PORT_UNREACHABLE,
+	PEER_ERR_PATH_DOWN,
+	PEER_ERR__MAX
+};
+
+/* The reason's name: handshake_failed, psk_mismatch ... */
+const char *peer_error_reason_name(enum peer_error_reason r);
+
 /* Why the peer is not up (touctl show's last_error): set (printf, cut at
- * PEER_ERROR_MAX bytes), cleared, read ("" when none).  On the heap: most
- * peers never have one. */
+ * PEER_ERROR_MAX bytes) with its kind, cleared, read ("" when none).  On
+ * the heap: most peers never have one. */
 #define PEER_ERROR_MAX 320
 static inline const char *
 peer_error(const struct peer *p)
@@ -155,11 +178,11 @@ peer_error_clear(struct peer *p)
 
 /* Those who say why a peer is down are the handshake and the policy; a
  * transport says it through transport_core's down (transport.h). */
-static inline void peer_error_set(struct peer *p, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+static inline void peer_error_set(struct peer *p, enum peer_error_reason reason,
+    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 static inline void
-peer_error_set(struct peer *p, const char *fmt, ...)
+peer_error_set(struct peer *p, enum peer_error_reason reason, const char *fmt, ...)
 {
 	char buf[PEER_ERROR_MAX], *s;
 	va_list ap;
@@ -167,12 +190,13 @@ peer_error_set(struct peer *p, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	if (p->last_error && strcmp(p->last_error, buf) == 0)
+	if (p->last_error && strcmp(p->last_error, buf) == 0 && p->last_error_reason == reason)
 		return;
 	if (!(s = strdup(buf)))
 		return;         /* keeps the one it had */
 	free(p->last_error);
 	p->last_error = s;
+	p->last_error_reason = (uint8_t)reason;
 }
 
 /* "nothing listens on UDP PORT at HOST" for p's endpoint, the last ICMP

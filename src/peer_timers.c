@@ -302,7 +302,7 @@ peer_timers_closed_by_peer(struct peer *p)
 		return;
 	peer_event(p, PEER_EV_CLOSED);
 	/* Said until a session is up again, so `show` tells why it went. */
-	peer_error_set(p, "closed by the peer");
+	peer_error_set(p, PEER_ERR_CLOSED_BY_PEER, "closed by the peer");
 	if (p->next)
 		peer_event(p, PEER_EV_HANDSHAKE_STARTED);
 	/* It is going away, probably to restart.  Where we know its address
@@ -348,7 +348,7 @@ peer_timers_handshake_failed(struct peer *p, const char *why)
 	/* On another path that carries, this was a probe of UDP: nothing
 	 * wrong with the peer (handshake.c says it at debug only). */
 	if (why && !*peer_error(p) && !peer_on_fallback(p))
-		peer_error_set(p, "handshake failed: %s", why);
+		peer_error_set(p, PEER_ERR_HANDSHAKE_FAILED, "handshake failed: %s", why);
 	/* The retry starts a handshake only if there is a reason to. */
 	p->next_attempt_ms = p->pending_n || p->cf->keepalive || p->reconnect ? p->hs_retry_ms : 0;
 	resolve_peer(p);                /* the name may point elsewhere now */
@@ -416,7 +416,7 @@ rekey_cb(evutil_socket_t fd, short what, void *arg)
 		/* Past its maximum age and no replacement came up: end it. */
 		log_warnx("peer \"%s\": session %016llx ended at its maximum age", p->name,
 		    (unsigned long long)p->cur->id);
-		peer_error_set(p, "session reached its maximum age");
+		peer_error_set(p, PEER_ERR_MAX_AGE, "session reached its maximum age");
 		session_end(p->cur);
 		sessions_ended(p, PEER_EV_SESSIONS_ENDED);
 		return;
@@ -743,7 +743,7 @@ peer_timers_path_down(struct peer *p, struct peer_path *ph, const char *why)
 	/* Why the peer cannot be reached, not news of a path it does not
 	 * need. */
 	if (pol->active == POL_NONE || pol->path[pol->active].failed)
-		peer_error_set(p, "%s", why);
+		peer_error_set(p, PEER_ERR_PATH_DOWN, "%s", why);
 }
 
 void

@@ -12,6 +12,7 @@
 #include "ctx.h"
 #include "log.h"
 #include "peer.h"
+#include "peer_endpoint.h"
 #include "resolve.h"
 
 int
@@ -40,6 +41,7 @@ static void
 resolved(int result, struct evutil_addrinfo *res, void *arg)
 {
 	struct peer *p = arg;
+	union sockaddr_union ep;
 	char buf[UTIL_ADDRSTRLEN];
 
 	if (result == EVUTIL_EAI_CANCEL)
@@ -54,13 +56,13 @@ resolved(int result, struct evutil_addrinfo *res, void *arg)
 	}
 	if (!p->cur) {
 		/* A peer with a session keeps the address it authenticated from. */
-		memset(&p->endpoint, 0, sizeof(p->endpoint));
-		memcpy(&p->endpoint, res->ai_addr, res->ai_addrlen);
-		if (p->endpoint.sa.sa_family == AF_INET)
-			p->endpoint.in.sin_port = htons(p->cf->endpoint_port);
+		memset(&ep, 0, sizeof(ep));
+		memcpy(&ep, res->ai_addr, res->ai_addrlen);
+		if (ep.sa.sa_family == AF_INET)
+			ep.in.sin_port = htons(p->cf->endpoint_port);
 		else
-			p->endpoint.in6.sin6_port = htons(p->cf->endpoint_port);
-		p->has_endpoint = true;
+			ep.in6.sin6_port = htons(p->cf->endpoint_port);
+		peer_endpoint_set(p, &ep);
 		log_info("peer \"%s\": endpoint \"%s\" is %s", p->name, p->cf->endpoint_host,
 		    util_sa_fmt(&p->endpoint, buf, sizeof(buf)));
 	}
@@ -97,6 +99,7 @@ resolve_peer(struct peer *p)
 {
 	const struct conf_peer *cf = p->cf;
 	struct evutil_addrinfo hints = { .ai_socktype = SOCK_DGRAM, .ai_flags = EVUTIL_AI_ADDRCONFIG };
+	union sockaddr_union ep;
 	struct ipaddr a;
 	uint32_t index = 0;
 
@@ -105,10 +108,10 @@ resolve_peer(struct peer *p)
 	if (util_addr_parse(cf->endpoint_host, &a) == 0 ||
 	    (strchr(cf->endpoint_host, '%') && resolve_scoped(p, cf->endpoint_host, &a, &index))) {
 		if (!p->cur) {
-			util_sa_from_addr(&p->endpoint, &a, cf->endpoint_port);
+			util_sa_from_addr(&ep, &a, cf->endpoint_port);
 			if (a.family == AF_INET6)
-				p->endpoint.in6.sin6_scope_id = index;
-			p->has_endpoint = true;
+				ep.in6.sin6_scope_id = index;
+			peer_endpoint_set(p, &ep);
 		}
 		return;
 	}

@@ -60,39 +60,51 @@ struct rtnl_req {
 	uint8_t attrs[RTNL_ATTRBUF];
 };
 
+int
+rtnl_socket(int protocol)
+{
+	struct sockaddr_nl sa;
+	struct timeval tv = { .tv_sec = RTNL_TIMEOUT_S };
+	int fd, one = 1, saved;
+
+	if ((fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, protocol)) < 0)
+		return -errno;
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
+		goto fail;
+	/* Acks need not echo the whole request back; an old kernel without
+	 * the option just sends longer acks. */
+	(void)setsockopt(fd, SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof(one));
+	memset(&sa, 0, sizeof(sa));
+	sa.nl_family = AF_NETLINK;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		goto fail;
+	return fd;
+
+fail:
+	saved = errno;
+	close(fd);
+	return -saved;
+}
+
 struct rtnl *
 rtnl_open(void)
 {
 	struct rtnl *r;
-	struct sockaddr_nl sa;
-	struct timeval tv = { .tv_sec = RTNL_TIMEOUT_S };
-	int one = 1, saved;
+	int fd;
 
-	if ((r = calloc(1, sizeof(*r))) == NULL)
+	if ((fd = rtnl_socket(NETLINK_ROUTE)) < 0) {
+		errno = -fd;
 		return NULL;
-	r->fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
-	if (r->fd < 0)
-		goto fail;
-	if (setsockopt(r->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
-		goto fail;
-	/* Acks need not echo the whole request back; an old kernel without
-	 * the option just sends longer acks. */
-	(void)setsockopt(r->fd, SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof(one));
-	memset(&sa, 0, sizeof(sa));
-	sa.nl_family = AF_NETLINK;
-	if (bind(r->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		goto fail;
+	}
+	if ((r = calloc(1, sizeof(*r))) == NULL) {
+		close(fd);
+		errno = ENOMEM;
+		return NULL;
+	}
+	r->fd = fd;
 	/* Distinct start values keep a stale answer from matching a request. */
 	r->seq = (uint32_t)util_now_ms();
 	return r;
-
-fail:
-	saved = errno;
-	if (r->fd >= 0)
-		close(r->fd);
-	free(r);
-	errno = saved;
-	return NULL;
 }
 
 static void
@@ -172,9 +184,8 @@ rtnl_parse_ack(const uint8_t *buf, size_t len, uint32_t seq, int *err)
 	return 0;
 }
 
-/* Send one request and wait for its ack or error. */
-static int
-rtnl_talk(struct rtnl *r, struct rtnl_req *q)
+int
+rtnl_fd_talk(int fd, struct nlmsghdr *n, uint32_t seq)
 {
 	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
 	union {
@@ -183,17 +194,17 @@ rtnl_talk(struct rtnl *r, struct rtnl_req *q)
 	} buf;
 	struct iovec iov;
 	struct msghdr msg;
-	ssize_t n;
+	ssize_t got;
 	int err;
 
-	q->n.nlmsg_seq = ++r->seq;
+	n->nlmsg_seq = seq;
 	do
-		n = sendto(r->fd, q, q->n.nlmsg_len, 0, (struct sockaddr *)&sa,
+		got = sendto(fd, n, n->nlmsg_len, 0, (struct sockaddr *)&sa,
 		    sizeof(sa));
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
+	while (got < 0 && errno == EINTR);
+	if (got < 0)
 		return -errno;
-	if ((size_t)n != q->n.nlmsg_len)
+	if ((size_t)got != n->nlmsg_len)
 		return -EIO;
 
 	for (;;) {
@@ -204,8 +215,8 @@ rtnl_talk(struct rtnl *r, struct rtnl_req *q)
 		msg.msg_namelen = sizeof(sa);
 		msg.msg_iov = &iov;
 		msg.msg_iovlen = 1;
-		n = recvmsg(r->fd, &msg, 0);
-		if (n < 0) {
+		got = recvmsg(fd, &msg, 0);
+		if (got < 0) {
 			if (errno == EINTR)
 				continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
@@ -216,9 +227,16 @@ rtnl_talk(struct rtnl *r, struct rtnl_req *q)
 		 * be an ack this small buffer would not hold. */
 		if (sa.nl_pid != 0 || (msg.msg_flags & MSG_TRUNC))
 			continue;
-		if (rtnl_parse_ack(buf.b, (size_t)n, q->n.nlmsg_seq, &err))
+		if (rtnl_parse_ack(buf.b, (size_t)got, seq, &err))
 			return err;
 	}
+}
+
+/* Send one request and wait for its ack or error. */
+static int
+rtnl_talk(struct rtnl *r, struct rtnl_req *q)
+{
+	return rtnl_fd_talk(r->fd, &q->n, ++r->seq);
 }
 
 static bool

@@ -23,6 +23,13 @@ struct rtnl_rule {
 struct rtnl;
 
 struct rtnl *rtnl_open(void);                     /* NULL with errno */
+/* A netlink socket of protocol (NETLINK_ROUTE, NETLINK_XFRM), bound, with
+ * rtnl's receive timeout: the fd or -errno. */
+int rtnl_socket(int protocol);
+struct nlmsghdr;
+/* Send the request n (NLM_F_ACK set) on a socket of rtnl_socket() with
+ * sequence number seq and wait for its ack: 0 or the kernel's -errno. */
+int rtnl_fd_talk(int fd, struct nlmsghdr *n, uint32_t seq);
 void rtnl_close(struct rtnl *r);                  /* does not undo anything */
 int rtnl_link_set(struct rtnl *r, int ifindex, unsigned mtu, bool up);
 /* Add an address with its prefix length (IPv6 without DAD). */

@@ -53,6 +53,9 @@ is "$(tq s peers.c.session_id)" "$sid_s" "the server kept the same session (it r
 is "$(tq c peers.s.session_id)" "$sid_c" "the client kept the same session"
 is "$(tq s peers.c.state)" up "the server's peer c is up"
 cmp_ok "$(tq s peers.c.events.path_validated)" -ge 1 "the server moved after the new address answered its challenge"
+changes=$("$TOUCTL" -s "$(sock_of s)" metrics 2>&1 |
+    sed -n -E 's/^toud_peer_endpoint_changes_total\{.*peer="c"\} //p')
+is "$changes" 1 "the server's metrics count one change of the client's endpoint (toud_peer_endpoint_changes_total)"
 is "$(tq s peers.c.path_state)" validated "and no probe is left running"
 check "the server reaches the client at its new address (ping 10.77.0.1)" \
     ping_all s "$RT_C_TUN" 5

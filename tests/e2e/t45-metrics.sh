@@ -111,6 +111,10 @@ eq("last_handshake", get("toud_peer_last_handshake_timestamp_seconds", peer=peer
    None if p["last_handshake"] is None else float(p["last_handshake"]))
 eq("endpoint and cipher", get("toud_peer_info", peer=peer, endpoint=p["endpoint"] or "",
                               cipher=p["cipher"] or ""), 1.0)
+reasons = [dict(k[1])["reason"] for k in samples
+           if k[0] == "toud_peer_last_error" and dict(k[1]).get("peer") == peer]
+eq("last_error as a reason", len(reasons), 1 if p.get("last_error") else 0)
+eq("endpoint changes", get("toud_peer_endpoint_changes_total", peer=peer) is not None, True)
 eq("mtu", get("toud_tun_mtu_bytes"), float(js["interface"]["mtu"]))
 eq("sessions", get("toud_sessions"), float(js["interface"]["sessions"]))
 eq("half_open", get("toud_half_open_handshakes"), float(js["interface"]["half_open"]))

@@ -1,7 +1,7 @@
 #!/bin/bash
 # t62-metrics-readers: readers of the metrics endpoint cannot make toud
 # hold memory.  A server with PEERS configured peers (a text of megabytes)
-# and a metrics token; READERS clients (the attacker, metrics-reader.py)
+# and a metrics token; READERS clients (the attacker, metrics-reader)
 # each ask for the whole text and never read a byte of it.  While they
 # hang on, toud's peak RSS stays within a few MiB of where it was (the
 # text is rendered in parts as a reader takes them, a few connections at
@@ -16,6 +16,7 @@ need_root
 need_cmd curl
 need_cmd python3
 need_cmd ss
+need_helper metrics-reader
 
 PEERS=${T62_PEERS:-5000}
 READERS=${T62_READERS:-40}
@@ -23,7 +24,6 @@ READERS=${T62_READERS:-40}
 # keeps freed memory in quarantine); everything else is checked.
 RSS=${T62_RSS:-yes}
 MANYPEERS=$E2E_TOP/bench/manypeers.py
-READER=$E2E_TOP/tests/e2e/metrics-reader.py
 
 netns_add a
 TOKEN=$(openssl rand -hex 24) || bail_out "openssl rand failed"
@@ -55,7 +55,8 @@ rss0=$(kib VmRSS)
 echo 5 >"/proc/$pid/clear_refs" || bail_out "cannot reset the peak RSS"
 
 # READERS readers that send a request and read nothing for 20 s
-bg_start a "$E2E_DIR/readers.out" python3 "$READER" 127.0.0.1 9680 "$TOKEN" "$READERS" 20
+bg_start a "$E2E_DIR/readers.out" "$E2E_HELPERS/metrics-reader" 127.0.0.1 9680 "$E2E_DIR/metrics.token" \
+    "$READERS" 20
 readers=$BG_PID
 wait_for 30 grep -q '^connected ' "$E2E_DIR/readers.out" ||
     bail_out "the readers did not connect: $(cat "$E2E_DIR/readers.out")"

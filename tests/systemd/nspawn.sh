@@ -36,7 +36,10 @@
 #   - journalctl -u toud has the daemon's "up" line,
 #   - `dns =` and `dns-search =` reach systemd-resolved for tou0 (resolvectl
 #     status) by reload and at start, and leave it by reload and by stop,
-#   - `systemctl stop toud` leaves no address or route behind.
+#   - `systemctl stop toud` leaves no address or route behind,
+#   - a full tunnel with dns under systemd-resolved, killed by SIGKILL,
+#     lets no name query out: resolved falls back to ul0's name server,
+#     and neither the capture on ul0 nor that server sees a query.
 # The containers share the test's network namespaces, so host tools reach
 # the daemons' TUN devices with `ip netns exec`.
 #
@@ -62,7 +65,7 @@ declare -A TUN4=([a]=10.77.0.1 [b]=10.77.0.2)
 declare -A TUN6=([a]=fd77::1 [b]=fd77::2)
 . "$(dirname "$0")/nspawn_lib.sh"
 
-need_commands systemd-nspawn nsenter ip nft python3 curl sha256sum findmnt zstd make autoreconf cc pkg-config
+need_commands systemd-nspawn nsenter ip nft tcpdump python3 curl sha256sum findmnt zstd make autoreconf cc pkg-config
 start_work toud-nspawn
 
 # --- the README's installation, and the build on the host --------------------
@@ -578,6 +581,129 @@ if grep -qE '10\.77\.0\.2|tun\.example' <<<"$left"; then
 else
 	ok "a: after systemctl stop, no link in resolved has the tunnel's server or domain"
 fi
+
+# --- fail-closed under systemd-resolved: SIGKILL keeps names in -------------------
+
+# A full tunnel on a (allowed-ips 0.0.0.0/0 and ::/0, dns = b's tunnel
+# address, fail-open = no by default) with resolved as the resolver and a
+# "local network" name server on b's underlay address, which resolved has
+# for ul0 (as DHCP would give it) and falls back to once tou0 is gone.  The
+# two servers (dns_stub.py, in b's namespace) answer with different
+# addresses and log every query.  While toud runs, names go to the
+# tunnel's server only; after SIGKILL (the unit's restart held off) no
+# packet to or from port 53 crosses a's ul0 and the local server hears
+# nothing; then, as the control, the same with toud's xfrm policies
+# deleted leaks (resolved binds its queries to ul0, which the "dport 53"
+# rule alone does not hold), so the capture would have seen it.
+stamp "fail-closed under systemd-resolved"
+TUN_ANSWER=198.51.100.77 LAN_ANSWER=192.0.2.53
+DNS_LOG=$WORK/dns-queries.log
+: >"$DNS_LOG"
+ip netns exec "${PREFIX}b" python3 "$here/dns_stub.py" "$DNS_LOG" \
+    "${TUN4[b]}=$TUN_ANSWER" "${UL[b]}=$LAN_ANSWER" >"$WORK/dns-stub.log" 2>&1 </dev/null &
+BGPIDS+=("$!")
+for ((i = 0; i < 50; i++)); do
+	grep -q '^ready' "$WORK/dns-stub.log" && break
+	sleep 0.1
+done
+grep -q '^ready' "$WORK/dns-stub.log" || bail_out "dns_stub.py did not start: $(cat "$WORK/dns-stub.log")"
+# lan_queries: how many queries the local network's server heard.
+lan_queries() { grep -c "^${UL[b]} " "$DNS_LOG"; }
+# resolve NAME: what a's resolver answers for NAME (resolvectl query, no
+# cache), "failed" when it gives no address.
+resolve() {
+	cx a resolvectl query --cache=no -4 "$1" 2>/dev/null |
+	    sed -n -E "s/^$1: ([0-9.]+).*/\\1/p" | head -n 1 | grep . || echo failed
+}
+# dns_rule_prefs: priorities of toud's IPv4 "dport 53 lookup TABLE" rule.
+dns_rule_prefs() {
+	ip -n "${PREFIX}a" -4 rule show | grep 'dport 53 lookup' | grep -v fwmark | cut -d: -f1
+}
+check "b: toud starts again" cx b systemctl start toud.service
+is "$(cx a readlink /etc/resolv.conf 2>&1)" ../run/systemd/resolve/stub-resolv.conf \
+    "a: /etc/resolv.conf is resolved's stub"
+check "a: resolved has the local network's server for ul0 (resolvectl dns ul0 ${UL[b]})" \
+    cx a resolvectl dns ul0 "${UL[b]}"
+# Held off, so that the window between SIGKILL and a restart stays open.
+check "a: the unit's restart held off (a drop-in with Restart=no)" cx a sh -ec \
+    'mkdir -p /run/systemd/system/toud.service.d &&
+    printf "[Service]\nRestart=no\n" >/run/systemd/system/toud.service.d/norestart.conf &&
+    systemctl daemon-reload'
+write_conf a "0.0.0.0/0, ::/0" "$DNS_LINES"
+check "a: toud starts with a full tunnel, dns = ${TUN4[b]}, fail-open = no" cx a systemctl start toud.service
+wait_ping a "${TUN4[b]}" 10 || not_ok "a: the full tunnel to b works" "$(journal a -n 10)"
+is "$(wait_dns a "10.77.0.2 | tun.example ~lab.example ~.")" "10.77.0.2 | tun.example ~lab.example ~." \
+    "a: tou0 is resolved's default route for every name (~.)"
+is "$(resolve up.example)" "$TUN_ANSWER" "a: while toud runs, a name resolves through the tunnel's server"
+is "$(lan_queries)" 0 "a: ... and the local network's server hears nothing"
+is "$(dns_rule_prefs | wc -l)" 1 "a: toud's rule sends port 53 into the tunnel's table"
+
+# capture_dns CMD...: CMD while capturing on a's ul0; DNS_PKTS (packets to
+# or from port 53), MCAST (LLMNR and mDNS), CONTROL (datagrams to port 54
+# of b, sent at the end), LAN (queries the local server heard meanwhile).
+capture_dns() {
+	local pcap=$WORK/ul0-$N.pcap log=$WORK/tcpdump-$N.log pid lan0
+	lan0=$(lan_queries)
+	ip netns exec "${PREFIX}a" tcpdump -i ul0 -n -s 128 --immediate-mode -U -w "$pcap" ip or ip6 \
+	    >"$log" 2>&1 </dev/null &
+	pid=$!
+	BGPIDS+=("$pid")
+	for ((i = 0; i < 100; i++)); do
+		grep -q "listening on" "$log" && break
+		sleep 0.1
+	done
+	"$@"
+	ip netns exec "${PREFIX}a" python3 -c 'import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for _ in range(3):
+    s.sendto(b"control", (sys.argv[1], 54))' "${UL[b]}"
+	for ((i = 0; i < 50; i++)); do
+		[ "$(tcpdump -r "$pcap" -n "udp port 54" 2>/dev/null | wc -l)" -ge 3 ] && break
+		sleep 0.1
+	done
+	kill -INT "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	DNS_PKTS=$(tcpdump -r "$pcap" -n "port 53" 2>/dev/null | wc -l)
+	MCAST=$(tcpdump -r "$pcap" -n "udp port 5353 or udp port 5355" 2>/dev/null | wc -l)
+	CONTROL=$(tcpdump -r "$pcap" -n "udp port 54" 2>/dev/null | wc -l)
+	LAN=$(($(lan_queries) - lan0))
+}
+# lookups WORD: what a's resolver answers for two names, by resolvectl and
+# by the stub resolver of libc (getent, through /etc/resolv.conf, one try
+# of a second), each name new (nothing cached); LOOKUP_S: how long they
+# took.
+lookups() {
+	local t=${EPOCHREALTIME/./}
+	LOOKUPS="resolvectl: $(resolve "$1-q.example"); getent: $(cx a env RES_OPTIONS='timeout:1 attempts:1' \
+	    getent hosts "$1-g.example" | awk '{ print $1 }' | grep . || echo failed)"
+	LOOKUP_S=$(printf '%.1f' "$(((${EPOCHREALTIME/./} - t) / 100000))e-1")
+}
+
+cx a systemctl kill --kill-who=main --signal=SIGKILL toud.service >/dev/null 2>&1
+for ((i = 0; i < 100; i++)); do
+	[ "$(prop a ActiveState)" = failed ] && ! ip -n "${PREFIX}a" link show tou0 >/dev/null 2>&1 && break
+	sleep 0.1
+done
+is "$(prop a ActiveState)/$(ip -n "${PREFIX}a" -o link show tou0 2>/dev/null | wc -l)" "failed/0" \
+    "a: SIGKILL: the unit failed, not restarted, and tou0 is gone"
+is "$(dns_rule_prefs | wc -l)" 1 "a: after SIGKILL toud's port-53 rule stays"
+is "$(ip -n "${PREFIX}a" xfrm policy show dir out | grep -c 'action block')" 4 \
+    "a: ... and its xfrm policies that block port 53 (UDP and TCP, both families)"
+capture_dns lookups dead
+diag "after SIGKILL: $LOOKUPS ($LOOKUP_S s); LLMNR/mDNS packets on ul0: $MCAST"
+is "$LOOKUPS" "resolvectl: failed; getent: failed" "a: after SIGKILL names do not resolve"
+is "$DNS_PKTS" 0 "a: after SIGKILL no packet to or from port 53 crosses ul0"
+is "$LAN" 0 "a: after SIGKILL the local network's server hears no query"
+cmp_ok "$CONTROL" -ge 3 "a: ... while datagrams to another port of it do: the capture works ($CONTROL)"
+
+# The control: with the rule alone (toud's xfrm policies deleted),
+# resolved's fallback, bound to ul0, leaks.
+ip -n "${PREFIX}a" xfrm policy flush
+cx a resolvectl reset-server-features >/dev/null 2>&1
+capture_dns lookups leak
+diag "with the rule alone: $LOOKUPS ($LOOKUP_S s)"
+cmp_ok "$DNS_PKTS" -gt 0 "control: with toud's xfrm policies deleted (its port-53 rule in place) the queries cross ul0 ($DNS_PKTS packets)"
+cmp_ok "$LAN" -gt 0 "control: ... and reach the local network's server ($LAN queries)"
 
 # --- power off ------------------------------------------------------------------------------
 

@@ -34,6 +34,10 @@ check() {
 is() {
 	if [ "$1" = "$2" ]; then ok "$3"; else not_ok "$3" "got '$1', want '$2'"; return 1; fi
 }
+# cmp_ok GOT OP WANT DESC: ok when [ GOT OP WANT ] holds.
+cmp_ok() {
+	if [ "$1" "$2" "$3" ]; then ok "$4"; else not_ok "$4" "got '$1', want $2 '$3'"; return 1; fi
+}
 bail_out() { echo "Bail out! $*"; exit 1; }
 skip_or_fail() {
 	[ "${CI:-}" = true ] && bail_out "$* (CI=true: this stage must run)"

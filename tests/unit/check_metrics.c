@@ -18,6 +18,7 @@
 #include "metrics_req.h"
 #include "ctx.h"
 #include "peer.h"
+#include "peer_endpoint.h"
 #include "session.h"
 #include "util.h"
 
@@ -142,9 +143,11 @@ fixture_init(struct fixture *f)
 	f->peer[0].events[EVENT_HANDSHAKE_COMPLETED] = 1;
 	f->peer[0].last_handshake = 1796499000;
 	f->peer[0].last_rx_ms = NOW_MS - 12500;
+	f->peer[0].endpoint_changes = 2;
 
 	f->peer[1].state = PEER_DEAD;
 	f->peer[1].last_error = (char *)"handshake failed: its certificate name \"c\\\\d\nx\xff\" is not pinned";   /* a fake peer: never freed */
+	f->peer[1].last_error_reason = PEER_ERR_HANDSHAKE_FAILED;
 	f->peer[1].next_attempt_ms = NOW_MS + 4000;
 }
 
@@ -261,6 +264,9 @@ START_TEST(render_all)
 		"1796500004.250\n#",
 		"\ntoud_peer_last_error_info{interface=\"tou3\",peer=\"carol\",error=\"handshake "
 		"failed: its certificate name \\\"c\\\\\\\\d\\nx\xef\xbf\xbd\\\" is not pinned\"} 1\n",
+		"\ntoud_peer_last_error{interface=\"tou3\",peer=\"carol\",reason=\"handshake_failed\"} 1\n",
+		"\ntoud_peer_endpoint_changes_total{interface=\"tou3\",peer=\"bob\"} 2\n"
+		"toud_peer_endpoint_changes_total{interface=\"tou3\",peer=\"carol\"} 0\n",
 	};
 	struct fixture f;
 	size_t i;
@@ -272,14 +278,55 @@ START_TEST(render_all)
 		ck_assert_msg(strstr(s, want[i]) != NULL, "missing:\n%s\nin:\n%s", want[i], s);
 	/* 1 + 1 + 1 + 1 + 4 + 2 + 1 + 1 + 2 + 2 + 8 + 4 * 2 + 1 + 2 + 1 + 1 + 1 + 1 + 1,
 	 * and bob's two paths twice (transport, path_up) and both peers'
-	 * moves. */
-	ck_assert_int_eq(check_shape(s), 46);
+	 * moves; carol's last_error as its reason, both peers' endpoint
+	 * changes. */
+	ck_assert_int_eq(check_shape(s), 49);
 	ck_assert_msg(strstr(s, "# HELP toud_peer_last_error_info ") != NULL, "%s", s);
 	/* what did not happen is absent, not 0 */
 	ck_assert_ptr_null(strstr(s, "last_handshake_timestamp_seconds{interface=\"tou3\",peer=\"carol\""));
 	ck_assert_ptr_null(strstr(s, "last_receive_timestamp_seconds{interface=\"tou3\",peer=\"carol\""));
 	ck_assert_ptr_null(strstr(s, "last_error_info{interface=\"tou3\",peer=\"bob\""));
+	ck_assert_ptr_null(strstr(s, "last_error{interface=\"tou3\",peer=\"bob\""));
 	free(s);
+	conf_free(f.t.conf);
+}
+END_TEST
+
+/* The endpoint's changes count moves from one address or port to
+ * another, not the first endpoint nor the same one again; each kind of
+ * last_error has a name of the fixed set. */
+START_TEST(endpoint_changes_and_reasons)
+{
+	union sockaddr_union ep;
+	struct ipaddr a = check_addr("192.0.2.7");
+	struct fixture f;
+	const char *name;
+	unsigned r, k;
+	char *s;
+
+	fixture_init(&f);
+	f.peer[1].has_endpoint = false;
+	ck_assert_int_eq(util_sa_from_addr(&ep, &a, 6080), 0);
+	peer_endpoint_set(&f.peer[1], &ep);             /* the first: no change */
+	peer_endpoint_set(&f.peer[1], &ep);             /* the same: none */
+	ck_assert_int_eq(f.peer[1].endpoint_changes, 0);
+	ck_assert_int_eq(util_sa_from_addr(&ep, &a, 6081), 0);
+	peer_endpoint_set(&f.peer[1], &ep);             /* a new NAT port */
+	a = check_addr("198.51.100.1");
+	ck_assert_int_eq(util_sa_from_addr(&ep, &a, 6081), 0);
+	peer_endpoint_set(&f.peer[1], &ep);             /* a new address */
+	ck_assert_int_eq(f.peer[1].endpoint_changes, 2);
+	s = render(&f);
+	ck_assert_msg(strstr(s, "\ntoud_peer_endpoint_changes_total{interface=\"tou3\",peer=\"carol\"} 2\n")
+	    != NULL, "%s", s);
+	free(s);
+	for (r = 0; r < PEER_ERR__MAX; r++) {
+		name = peer_error_reason_name((enum peer_error_reason)r);
+		ck_assert_str_ne(name, "unknown");
+		ck_assert_msg(strspn(name, "abcdefghijklmnopqrstuvwxyz_") == strlen(name), "%s", name);
+		for (k = 0; k < r; k++)
+			ck_assert_str_ne(name, peer_error_reason_name((enum peer_error_reason)k));
+	}
 	conf_free(f.t.conf);
 }
 END_TEST
@@ -486,6 +533,7 @@ metrics_suite(void)
 
 	tcase_add_test(tc, escape);
 	tcase_add_test(tc, render_all);
+	tcase_add_test(tc, endpoint_changes_and_reasons);
 	tcase_add_test(tc, render_no_peers);
 	tcase_add_test(tc, render_clock_edges);
 	tcase_add_test(tc, render_batches);

@@ -14,7 +14,9 @@
 #include <string.h>
 
 #include "fulltunnel.h"
+#include "conf.h"
 #include "rtnl.h"
+#include "xfrm.h"
 
 #include "testutil.h"
 
@@ -319,6 +321,48 @@ START_TEST(test_fulltunnel_dns_rules)
 }
 END_TEST
 
+/* The DNS rules' xfrm policies, for each of UDP and TCP: port 53 allowed
+ * with the mark, through the loopback device and from the family's tunnel
+ * addresses (the first four), then blocked; nothing of the other family. */
+START_TEST(test_fulltunnel_dns_policies)
+{
+	static const char *const addrs[] = { "10.77.0.1", "fd77::1", "10.77.1.1", "10.77.2.1",
+		"10.77.3.1", "10.77.4.1" };
+	struct conf_prefix a[ARRAY_SIZE(addrs)];
+	struct xfrm_pol p[FULLTUNNEL_XFRM_MAX + 2];
+	char fmt[160];
+	size_t n, i;
+
+	memset(a, 0, sizeof(a));
+	for (i = 0; i < ARRAY_SIZE(addrs); i++)
+		a[i].p.addr = check_addr(addrs[i]);
+	n = fulltunnel_dns_policies(AF_INET6, 0xca6c, a, 2, p, ARRAY_SIZE(p));
+	ck_assert_uint_eq(n, 8);
+	ck_assert_str_eq(xfrm_pol_fmt(&p[0], fmt, sizeof(fmt)),
+	    "xfrm policy out allow udp dport 53 mark 0xca6c priority 116");
+	ck_assert_str_eq(xfrm_pol_fmt(&p[1], fmt, sizeof(fmt)),
+	    "xfrm policy out allow udp dport 53 dev 1 priority 116");
+	ck_assert_str_eq(xfrm_pol_fmt(&p[2], fmt, sizeof(fmt)),
+	    "xfrm policy out allow udp dport 53 from fd77::1 priority 116");
+	ck_assert_str_eq(xfrm_pol_fmt(&p[3], fmt, sizeof(fmt)),
+	    "xfrm policy out block udp dport 53 priority 117");
+	ck_assert_str_eq(xfrm_pol_fmt(&p[7], fmt, sizeof(fmt)),
+	    "xfrm policy out block tcp dport 53 priority 117");
+	for (i = 0; i < n; i++)
+		ck_assert_int_eq(p[i].family, AF_INET6);
+	/* five IPv4 addresses: the first four are allowed */
+	n = fulltunnel_dns_policies(AF_INET, 0xca6c, a, ARRAY_SIZE(a), p, ARRAY_SIZE(p));
+	ck_assert_uint_eq(n, FULLTUNNEL_XFRM_MAX);
+	ck_assert_str_eq(xfrm_pol_fmt(&p[5], fmt, sizeof(fmt)),
+	    "xfrm policy out allow udp dport 53 from 10.77.3.1 priority 116");
+	ck_assert(p[6].block && p[13].block && p[13].proto == IPPROTO_TCP);
+	/* a short array: the number there would be, nothing written beyond */
+	memset(p, 0, sizeof(p));
+	ck_assert_uint_eq(fulltunnel_dns_policies(AF_INET, 1, a, 1, p, 3), 8);
+	ck_assert_int_eq(p[3].family, 0);
+}
+END_TEST
+
 /* A rule the kernel refuses is not remembered: nothing to undo after. */
 START_TEST(test_rule_refusal)
 {
@@ -553,6 +597,7 @@ rtnl_suite(void)
 	tcase_add_test(tc, test_rule_msg);
 	tcase_add_test(tc, test_fulltunnel_rules);
 	tcase_add_test(tc, test_fulltunnel_dns_rules);
+	tcase_add_test(tc, test_fulltunnel_dns_policies);
 	tcase_add_test(tc, test_rule_refusal);
 	tcase_add_test(tc, test_drop_route_args);
 	tcase_add_test(tc, test_monitor_parse);
