@@ -78,6 +78,7 @@
 #include "conf.h"
 #include "conf_diff.h"
 #include "ctx.h"
+#include "dtls.h"
 #include "drop.h"
 #include "events.h"
 #include "gue.h"
@@ -1642,6 +1643,16 @@ tcp_listen_reload(struct toud *t, const struct conf *nc, char *err, size_t errle
 
 /* --- the context ----------------------------------------------------- */
 
+/* TLS's key log lines go where DTLS's go (keylog-file, SSLKEYLOGFILE). */
+static void
+keylog_cb(const SSL *ssl, const char *line)
+{
+	struct tcp_conn *c = SSL_get_app_data(ssl);
+
+	if (c)
+		dtls_ctx_keylog(c->tcp->t->dtls, line);
+}
+
 static int
 ctx_setup(struct tcp *x, const struct conf_iface *ifc)
 {
@@ -1721,6 +1732,8 @@ tcp_init(struct toud *t, const struct transport_core *ops)
 		log_errx("tcp transport: TLS set-up: %s", keys_ssl_reason());
 		return rc;
 	}
+	if (t->dtls && dtls_ctx_keylog_active(t->dtls))
+		SSL_CTX_set_keylog_callback(x->ctx, keylog_cb);
 	if (!ifc->has_listen_tcp)
 		return 0;
 	if ((rc = listen_open(x, ifc, &x->listener, &x->laddr)) < 0) {
