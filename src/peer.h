@@ -110,6 +110,7 @@ struct peer {
 	 * failure ("" once a session is up), and when the next handshake
 	 * attempt is due (monotonic ms; 0 = none scheduled). */
 	char *last_error;                  /* NULL: none; peer_error() reads it */
+	bool error_kept;                   /* last_error stays until cleared (peer_error_keep) */
 	uint64_t next_attempt_ms;
 	/* The last ICMP port unreachable from its endpoint: when (monotonic
 	 * ms; 0 = none) and "nothing listens on UDP PORT at HOST". */
@@ -151,6 +152,7 @@ peer_error_clear(struct peer *p)
 {
 	free(p->last_error);
 	p->last_error = NULL;
+	p->error_kept = false;
 }
 
 /* Those who say why a peer is down are the handshake and the policy; a
@@ -164,6 +166,8 @@ peer_error_set(struct peer *p, const char *fmt, ...)
 	char buf[PEER_ERROR_MAX], *s;
 	va_list ap;
 
+	if (p->error_kept)
+		return;
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
@@ -173,6 +177,27 @@ peer_error_set(struct peer *p, const char *fmt, ...)
 		return;         /* keeps the one it had */
 	free(p->last_error);
 	p->last_error = s;
+}
+
+/* A reason that outweighs what later attempts say (a preshared-key
+ * mismatch: every attempt on the other path only times out): set, and
+ * kept until peer_error_clear() (a path or session up) or a change of the
+ * peer's keys (peer_reconfigure()). */
+static inline void peer_error_keep(struct peer *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static inline void
+peer_error_keep(struct peer *p, const char *fmt, ...)
+{
+	char buf[PEER_ERROR_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	p->error_kept = false;
+	peer_error_set(p, "%s", buf);
+	p->error_kept = true;
 }
 
 /* "nothing listens on UDP PORT at HOST" for p's endpoint, the last ICMP
