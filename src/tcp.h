@@ -25,6 +25,13 @@ struct x509_store_ctx_st;
  * closes the connection.  Far above any MTU a path has. */
 #define TCP_FRAME_MAX 16384
 
+/* The key log line of a connection's frame keys under a preshared key
+ * (tcp_psk.h; doc/protocol.md 3.3):
+ *   TOUD_TCP_PSK_FRAME_KEYS <client random> <client write key>
+ *       <server write key> <client write IV> <server write IV>
+ * in hex, beside TLS's own lines, with keylog-file or SSLKEYLOGFILE. */
+#define TCP_KEYLOG_PSK_LABEL "TOUD_TCP_PSK_FRAME_KEYS"
+
 /* The transport's ops (transport.h): daemon.c registers it, so every
  * peer has a TCP path; nothing else reaches it but through them. */
 extern const struct transport_ops transport_tcp;
