@@ -464,7 +464,7 @@ static int conn_flush(struct tcp_conn *c);
 static int conn_write(struct tcp_conn *c, const char **why, char *buf, size_t len);
 
 /* With a key log: the frame keys of a connection under a preshared key,
- * which the TLS key log does not give (doc/protocol.md 3.3):
+ * which the TLS key log does not give (doc/protocol.md 3a.2):
  *   TOUD_TCP_PSK_FRAME_KEYS <client random> <client write key>
  *       <server write key> <client write IV> <server write IV> */
 static void

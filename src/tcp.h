@@ -26,7 +26,7 @@ struct x509_store_ctx_st;
 #define TCP_FRAME_MAX 16384
 
 /* The key log line of a connection's frame keys under a preshared key
- * (tcp_psk.h; doc/protocol.md 3.3):
+ * (tcp_psk.h; doc/protocol.md 3a.2):
  *   TOUD_TCP_PSK_FRAME_KEYS <client random> <client write key>
  *       <server write key> <client write IV> <server write IV>
  * in hex, beside TLS's own lines, with keylog-file or SSLKEYLOGFILE. */

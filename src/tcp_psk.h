@@ -1,5 +1,5 @@
 /* tcp_psk.h - the inner protection of the TCP transport's frames for a
- * peer with a preshared key (doc/protocol.md 3.3).
+ * peer with a preshared key (doc/protocol.md 3a.2).
  *
  * OpenSSL 3.0 cannot combine certificates with an external PSK in TLS
  * 1.3, so the key is mixed in above TLS: once the handshake completed,
