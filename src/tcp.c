@@ -70,6 +70,7 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 #include <event2/util.h>
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
@@ -187,7 +188,7 @@ struct tcp_conn {
 	bool sealing;                   /* inside our SSL_write: TLS writes our frames */
 	bool sendq_over;                /* TLS's own output found the queue at its bound */
 	bool key_updates_over;          /* KeyUpdates came faster than allowed */
-	bool revoked;                   /* a reload no longer accepts its key (tcp_reauthorize) */
+	const char *revoked;            /* why a reload ends it (tcp_reauthorize), or NULL */
 	bool renewing;                  /* at its maximum age: its replacement was opened */
 	unsigned key_updates;           /* received since key_updates_ms */
 	uint64_t key_updates_ms;
@@ -209,6 +210,7 @@ struct tcp_conn {
 	 * other end opened (conn_psk_start, conn_open_frame). */
 	bool psk_on;
 	struct tcp_psk psk;
+	uint8_t psk_key[TCP_PSK_LEN];   /* the preshared key it is under (tcp_reauthorize) */
 	bool framed;                    /* a frame of the other end was accepted */
 };
 
@@ -288,6 +290,7 @@ conn_free(struct tcp_conn *c)
 		bufferevent_free(c->raw);
 	free(c->part);
 	tcp_psk_free(&c->psk);
+	OPENSSL_cleanse(c->psk_key, sizeof(c->psk_key));
 	free(c);
 }
 
@@ -356,7 +359,7 @@ deadline_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	if (c->revoked)
-		conn_fail(c, "its key is no longer accepted for this peer");
+		conn_fail(c, c->revoked);
 	else if (CONN_WAITS(c))
 		conn_fail(c, "no frame under the preshared key came within the handshake deadline");
 	else if (c->phase == TCP_UP)
@@ -514,6 +517,7 @@ conn_psk_start(struct tcp_conn *c, struct peer *p)
 	OPENSSL_cleanse(&k, sizeof(k));
 	ERR_clear_error();
 	c->psk_on = true;
+	memcpy(c->psk_key, p->cf->psk, TCP_PSK_LEN);
 	gue_control_encode(ka, GUE_CTYPE_KEEPALIVE);
 	/* Out before anything of the other end's is read: if the keys
 	 * differ and it closes at once, it hears why from this frame. */
@@ -1979,6 +1983,16 @@ conn_still_accepted(struct tcp *x, struct tcp_conn *c, const struct peer *p)
 	return ok;
 }
 
+/* Whether c is under another preshared key than p has now (or under one
+ * where p has none, or the other way round): a reload changed it. */
+static bool
+conn_psk_changed(const struct tcp_conn *c, const struct peer *p)
+{
+	if (c->psk_on != p->cf->has_psk)
+		return true;
+	return c->psk_on && CRYPTO_memcmp(c->psk_key, p->cf->psk, TCP_PSK_LEN) != 0;
+}
+
 size_t
 tcp_reauthorize(struct toud *t)
 {
@@ -1992,13 +2006,16 @@ tcp_reauthorize(struct toud *t)
 		if (c->dead || c->revoked)
 			continue;
 		if (c->phase == TCP_UP && c->peer) {
-			if (conn_still_accepted(x, c, c->peer))
+			if (!conn_still_accepted(x, c, c->peer))
+				c->revoked = "its key is no longer accepted for this peer";
+			else if (conn_psk_changed(c, c->peer))
+				c->revoked = "the peer's preshared key changed";
+			else
 				continue;
-			log_warnx("peer \"%s\": tcp connection %s ends: its key is no longer "
-			    "accepted for this peer", c->peer->name, c->name);
+			log_warnx("peer \"%s\": tcp connection %s ends: %s", c->peer->name, c->name,
+			    c->revoked);
 			/* Ended from the loop, so that the peer hears of it
 			 * (ops->down) as of any other end. */
-			c->revoked = true;
 			event_active(c->ev_deadline, EV_TIMEOUT, 0);
 			ended++;
 		} else if (c->authorized && !conn_still_accepted(x, c, c->authorized)) {

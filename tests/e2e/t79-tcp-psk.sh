@@ -14,6 +14,9 @@
 #       sent through the tunnel (ping's pattern) is nowhere in it.
 #   (c) The control: no preshared key, the same capture and key log: the
 #       decrypted stream does hold the marker, so (b) can fail.
+#   (d) Then a reload gives both sides the key: the connection without it
+#       ends, the next one carries the pings, and its decrypted stream no
+#       longer holds the marker.
 . "$(dirname "$0")/lib.sh"
 { # the whole test is parsed before it runs (see lib.sh)
 need_root
@@ -154,6 +157,24 @@ cat "$E2E_DIR/c-c.keylog" "$E2E_DIR/c-s.keylog" >"$E2E_DIR/c.keylog"
 read -r found decrypted < <(tls_marker_count "$E2E_DIR/c.keylog")
 cmp_ok "$decrypted" -ge 20 "(c) the key log decrypts the TLS records ($decrypted)"
 cmp_ok "$found" -ge 20 "(c) decrypted TLS records hold the marker ($found)"
+
+# --- (d) a reload adds the key --------------------------------------------------
+
+with_psk c "$E2E_DIR/c.psk"
+with_psk s "$E2E_DIR/s.psk"
+for node in s c; do
+	nsx $node "$TOUCTL" -s "$(sock_of $node)" reload >/dev/null ||
+	    bail_out "touctl reload on $node failed"
+done
+capture_start s ul0 reload "tcp port $TCP_PORT"
+check "(d) ping through the tunnel over tcp after the reload" rt_tunnel_up 60
+is "$(tq c peers.s.transport)" tcp "(d) c's peer s is on tcp"
+check "(d) 20 pings with the marker pass" run_pings
+capture_stop reload
+cat "$E2E_DIR/c-c.keylog" "$E2E_DIR/c-s.keylog" | grep -v '^TOUD_' >"$E2E_DIR/d-tls.keylog"
+read -r found decrypted < <(tls_marker_count "$E2E_DIR/d-tls.keylog")
+cmp_ok "$decrypted" -ge 20 "(d) the TLS key log decrypts the TLS records ($decrypted)"
+is "$found" 0 "(d) no decrypted TLS record holds the marker: the connection without the key ended"
 check "toud on c still running" toud_alive c
 check "toud on s still running" toud_alive s
 
