@@ -9,14 +9,12 @@
 #include <errno.h>
 #include <string.h>
 
-#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
-#include <openssl/kdf.h>
-#include <openssl/params.h>
 
 #include "bytes.h"
+#include "record.h"
 #include "tcp_psk.h"
 
 int
@@ -24,36 +22,20 @@ tcp_psk_derive(const uint8_t exporter[TCP_PSK_EXPORTER_LEN], const uint8_t psk[T
     struct tcp_psk_keys *k)
 {
 	uint8_t okm[sizeof(*k)];
-	OSSL_PARAM params[5];
-	EVP_KDF_CTX *kctx = NULL;
-	EVP_KDF *kdf = NULL;
 	uint8_t *w = okm;
-	int ret = -EIO;
+	int ret;
 
 	if (!exporter || !psk || !k)
 		return -EINVAL;
-	params[0] = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, (char *)"SHA256", 0);
-	params[1] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY,
-	    (void *)(uintptr_t)exporter, TCP_PSK_EXPORTER_LEN);
-	params[2] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT,
-	    (void *)(uintptr_t)psk, TCP_PSK_LEN);
-	params[3] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO,
-	    (void *)(uintptr_t)TCP_PSK_INFO, sizeof(TCP_PSK_INFO) - 1);
-	params[4] = OSSL_PARAM_construct_end();
-	if ((kdf = EVP_KDF_fetch(NULL, "HKDF", NULL)) == NULL ||
-	    (kctx = EVP_KDF_CTX_new(kdf)) == NULL ||
-	    EVP_KDF_derive(kctx, okm, sizeof(okm), params) != 1)
-		goto out;
-	/* In the order of the key block: keys, then IVs. */
-	memcpy(k->client_key, w, TCP_PSK_KEY_LEN);
-	memcpy(k->server_key, w += TCP_PSK_KEY_LEN, TCP_PSK_KEY_LEN);
-	memcpy(k->client_iv, w += TCP_PSK_KEY_LEN, TCP_PSK_IV_LEN);
-	memcpy(k->server_iv, w + TCP_PSK_IV_LEN, TCP_PSK_IV_LEN);
-	ret = 0;
-out:
-	EVP_KDF_CTX_free(kctx);
-	EVP_KDF_free(kdf);
-	ERR_clear_error();
+	ret = record_hkdf(psk, TCP_PSK_LEN, exporter, TCP_PSK_EXPORTER_LEN, TCP_PSK_INFO, okm,
+	    sizeof(okm));
+	if (ret == 0) {
+		/* In the order of the key block: keys, then IVs. */
+		memcpy(k->client_key, w, TCP_PSK_KEY_LEN);
+		memcpy(k->server_key, w += TCP_PSK_KEY_LEN, TCP_PSK_KEY_LEN);
+		memcpy(k->client_iv, w += TCP_PSK_KEY_LEN, TCP_PSK_IV_LEN);
+		memcpy(k->server_iv, w + TCP_PSK_IV_LEN, TCP_PSK_IV_LEN);
+	}
 	OPENSSL_cleanse(okm, sizeof(okm));
 	return ret;
 }
