@@ -212,6 +212,7 @@ struct tcp_conn {
 	struct tcp_psk psk;
 	uint8_t psk_key[TCP_PSK_LEN];   /* the preshared key it is under (tcp_reauthorize) */
 	bool framed;                    /* a frame of the other end was accepted */
+	bool mismatched;                /* its first frame said the keys differ */
 };
 
 /* c is authenticated, but its first frame under the preshared key has not
@@ -300,6 +301,10 @@ conn_fail(struct tcp_conn *c, const char *why)
 {
 	struct tcp *x = c->tcp;
 	struct peer *p = c->peer && PEER_CONN(c->peer) == c ? c->peer : NULL;
+	/* An end without the key that got our first frame closes without
+	 * a word (it cannot seal one): say what that may mean. */
+	const char *hint = CONN_WAITS(c) && !c->mismatched ? " before its first frame under the preshared key "
+	    "(has it this preshared-key?)" : "";
 	char err[PEER_ERROR_MAX];
 
 	if (c->phase != TCP_UP && !c->outgoing) {
@@ -315,9 +320,9 @@ conn_fail(struct tcp_conn *c, const char *why)
 		if (c->phase == TCP_UP && !CONN_WAITS(c))
 			log_info("peer \"%s\": tcp connection %s ended: %s", p->name, c->name, why);
 		else
-			log_warnx("peer \"%s\": tcp connection to %s failed: %s", p->name, c->name,
-			    why);
-		snprintf(err, sizeof(err), "tcp %s: %s", c->name, why);
+			log_warnx("peer \"%s\": tcp connection to %s failed: %s%s", p->name, c->name,
+			    why, hint);
+		snprintf(err, sizeof(err), "tcp %s: %s%s", c->name, why, hint);
 	}
 	conn_free(c);
 	if (p)
@@ -565,6 +570,7 @@ conn_refuse_frame(struct tcp_conn *c, bool first, const char *hint)
 		    "authentication under the preshared key: closed", p->name, c->name);
 		return "a frame failed authentication";
 	}
+	c->mismatched = true;
 	log_warnx("peer \"%s\": tcp connection %s: preshared-key mismatch: its first frame "
 	    "fails authentication (%s)", p->name, c->name, hint);
 	event_count(x->t, p, EVENT_PSK_MISMATCH);

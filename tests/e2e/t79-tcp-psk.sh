@@ -8,6 +8,9 @@
 #       more mismatches counted) and a UDP handshake of its fails, every
 #       look at last_error still says the mismatch: neither the next
 #       connection nor the failed handshake replaces it.
+#   (a2) A key on c only: no ping passes; s, which gets c's sealed frame
+#       first, says the mismatch and counts it; c's last_error names the
+#       preshared key too (the other end closed before its first frame).
 #   (b) Equal keys: pings pass over TCP; the key log has the frame keys
 #       (TOUD_TCP_PSK_FRAME_KEYS).  With the TLS lines of the key log
 #       alone, tshark decrypts the TLS stream of a capture, and a marker
@@ -121,6 +124,31 @@ is "$(tq s peers.c.rx_packets)" 0 "(a) s received no packet from c"
 is "$(tq c peers.s.events.tcp_frames_bad)" 0 "(a) not counted as a frame changed on the way"
 toud_stop c
 toud_stop s
+
+# --- (a2) a key on one side only ---------------------------------------------------
+
+cp "$E2E_DIR/s.conf.plain" "$(conf_file s)"
+start_both a2
+nsx c ping -n -q -c 3 -i 0.3 -W 1 "$RT_S_TUN" >/dev/null 2>&1
+is $? 1 "(a2) no answer to ping with a preshared key on c only"
+if wait_for 30 mismatch_said s c; then
+	ok "(a2) s, without a key, says preshared-key mismatch"
+else
+	not_ok "(a2) s, without a key, says preshared-key mismatch" \
+	    "last_error: $(tq s peers.c.last_error)"
+fi
+cmp_ok "$(tq s peers.c.events.psk_mismatch)" -ge 1 "(a2) s counts psk_mismatch"
+# (Not kept: a failed UDP handshake may say its own reason in between.)
+psk_named() { [[ "$(tq c peers.s.last_error)" == *preshared-key* ]]; }
+if wait_for 30 psk_named; then
+	ok "(a2) c's last_error names the preshared key"
+else
+	not_ok "(a2) c's last_error names the preshared key" "last_error: $(tq c peers.s.last_error)"
+fi
+is "$(tq c peers.s.transport)" udp "(a2) c's traffic did not move to tcp"
+toud_stop c
+toud_stop s
+with_psk s "$E2E_DIR/s.psk"
 
 # --- (b) equal keys -------------------------------------------------------------
 
