@@ -25,7 +25,10 @@
 #   RR_SECONDS=3          length of each sockperf run
 #   PATHS                 the paths to measure, raw first: "raw toud toud-tcp"
 #                         with dtls, "raw toud" with none (the TCP
-#                         transport is TLS, so it needs dtls)
+#                         transport is TLS, so it needs dtls); also
+#                         toud-tcp-psk: toud-tcp with a preshared key on
+#                         both sides (added by a reload before its turn,
+#                         removed by another after)
 #   BENCH_JSON=FILE       also write every sample and the medians as JSON
 set -u
 
@@ -58,7 +61,7 @@ case " $PATHS " in
 *) echo "tunnel.sh: PATHS must start with raw" >&2; exit 1;;
 esac
 case " $PATHS " in
-*" toud-tcp "*)
+*" toud-tcp "* | *" toud-tcp-psk "*)
 	[ "$TOUD_E2E_ENCRYPTION" = dtls ] ||
 	    { echo "tunnel.sh: toud-tcp needs ENCRYPTION=dtls (the TCP transport is TLS)" >&2; exit 1; };;
 esac
@@ -117,6 +120,23 @@ udp_block() {
 	wait_for 30 nsx a ping -n -q -c 1 -W 1 "$tun" || bail_out "no ping through the tunnel on $want"
 }
 
+# psk_set on|off: both sides' peer (the last section of each config) gets
+# the same preshared key, or loses it, by a reload; waits for the tunnel.
+psk_set() {
+	local n
+	[ -f "$E2E_DIR/bench.psk" ] || "$TOUCTL" genpsk "$E2E_DIR/bench.psk" >/dev/null ||
+	    bail_out "touctl genpsk failed"
+	for n in a b; do
+		if [ "$1" = on ]; then
+			echo "preshared-key = $E2E_DIR/bench.psk" >>"$(conf_file $n)"
+		else
+			sed -i '/^preshared-key = /d' "$(conf_file $n)"
+		fi
+		nsx $n "$TOUCTL" -s "$(sock_of $n)" reload >/dev/null || bail_out "reload of $n failed"
+	done
+	wait_for 30 nsx a ping -n -q -c 1 -W 1 "$tun" || bail_out "no ping after preshared key $1"
+}
+
 # toud_ticks: utime + stime of both daemons, in clock ticks.
 toud_ticks() {
 	local n sum=0 f
@@ -170,7 +190,8 @@ samples=$E2E_DIR/samples
 for r in $(seq "$ROUNDS"); do
 	for path in $PATHS; do
 		if [ $path = raw ]; then dest=$raw; else dest=$tun; fi
-		[ $path = toud-tcp ] && udp_block on
+		[ $path = toud-tcp-psk ] && psk_set on
+		case $path in toud-tcp*) udp_block on ;; esac
 		for p in 1 4; do
 			t0=$(toud_ticks)
 			if [ $p = 1 ]; then
@@ -190,7 +211,8 @@ for r in $(seq "$ROUNDS"); do
 		read -r p50 p99 < <(rr "$dest")
 		echo "$r $path rr50 $p50" >>"$samples"
 		echo "$r $path rr99 $p99" >>"$samples"
-		[ $path = toud-tcp ] && udp_block off
+		case $path in toud-tcp*) udp_block off ;; esac
+		[ $path = toud-tcp-psk ] && psk_set off
 		echo "# round $r/$ROUNDS $path: $(grep "^$r $path " "$samples" | cut -d' ' -f3- | tr '\n' ' ')" >&2
 	done
 done

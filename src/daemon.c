@@ -223,7 +223,8 @@ daemon_start_paths(struct toud *t)
 	 * these, so that it calls nothing that calls it (peer.h, transport.h). */
 	if (ifc->encryption == CONF_ENC_DTLS && (rc = tcp_init(t, &(struct transport_core){
 	    .frames = rx_frames, .authorize = handshake_authorize_key,
-	    .up = peer_timers_path_up, .down = peer_timers_path_down })) < 0)
+	    .up = peer_timers_path_up, .down = peer_timers_path_down,
+	    .mismatch = peer_timers_path_mismatch })) < 0)
 		return rc;
 	return 0;
 }

@@ -423,18 +423,7 @@ refuse:
 static void
 keylog_cb(const SSL *ssl, const char *line)
 {
-	struct dtls_ctx *c = SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl));
-	struct iovec iov[2];
-
-	if (c == NULL || c->keylog_fd < 0)
-		return;
-	iov[0].iov_base = (void *)(uintptr_t)line;
-	iov[0].iov_len = strlen(line);
-	iov[1].iov_base = (void *)(uintptr_t)"\n";
-	iov[1].iov_len = 1;
-	/* One writev on an O_APPEND file: lines of both sides stay whole. */
-	if (writev(c->keylog_fd, iov, 2) < 0)
-		log_debug("key log: %s", strerror(errno));
+	dtls_ctx_keylog(SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl)), line);
 }
 
 static int
@@ -1488,6 +1477,22 @@ dtls_ctx_rotate_cookie(struct dtls_ctx *c)
 	memcpy(c->prev_secret, c->secret, sizeof(c->secret));
 	memcpy(c->secret, next, sizeof(next));
 	OPENSSL_cleanse(next, sizeof(next));
+}
+
+/* One writev on an O_APPEND file: lines of both sides stay whole. */
+void
+dtls_ctx_keylog(struct dtls_ctx *c, const char *line)
+{
+	struct iovec iov[2];
+
+	if (c == NULL || c->keylog_fd < 0)
+		return;
+	iov[0].iov_base = (void *)(uintptr_t)line;
+	iov[0].iov_len = strlen(line);
+	iov[1].iov_base = (void *)(uintptr_t)"\n";
+	iov[1].iov_len = 1;
+	if (writev(c->keylog_fd, iov, 2) < 0)
+		log_debug("key log: %s", strerror(errno));
 }
 
 bool

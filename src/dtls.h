@@ -88,6 +88,9 @@ const uint8_t *dtls_ctx_fingerprint(const struct dtls_ctx *c);
 void dtls_ctx_rotate_cookie(struct dtls_ctx *c);
 /* Whether a key log is being written (the daemon warns at start). */
 bool dtls_ctx_keylog_active(const struct dtls_ctx *c);
+/* Append line (no newline) to the key log, if there is one: the TCP
+ * transport's lines go to the same file (tcp.c). */
+void dtls_ctx_keylog(struct dtls_ctx *c, const char *line);
 
 /* A client (initiator) session towards the peer `expect`: the handshake
  * succeeds only if authorize() returns exactly `expect`. */

@@ -80,6 +80,7 @@ peer_reconfigure(struct peer *p, const struct conf_peer *cf)
 	peer_uninstall(p);
 	peer_take_conf(p, cf);
 	if (what & CONF_PEER_DIFF_AUTH) {
+		p->error_kept = false;          /* the keys that disagreed may agree now */
 		/* The key that authenticated the sessions may be revoked: end
 		 * them; the next packet starts a handshake under the new rules.
 		 * A new preshared key or post-quantum policy is used at once: a

@@ -112,6 +112,7 @@ struct peer {
 	 * attempt is due (monotonic ms; 0 = none scheduled). */
 	char *last_error;                  /* NULL: none; peer_error() reads it */
 	uint8_t last_error_reason;         /* its kind: enum peer_error_reason */
+	bool error_kept;                   /* last_error stays until cleared (peer_error_keep) */
 	uint64_t next_attempt_ms;
 	/* The last ICMP port unreachable from its endpoint: when (monotonic
 	 * ms; 0 = none) and "nothing listens on UDP PORT at HOST". */
@@ -174,6 +175,7 @@ peer_error_clear(struct peer *p)
 {
 	free(p->last_error);
 	p->last_error = NULL;
+	p->error_kept = false;
 }
 
 /* Those who say why a peer is down are the handshake and the policy; a
@@ -187,6 +189,8 @@ peer_error_set(struct peer *p, enum peer_error_reason reason, const char *fmt, .
 	char buf[PEER_ERROR_MAX], *s;
 	va_list ap;
 
+	if (p->error_kept)
+		return;
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
@@ -197,6 +201,27 @@ peer_error_set(struct peer *p, enum peer_error_reason reason, const char *fmt, .
 	free(p->last_error);
 	p->last_error = s;
 	p->last_error_reason = (uint8_t)reason;
+}
+
+/* A reason that outweighs what later attempts say (a preshared-key
+ * mismatch: every attempt on the other path only times out): set, and
+ * kept until peer_error_clear() (a path or session up) or a change of the
+ * peer's keys (peer_reconfigure()). */
+static inline void peer_error_keep(struct peer *p, enum peer_error_reason reason,
+    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static inline void
+peer_error_keep(struct peer *p, enum peer_error_reason reason, const char *fmt, ...)
+{
+	char buf[PEER_ERROR_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	p->error_kept = false;
+	peer_error_set(p, reason, "%s", buf);
+	p->error_kept = true;
 }
 
 /* "nothing listens on UDP PORT at HOST" for p's endpoint, the last ICMP

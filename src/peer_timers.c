@@ -747,6 +747,13 @@ peer_timers_path_down(struct peer *p, struct peer_path *ph, const char *why)
 }
 
 void
+peer_timers_path_mismatch(struct peer *p, struct peer_path *ph, const char *why)
+{
+	(void)ph;
+	peer_error_keep(p, PEER_ERR_PSK_MISMATCH, "%s", why);
+}
+
+void
 peer_timers_path_changed(struct peer *p)
 {
 	tx_control(p->toud, p, GUE_CTYPE_KEEPALIVE, NULL, 0);

@@ -77,6 +77,9 @@ void peer_timers_path_changed(struct peer *p);
 struct peer_path;
 void peer_timers_path_up(struct peer *p, struct peer_path *ph);
 void peer_timers_path_down(struct peer *p, struct peer_path *ph, const char *why);
+/* transport_core's mismatch: why stays in last_error until a path is up
+ * (peer_error_keep()). */
+void peer_timers_path_mismatch(struct peer *p, struct peer_path *ph, const char *why);
 /* A path response (token) came on ph: true if it answers the policy's
  * probe of ph in flight. */
 bool peer_timers_probe_answered(struct peer *p, struct peer_path *ph, const uint8_t *token,

@@ -174,6 +174,33 @@ out:
 	return ret;
 }
 
+int
+record_hkdf(const uint8_t *salt, size_t salt_len, const uint8_t *ikm, size_t ikm_len,
+    const char *info, uint8_t *out, size_t n)
+{
+	OSSL_PARAM params[5];
+	EVP_KDF_CTX *kctx = NULL;
+	EVP_KDF *kdf = NULL;
+	int ret = -EIO;
+
+	params[0] = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, (char *)"SHA256", 0);
+	params[1] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY,
+	    (void *)(uintptr_t)ikm, ikm_len);
+	params[2] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT,
+	    (void *)(uintptr_t)salt, salt_len);
+	params[3] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO,
+	    (void *)(uintptr_t)info, strlen(info));
+	params[4] = OSSL_PARAM_construct_end();
+	if ((kdf = EVP_KDF_fetch(NULL, "HKDF", NULL)) != NULL &&
+	    (kctx = EVP_KDF_CTX_new(kdf)) != NULL &&
+	    EVP_KDF_derive(kctx, out, n, params) == 1)
+		ret = 0;
+	EVP_KDF_CTX_free(kctx);
+	EVP_KDF_free(kdf);
+	ERR_clear_error();
+	return ret;
+}
+
 /* The keys of a session with a preshared key (record.h). */
 int
 record_keys_psk(enum record_cipher c, const uint8_t exporter[RECORD_PSK_EXPORTER_LEN],
@@ -181,35 +208,17 @@ record_keys_psk(enum record_cipher c, const uint8_t exporter[RECORD_PSK_EXPORTER
     struct record_keys *server_write)
 {
 	uint8_t block[2 * 32 + 2 * NONCE_LEN + 2 * 16];
-	OSSL_PARAM params[5];
-	EVP_KDF_CTX *kctx = NULL;
-	EVP_KDF *kdf = NULL;
-	size_t kl, il, need;
-	int ret = -EIO;
+	size_t kl, il;
+	int ret;
 
 	if (record_cipher_name(c) == NULL || exporter == NULL || psk == NULL)
 		return -EINVAL;
 	kl = key_len(c);
 	il = iv_len(c);
-	need = 2 * kl + 2 * il + 2 * 16;
-	params[0] = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, (char *)"SHA256", 0);
-	params[1] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY,
-	    (void *)(uintptr_t)exporter, RECORD_PSK_EXPORTER_LEN);
-	params[2] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT,
-	    (void *)(uintptr_t)psk, RECORD_PSK_LEN);
-	params[3] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO,
-	    (void *)(uintptr_t)RECORD_PSK_INFO, sizeof(RECORD_PSK_INFO) - 1);
-	params[4] = OSSL_PARAM_construct_end();
-	if ((kdf = EVP_KDF_fetch(NULL, "HKDF", NULL)) == NULL ||
-	    (kctx = EVP_KDF_CTX_new(kdf)) == NULL ||
-	    EVP_KDF_derive(kctx, block, need, params) != 1)
-		goto out;
-	keys_cut(c, block, block + 2 * kl + 2 * il, client_write, server_write);
-	ret = 0;
-out:
-	EVP_KDF_CTX_free(kctx);
-	EVP_KDF_free(kdf);
-	ERR_clear_error();
+	ret = record_hkdf(psk, RECORD_PSK_LEN, exporter, RECORD_PSK_EXPORTER_LEN,
+	    RECORD_PSK_INFO, block, 2 * kl + 2 * il + 2 * 16);
+	if (ret == 0)
+		keys_cut(c, block, block + 2 * kl + 2 * il, client_write, server_write);
 	OPENSSL_cleanse(block, sizeof(block));
 	return ret;
 }

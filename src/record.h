@@ -180,6 +180,11 @@ int record_keys_derive(enum record_cipher c, const char *md, const uint8_t *mast
  * block is: client write key, server write key, client write IV, server
  * write IV, then client and server permutation keys (16 bytes each).
  * 0 or -errno. */
+/* HKDF-SHA256 (RFC 5869) of ikm with salt and info (a string) into out,
+ * n bytes: the derivations of a preshared key, this one and the TCP
+ * transport's (tcp_psk.h).  0 or -EIO. */
+int record_hkdf(const uint8_t *salt, size_t salt_len, const uint8_t *ikm, size_t ikm_len,
+    const char *info, uint8_t *out, size_t n);
 #define RECORD_PSK_LABEL "EXPORTER-toud-preshared-key"
 #define RECORD_PSK_EXPORTER_LEN 32
 #define RECORD_PSK_LEN 32

@@ -70,6 +70,7 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 #include <event2/util.h>
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
@@ -78,6 +79,7 @@
 #include "conf.h"
 #include "conf_diff.h"
 #include "ctx.h"
+#include "dtls.h"
 #include "drop.h"
 #include "events.h"
 #include "gue.h"
@@ -90,6 +92,7 @@
 #include "rx.h"
 #include "stream.h"
 #include "tcp.h"
+#include "tcp_psk.h"
 #include "timer.h"
 #include "transport.h"
 #include "udp.h"
@@ -185,7 +188,7 @@ struct tcp_conn {
 	bool sealing;                   /* inside our SSL_write: TLS writes our frames */
 	bool sendq_over;                /* TLS's own output found the queue at its bound */
 	bool key_updates_over;          /* KeyUpdates came faster than allowed */
-	bool revoked;                   /* a reload no longer accepts its key (tcp_reauthorize) */
+	const char *revoked;            /* why a reload ends it (tcp_reauthorize), or NULL */
 	bool renewing;                  /* at its maximum age: its replacement was opened */
 	unsigned key_updates;           /* received since key_updates_ms */
 	uint64_t key_updates_ms;
@@ -202,7 +205,19 @@ struct tcp_conn {
 	unsigned busy;                  /* inside its read callback: free later */
 	bool dead;
 	char *refused;                  /* outgoing: why verify_cb refused the key */
+	/* Its peer has a preshared key: every frame's payload is sealed
+	 * (tcp_psk.h), and the connection is up only once one from the
+	 * other end opened (conn_psk_start, conn_open_frame). */
+	bool psk_on;
+	struct tcp_psk psk;
+	uint8_t psk_key[TCP_PSK_LEN];   /* the preshared key it is under (tcp_reauthorize) */
+	bool framed;                    /* a frame of the other end was accepted */
+	bool mismatched;                /* its first frame said the keys differ */
 };
+
+/* c is authenticated, but its first frame under the preshared key has not
+ * come yet: not up for its peer. */
+#define CONN_WAITS(c) ((c)->psk_on && !(c)->psk.opened)
 
 /* p's connection (NULL: none): what p's TCP path keeps for it
  * (transport.h).  Every peer of an interface with DTLS has one. */
@@ -275,6 +290,8 @@ conn_free(struct tcp_conn *c)
 	if (c->raw)
 		bufferevent_free(c->raw);
 	free(c->part);
+	tcp_psk_free(&c->psk);
+	OPENSSL_cleanse(c->psk_key, sizeof(c->psk_key));
 	free(c);
 }
 
@@ -284,6 +301,10 @@ conn_fail(struct tcp_conn *c, const char *why)
 {
 	struct tcp *x = c->tcp;
 	struct peer *p = c->peer && PEER_CONN(c->peer) == c ? c->peer : NULL;
+	/* An end without the key that got our first frame closes without
+	 * a word (it cannot seal one): say what that may mean. */
+	const char *hint = CONN_WAITS(c) && !c->mismatched ? " before its first frame under the preshared key "
+	    "(has it this preshared-key?)" : "";
 	char err[PEER_ERROR_MAX];
 
 	if (c->phase != TCP_UP && !c->outgoing) {
@@ -296,12 +317,12 @@ conn_fail(struct tcp_conn *c, const char *why)
 	if (p) {
 		PEER_CONN(p) = NULL;
 		c->peer = NULL;
-		if (c->phase == TCP_UP)
+		if (c->phase == TCP_UP && !CONN_WAITS(c))
 			log_info("peer \"%s\": tcp connection %s ended: %s", p->name, c->name, why);
 		else
-			log_warnx("peer \"%s\": tcp connection to %s failed: %s", p->name, c->name,
-			    why);
-		snprintf(err, sizeof(err), "tcp %s: %s", c->name, why);
+			log_warnx("peer \"%s\": tcp connection to %s failed: %s%s", p->name, c->name,
+			    why, hint);
+		snprintf(err, sizeof(err), "tcp %s: %s%s", c->name, why, hint);
 	}
 	conn_free(c);
 	if (p)
@@ -343,7 +364,9 @@ deadline_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	if (c->revoked)
-		conn_fail(c, "its key is no longer accepted for this peer");
+		conn_fail(c, c->revoked);
+	else if (CONN_WAITS(c))
+		conn_fail(c, "no frame under the preshared key came within the handshake deadline");
 	else if (c->phase == TCP_UP)
 		conn_aged(c);
 	else
@@ -444,6 +467,118 @@ conn_crossed(struct peer *p, const struct tcp_conn *kept, const struct tcp_conn 
 	    "closes", p->name, kept->name, closed->name);
 }
 
+static int conn_send(struct tcp_conn *c, const uint8_t *payload, size_t len, bool data);
+static int conn_flush(struct tcp_conn *c);
+static int conn_write(struct tcp_conn *c, const char **why, char *buf, size_t len);
+
+/* With a key log: the frame keys of a connection under a preshared key,
+ * which the TLS key log does not give (doc/protocol.md 3a.2):
+ *   TOUD_TCP_PSK_FRAME_KEYS <client random> <client write key>
+ *       <server write key> <client write IV> <server write IV> */
+static void
+conn_keylog_psk(struct tcp_conn *c, const struct tcp_psk_keys *k)
+{
+	char line[sizeof(TCP_KEYLOG_PSK_LABEL) + 5 * (2 * 32 + 1) + 1], *w = line;
+	const struct { const uint8_t *b; size_t n; } f[] = {
+		{ NULL, 32 }, { k->client_key, TCP_PSK_KEY_LEN }, { k->server_key, TCP_PSK_KEY_LEN },
+		{ k->client_iv, TCP_PSK_IV_LEN }, { k->server_iv, TCP_PSK_IV_LEN },
+	};
+	uint8_t cr[32];
+	size_t i;
+
+	if (!c->tcp->t->dtls || !dtls_ctx_keylog_active(c->tcp->t->dtls) ||
+	    SSL_get_client_random(c->ssl, cr, sizeof(cr)) != sizeof(cr))
+		return;
+	w += snprintf(line, sizeof(line), "%s", TCP_KEYLOG_PSK_LABEL);
+	for (i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		*w++ = ' ';
+		util_hex(f[i].b ? f[i].b : cr, f[i].n, w);
+		w += 2 * f[i].n;
+	}
+	dtls_ctx_keylog(c->tcp->t->dtls, line);
+	OPENSSL_cleanse(line, sizeof(line));
+}
+
+/* c's peer p has a preshared key: the frame keys from TLS's exporter and
+ * the key, and at once a first frame under them (a keepalive).  The
+ * connection is p's, but up only when the other end's first frame opens
+ * (conn_open_frame), within the handshake's deadline. */
+static void
+conn_psk_start(struct tcp_conn *c, struct peer *p)
+{
+	uint8_t exp[TCP_PSK_EXPORTER_LEN], ka[GUE_WORD_LEN];
+	struct tcp_psk_keys k;
+	const char *why = "cannot set up the preshared key's frame keys";
+	char buf[160];
+	int rc;
+
+	rc = SSL_export_keying_material(c->ssl, exp, sizeof(exp), TCP_PSK_LABEL,
+	    sizeof(TCP_PSK_LABEL) - 1, NULL, 0, 0) == 1 ? 0 : -EIO;
+	if (rc == 0 && (rc = tcp_psk_derive(exp, p->cf->psk, &k)) == 0) {
+		rc = tcp_psk_init(&c->psk, &k, c->outgoing);
+		conn_keylog_psk(c, &k);
+	}
+	OPENSSL_cleanse(exp, sizeof(exp));
+	OPENSSL_cleanse(&k, sizeof(k));
+	ERR_clear_error();
+	c->psk_on = true;
+	memcpy(c->psk_key, p->cf->psk, TCP_PSK_LEN);
+	gue_control_encode(ka, GUE_CTYPE_KEEPALIVE);
+	/* Out before anything of the other end's is read: if the keys
+	 * differ and it closes at once, it hears why from this frame. */
+	if (rc < 0 || conn_send(c, ka, sizeof(ka), false) < 0 || conn_flush(c) < 0 ||
+	    conn_write(c, &why, buf, sizeof(buf)) < 0) {
+		conn_fail(c, why);
+		return;
+	}
+	timer_arm_ms(c->ev_deadline, TCP_HANDSHAKE_MS);
+	log_debug("peer \"%s\": tcp connection %s authenticated (%s, %s), waiting for a "
+	    "frame under the preshared key", p->name, c->name, SSL_get_version(c->ssl),
+	    SSL_get_cipher_name(c->ssl));
+}
+
+/* The other end's first frame under the preshared key opened: c is up. */
+static void
+conn_psk_up(struct tcp_conn *c)
+{
+	struct tcp *x = c->tcp;
+	struct peer *p = c->peer;
+	uint64_t age = toud_now(x->t) - c->up_ms, max = conf_session_max_age_ms(&x->t->conf->iface);
+
+	/* The maximum age counts from the handshake, as without the key. */
+	timer_arm_ms(c->ev_deadline, (max > age ? max - age : 0) +
+	    (c->outgoing ? 0 : TCP_MAX_AGE_GRACE_MS));
+	log_info("peer \"%s\": tcp connection %s up (%s, %s, preshared key)", p->name,
+	    c->name, SSL_get_version(c->ssl), SSL_get_cipher_name(c->ssl));
+	x->ops.up(p, transport_path(p->paths, &transport_tcp));
+}
+
+/* A frame that does not open: before any did, the two sides' preshared
+ * keys differ (told to the core: said in last_error until a path is up,
+ * counted psk_mismatch); after, it was changed on the way (counted
+ * tcp_frames_bad).  Either way the connection closes: why. */
+static const char *
+conn_refuse_frame(struct tcp_conn *c, bool first, const char *hint)
+{
+	struct tcp *x = c->tcp;
+	struct peer *p = c->peer;
+	char err[PEER_ERROR_MAX];
+
+	if (!first) {
+		x->t->events[EVENT_TCP_FRAMES_BAD]++;
+		log_warnx("peer \"%s\": tcp connection %s sent a frame that fails "
+		    "authentication under the preshared key: closed", p->name, c->name);
+		return "a frame failed authentication";
+	}
+	c->mismatched = true;
+	log_warnx("peer \"%s\": tcp connection %s: preshared-key mismatch: its first frame "
+	    "fails authentication (%s)", p->name, c->name, hint);
+	event_count(x->t, p, EVENT_PSK_MISMATCH);
+	snprintf(err, sizeof(err), "preshared-key mismatch: %s (tcp %s)", hint, c->name);
+	x->ops.mismatch(p, transport_path(p->paths, &transport_tcp), err);
+	return "preshared-key mismatch";
+}
+
 /* TLS is up and authenticated: the connection becomes its peer's, in
  * place of any older one (conn_keep_old). */
 static void
@@ -502,6 +637,10 @@ conn_established(struct tcp_conn *c)
 	timer_arm_ms(c->ev_deadline, conf_session_max_age_ms(&x->t->conf->iface) +
 	    (c->outgoing ? 0 : TCP_MAX_AGE_GRACE_MS));
 	conn_sockopts(c->fd);
+	if (p->cf->has_psk) {
+		conn_psk_start(c, p);
+		return;
+	}
 	log_info("peer \"%s\": tcp connection %s up (%s, %s)", p->name, c->name,
 	    SSL_get_version(c->ssl), SSL_get_cipher_name(c->ssl));
 	x->ops.up(p, transport_path(p->paths, &transport_tcp));
@@ -583,10 +722,30 @@ conn_deliver(struct tcp_conn *c, unsigned n)
 		memmove(x->slots + RX_HEADROOM, x->slots + (size_t)n * TCP_SLOT + RX_HEADROOM, part);
 }
 
-/* Feed what was read into frames; false when the stream is bad (the
- * connection is closed, counted). */
+/* A complete frame (dst, *flen bytes) under the preshared key opens in
+ * place (*flen becomes its payload's length); the first one to open makes
+ * c up.  false, with why, when it does not (conn_refuse_frame). */
 static bool
-conn_feed(struct tcp_conn *c, const uint8_t *data, size_t len, unsigned *n)
+conn_open_frame(struct tcp_conn *c, uint8_t *dst, size_t *flen, const char **why)
+{
+	bool first = !c->psk.opened;
+	ssize_t n = tcp_psk_open(&c->psk, dst, *flen);
+
+	if (n < 0) {
+		*why = conn_refuse_frame(c, first, "preshared-key names another key on the "
+		    "other side, or none there");
+		return false;
+	}
+	*flen = (size_t)n;
+	if (first)
+		conn_psk_up(c);
+	return true;
+}
+
+/* Feed what was read into frames; false when the stream is bad (the
+ * connection is closed, counted; why says why). */
+static bool
+conn_feed(struct tcp_conn *c, const uint8_t *data, size_t len, unsigned *n, const char **why)
 {
 	struct tcp *x = c->tcp;
 	size_t used, flen = 0;
@@ -602,7 +761,19 @@ conn_feed(struct tcp_conn *c, const uint8_t *data, size_t len, unsigned *n)
 		len -= used;
 		if (st == STREAM_MORE)
 			continue;
+		if (st == STREAM_FRAME && c->psk_on && !conn_open_frame(c, dst, &flen, why))
+			return false;
+		if (c->dead)                    /* up, and what that did closed it */
+			return true;
 		malformed = st == STREAM_FRAME && gue_inner_decode(dst, flen, &in) != GUE_OK;
+		/* Without a key of ours, what a side with one sends first
+		 * is no frame of ours. */
+		if (malformed && !c->psk_on && !c->framed) {
+			x->t->events[EVENT_TCP_FRAMES_BAD]++;
+			*why = conn_refuse_frame(c, true, "the other side has a preshared-key for "
+			    "this node, this side none");
+			return false;
+		}
 		if (st != STREAM_FRAME || malformed) {
 			x->t->events[EVENT_TCP_FRAMES_BAD]++;
 			log_warnx("peer \"%s\": tcp connection %s sent %s: closed", c->peer->name,
@@ -610,6 +781,7 @@ conn_feed(struct tcp_conn *c, const uint8_t *data, size_t len, unsigned *n)
 			    stream_status_name(st));
 			return false;
 		}
+		c->framed = true;
 		x->msgs[*n] = (struct udp_msg){ .buf = dst, .cap = TCP_FRAME_MAX,
 		    .len = flen, .peer = c->addr };
 		if (++*n == TCP_BATCH) {
@@ -879,7 +1051,7 @@ conn_read_cb(evutil_socket_t fd, short what, void *arg)
 				ok = false;
 			break;
 		}
-		if (!(ok = conn_feed(c, chunk, (size_t)got, &n)) || c->dead)
+		if (!(ok = conn_feed(c, chunk, (size_t)got, &n, &why)) || c->dead)
 			break;
 		/* Level-triggered: what is still in the socket wakes us again. */
 		if (!SSL_has_pending(c->ssl))
@@ -1019,18 +1191,35 @@ conn_write_cb(evutil_socket_t fd, short what, void *arg)
 		conn_fail(c, why);
 }
 
+/* A frame of payload (len bytes; plen on the wire) at dst: its header,
+ * and the payload sealed under the preshared key or as it is.  0 or
+ * -errno. */
+static int
+conn_frame_put(struct tcp_conn *c, uint8_t *dst, const uint8_t *payload, size_t len,
+    size_t plen)
+{
+	(void)stream_frame_header(dst, plen, TCP_FRAME_MAX);
+	if (c->psk_on)
+		return tcp_psk_seal(&c->psk, payload, len, dst + STREAM_HDR_LEN) < 0 ? -EIO : 0;
+	memcpy(dst + STREAM_HDR_LEN, payload, len);
+	return 0;
+}
+
 /* Queue one frame (payload, len bytes) on p's connection.  0, -ENOTCONN
- * (none up), -ENOBUFS (its send queue is full), -ETIMEDOUT (data, not a
- * control message, dropped because the queue's wait has stayed too long:
- * codel.h), -EMSGSIZE. */
+ * (none up; data before the first frame under the preshared key came),
+ * -ENOBUFS (its send queue is full), -ETIMEDOUT (data, not a control
+ * message, dropped because the queue's wait has stayed too long:
+ * codel.h), -EMSGSIZE, -EIO (not sealed). */
 static int
 conn_send(struct tcp_conn *c, const uint8_t *payload, size_t len, bool data)
 {
-	size_t flen = STREAM_HDR_LEN + len;
+	size_t plen = len + (c && c->psk_on ? TCP_PSK_TAG_LEN : 0);
+	size_t flen = STREAM_HDR_LEN + plen;
+	struct evbuffer_iovec v;
 
-	if (!c || c->phase != TCP_UP)
+	if (!c || c->phase != TCP_UP || (data && CONN_WAITS(c)))
 		return -ENOTCONN;
-	if (len == 0 || len > TCP_FRAME_MAX)
+	if (len == 0 || plen > TCP_FRAME_MAX)
 		return -EMSGSIZE;
 	if (data && c->aqm.dropping && codel_drop(&c->aqm, util_now_us()))
 		return -ETIMEDOUT;
@@ -1041,20 +1230,20 @@ conn_send(struct tcp_conn *c, const uint8_t *payload, size_t len, bool data)
 	if (!c->staged)
 		event_active(c->ev_flush, EV_TIMEOUT, 0);
 	if (flen > TCP_STAGE_MAX) {             /* only a frame near the largest */
-		uint8_t hdr[STREAM_HDR_LEN];
-
-		(void)stream_frame_header(hdr, len, TCP_FRAME_MAX);
-		/* Room for the whole frame first: half of one would break
-		 * the stream. */
-		if (evbuffer_expand(c->out, flen) < 0 ||
-		    evbuffer_add(c->out, hdr, sizeof(hdr)) < 0 ||
-		    evbuffer_add(c->out, payload, len) < 0)
+		/* Room for the whole frame first, in one piece: half of one
+		 * would break the stream. */
+		if (evbuffer_reserve_space(c->out, (ev_ssize_t)flen, &v, 1) != 1)
+			return -ENOMEM;
+		if (conn_frame_put(c, v.iov_base, payload, len, plen) < 0)
+			return -EIO;
+		v.iov_len = flen;
+		if (evbuffer_commit_space(c->out, &v, 1) < 0)
 			return -ENOMEM;
 		codel_fifo_add(&c->plain, flen, util_now_us());
 		return 0;
 	}
-	(void)stream_frame_header(c->stage + c->staged, len, TCP_FRAME_MAX);
-	memcpy(c->stage + c->staged + STREAM_HDR_LEN, payload, len);
+	if (conn_frame_put(c, c->stage + c->staged, payload, len, plen) < 0)
+		return -EIO;
 	c->staged += flen;
 	return 0;
 }
@@ -1084,7 +1273,8 @@ tcp_state(const struct peer *p, const struct peer_path *ph)
 	const struct tcp_conn *c = ph->conn;
 
 	(void)p;
-	return !c ? TRANSPORT_DOWN : c->phase == TCP_UP ? TRANSPORT_UP : TRANSPORT_OPENING;
+	return !c ? TRANSPORT_DOWN : c->phase == TCP_UP && !CONN_WAITS(c) ? TRANSPORT_UP :
+	    TRANSPORT_OPENING;
 }
 
 static bool
@@ -1642,6 +1832,16 @@ tcp_listen_reload(struct toud *t, const struct conf *nc, char *err, size_t errle
 
 /* --- the context ----------------------------------------------------- */
 
+/* TLS's key log lines go where DTLS's go (keylog-file, SSLKEYLOGFILE). */
+static void
+keylog_cb(const SSL *ssl, const char *line)
+{
+	struct tcp_conn *c = SSL_get_app_data(ssl);
+
+	if (c)
+		dtls_ctx_keylog(c->tcp->t->dtls, line);
+}
+
 static int
 ctx_setup(struct tcp *x, const struct conf_iface *ifc)
 {
@@ -1721,6 +1921,8 @@ tcp_init(struct toud *t, const struct transport_core *ops)
 		log_errx("tcp transport: TLS set-up: %s", keys_ssl_reason());
 		return rc;
 	}
+	if (t->dtls && dtls_ctx_keylog_active(t->dtls))
+		SSL_CTX_set_keylog_callback(x->ctx, keylog_cb);
 	if (!ifc->has_listen_tcp)
 		return 0;
 	if ((rc = listen_open(x, ifc, &x->listener, &x->laddr)) < 0) {
@@ -1787,6 +1989,16 @@ conn_still_accepted(struct tcp *x, struct tcp_conn *c, const struct peer *p)
 	return ok;
 }
 
+/* Whether c is under another preshared key than p has now (or under one
+ * where p has none, or the other way round): a reload changed it. */
+static bool
+conn_psk_changed(const struct tcp_conn *c, const struct peer *p)
+{
+	if (c->psk_on != p->cf->has_psk)
+		return true;
+	return c->psk_on && CRYPTO_memcmp(c->psk_key, p->cf->psk, TCP_PSK_LEN) != 0;
+}
+
 size_t
 tcp_reauthorize(struct toud *t)
 {
@@ -1800,13 +2012,16 @@ tcp_reauthorize(struct toud *t)
 		if (c->dead || c->revoked)
 			continue;
 		if (c->phase == TCP_UP && c->peer) {
-			if (conn_still_accepted(x, c, c->peer))
+			if (!conn_still_accepted(x, c, c->peer))
+				c->revoked = "its key is no longer accepted for this peer";
+			else if (conn_psk_changed(c, c->peer))
+				c->revoked = "the peer's preshared key changed";
+			else
 				continue;
-			log_warnx("peer \"%s\": tcp connection %s ends: its key is no longer "
-			    "accepted for this peer", c->peer->name, c->name);
+			log_warnx("peer \"%s\": tcp connection %s ends: %s", c->peer->name, c->name,
+			    c->revoked);
 			/* Ended from the loop, so that the peer hears of it
 			 * (ops->down) as of any other end. */
-			c->revoked = true;
 			event_active(c->ev_deadline, EV_TIMEOUT, 0);
 			ended++;
 		} else if (c->authorized && !conn_still_accepted(x, c, c->authorized)) {

@@ -25,6 +25,13 @@ struct x509_store_ctx_st;
  * closes the connection.  Far above any MTU a path has. */
 #define TCP_FRAME_MAX 16384
 
+/* The key log line of a connection's frame keys under a preshared key
+ * (tcp_psk.h; doc/protocol.md 3a.2):
+ *   TOUD_TCP_PSK_FRAME_KEYS <client random> <client write key>
+ *       <server write key> <client write IV> <server write IV>
+ * in hex, beside TLS's own lines, with keylog-file or SSLKEYLOGFILE. */
+#define TCP_KEYLOG_PSK_LABEL "TOUD_TCP_PSK_FRAME_KEYS"
+
 /* The transport's ops (transport.h): daemon.c registers it, so every
  * peer has a TCP path; nothing else reaches it but through them. */
 extern const struct transport_ops transport_tcp;
@@ -40,9 +47,10 @@ int tcp_listen_reload(struct toud *t, const struct conf *nc, char *err, size_t e
 /* Every connection closed, the listener too. */
 void tcp_free(struct toud *t);
 /* After a reload: every connection whose key the configuration no longer
- * gives to its peer (a fingerprint or CA changed, a CA file replaced)
- * ends, as its peer's DTLS sessions do (handshake_reauthorize), reported
- * through the core's down from the loop.  How many. */
+ * gives to its peer (a fingerprint or CA changed, a CA file replaced), or
+ * whose peer's preshared key changed, ends, as its peer's DTLS sessions
+ * do (handshake_reauthorize, peer_reconfigure), reported through the
+ * core's down from the loop.  How many. */
 size_t tcp_reauthorize(struct toud *t);
 /* Every socket of the transport (the listener, the connections open and
  * those to come) carries mark (SO_MARK; 0 for none), as the UDP sockets

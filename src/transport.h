@@ -127,6 +127,10 @@ struct transport_core {
 	 * reports nothing. */
 	void (*up)(struct peer *p, struct peer_path *ph);
 	void (*down)(struct peer *p, struct peer_path *ph, const char *why);
+	/* p authenticated on ph, but what it sent inside does not open
+	 * under p's preshared key (TCP: doc/protocol.md 3a.2): why, for
+	 * last_error, stays there until a path is up.  down follows. */
+	void (*mismatch)(struct peer *p, struct peer_path *ph, const char *why);
 };
 
 /* One way to reach a peer: its transport, what the transport keeps for it

@@ -5,13 +5,17 @@
  * over 65535 clamped, are as easy to reach as the usual 16384); the rest
  * is the stream.  Every frame must be the bytes after its header, a
  * verdict of error must name what the header said and stick, and the
- * writer's header must be the one read. */
+ * writer's header must be the one read.  Under a preshared key
+ * (tcp_psk.c) every frame as read must fail to open, and each sealed by
+ * one end must open, in turn, at the other, as it was. */
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "stream.h"
+#include "tcp_psk.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -28,6 +32,39 @@ check(int cond)
  * largest, and one over it (clamped to 65535). */
 static const size_t maxes[] = { 1, 2, 3, 255, 256, 1500, 16384, 65534, 65535, 70000 };
 
+/* A connection's two ends under fixed keys, and an end that reads the
+ * fuzzer's frames as they are. */
+static struct tcp_psk client, server, reader;
+
+static void
+psk_setup(void)
+{
+	static const uint8_t exp[TCP_PSK_EXPORTER_LEN] = { 1 }, psk[TCP_PSK_LEN] = { 2 };
+	struct tcp_psk_keys k;
+
+	check(tcp_psk_derive(exp, psk, &k) == 0);
+	check(tcp_psk_init(&client, &k, true) == 0);
+	check(tcp_psk_init(&server, &k, false) == 0);
+	check(tcp_psk_init(&reader, &k, false) == 0);
+}
+
+/* A frame read (flen bytes at frame): as it is it does not open; sealed
+ * by the client, it opens at the server. */
+static void
+psk_frame(const uint8_t *frame, size_t flen)
+{
+	static uint8_t buf[DST_MAX + TCP_PSK_TAG_LEN];
+	uint64_t n = reader.open.n;
+
+	memcpy(buf, frame, flen);
+	check(tcp_psk_open(&reader, buf, flen) == -EBADMSG);
+	check(reader.open.n == n && !reader.opened);
+	check(tcp_psk_seal(&client, frame, flen, buf) == (ssize_t)(flen + TCP_PSK_TAG_LEN));
+	check(tcp_psk_open(&server, buf, flen + TCP_PSK_TAG_LEN) == (ssize_t)flen);
+	check(memcmp(buf, frame, flen) == 0);
+	check(client.seal.n == server.open.n);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -37,6 +74,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	enum stream_status st = STREAM_MORE;
 	uint8_t hdr[STREAM_HDR_LEN];
 
+	if (!client.seal.ctx)
+		psk_setup();
 	if (size < 2)
 		return 0;
 	step = (size_t)data[0] + 1;
@@ -65,6 +104,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			check(memcmp(hdr, data + off - flen - STREAM_HDR_LEN, STREAM_HDR_LEN) == 0);
 			check(memcmp(dst, data + off - flen, flen) == 0);
 			check(stream_rx_partial(&s) == 0);
+			psk_frame(dst, flen);
 			frames++;
 			framed += flen + STREAM_HDR_LEN;
 			continue;
