@@ -31,7 +31,10 @@ enum gue_ctype {
 	GUE_CTYPE_CHALLENGE = 2,   /* 8-byte nonce */
 	GUE_CTYPE_RESPONSE = 3,    /* the 8-byte nonce echoed */
 	GUE_CTYPE_CLOSE = 4,       /* empty body: the sender is going away */
+	/* flags (1, pq.h): the sender refuses a session without ML-KEM-768 */
+	GUE_CTYPE_PQ_REFUSE = 7,
 };
+#define GUE_PQ_REFUSE_LEN 1
 #define GUE_CHALLENGE_LEN 8
 
 /* Why a datagram was refused.  Callers count drops by these. */
