@@ -23,6 +23,7 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/objects.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>
 #include <openssl/ssl.h>
@@ -33,6 +34,7 @@
 #include "dtls.h"
 #include "keys.h"
 #include "log.h"
+#include "pq.h"
 #include "record.h"
 
 #define DTLS_CIPHERS "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:" \
@@ -126,6 +128,7 @@ struct dtls_sess {
 	struct record_keys rx_keys_psk;
 	bool has_rx_keys_psk;
 	const char *cipher_name;
+	char kx[PQ_NAME_MAX];                   /* the handshake's group (pq.h), once done */
 	X509 *peer_leaf;                        /* for CA checks on reload */
 	STACK_OF(X509) *peer_chain;
 };
@@ -623,6 +626,9 @@ sess_drive(struct dtls_sess *s)
 			s->failed = DTLS_ERR_HANDSHAKE;
 			return DTLS_ERR_HANDSHAKE;
 		}
+		r = SSL_get_negotiated_group(s->ssl);
+		pq_group_name(r > 0 && !(r & TLSEXT_nid_unknown) ? OBJ_nid2sn(r) : NULL, s->kx,
+		    sizeof(s->kx));
 		s->established = true;
 		return DTLS_DONE;
 	}
@@ -1132,6 +1138,12 @@ const char *
 dtls_sess_cipher(const struct dtls_sess *s)
 {
 	return s->released ? s->cipher_name : SSL_get_cipher_name(s->ssl);
+}
+
+const char *
+dtls_sess_key_exchange(const struct dtls_sess *s)
+{
+	return s->kx;
 }
 
 bool

@@ -191,6 +191,9 @@ struct x509_store_st;
 bool dtls_sess_verify_ca_store(const struct dtls_sess *s, struct x509_store_st *store,
     const char *name);
 const char *dtls_sess_cipher(const struct dtls_sess *s);
+/* The key exchange of the handshake, as touctl show names it (pq.h:
+ * "x25519", "ecdhe-p256"); "" until it completed. */
+const char *dtls_sess_key_exchange(const struct dtls_sess *s);
 /* The responder's server ID, once the hellos are through: both ends know
  * it (an initiator asked, the responder has one); 0: none. */
 uint8_t dtls_sess_server_id(const struct dtls_sess *s);
