@@ -24,6 +24,7 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/objects.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>
 #include <openssl/ssl.h>
@@ -37,6 +38,7 @@
 #include "log.h"
 #include "mlkem.h"
 #include "pqmsg.h"
+#include "pq.h"
 #include "record.h"
 
 #define DTLS_CIPHERS "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:" \
@@ -172,8 +174,8 @@ struct dtls_sess {
 	enum dtls_pq_state pq_state;
 	struct dtls_pq *pq;                     /* while the exchange runs */
 	const char *pq_error;                   /* why it failed */
-	const char *kx_group;                   /* the handshake's (EC)DHE group, for show */
 	const char *cipher_name;
+	char kx[PQ_NAME_MAX];                   /* the handshake's group (pq.h), once done */
 	X509 *peer_leaf;                        /* for CA checks on reload */
 	STACK_OF(X509) *peer_chain;
 };
@@ -564,6 +566,10 @@ cookie_verify_cb(SSL *ssl, const unsigned char *cookie, unsigned int cookie_len)
 static void
 pq_free(struct dtls_sess *s)
 {
+	/* Through: show names it beside the handshake's group. */
+	if (s->pq_state == DTLS_PQ_DONE && s->kx[0] && !pq_has_mlkem(s->kx))
+		snprintf(s->kx + strlen(s->kx), sizeof(s->kx) - strlen(s->kx), " + %s",
+		    DTLS_KX_PQ);
 	if (s->pq == NULL)
 		return;
 	mlkem_free(s->pq->dk);
@@ -671,26 +677,6 @@ out:
 	return ret;
 }
 
-/* The name of the handshake's key exchange group, as show gives it. */
-static const char *
-group_name(int nid)
-{
-	switch (nid) {
-	case NID_X25519:
-		return "x25519";
-	case NID_X448:
-		return "x448";
-	case NID_X9_62_prime256v1:
-		return "ecdhe-p256";
-	case NID_secp384r1:
-		return "ecdhe-p384";
-	case NID_secp521r1:
-		return "ecdhe-p521";
-	default:
-		return "ecdhe";
-	}
-}
-
 /* The handshake is complete: whether its ALPN selected the ML-KEM-768
  * exchange, and what the exchange needs of OpenSSL's state, which may be
  * gone (sess_release()) before the exchange is through.  0 or -errno. */
@@ -700,7 +686,6 @@ sess_pq_note(struct dtls_sess *s)
 	const unsigned char *sel = NULL;
 	unsigned int sel_len = 0;
 
-	s->kx_group = group_name(SSL_get_negotiated_group(s->ssl));
 	SSL_get0_alpn_selected(s->ssl, &sel, &sel_len);
 	if (sel == NULL || sel_len != sizeof(alpn_pq) - 2 ||
 	    memcmp(sel, alpn_pq + 1, sel_len) != 0)
@@ -733,6 +718,9 @@ sess_drive(struct dtls_sess *s)
 			s->failed = DTLS_ERR_HANDSHAKE;
 			return DTLS_ERR_HANDSHAKE;
 		}
+		r = SSL_get_negotiated_group(s->ssl);
+		pq_group_name(r > 0 && !(r & TLSEXT_nid_unknown) ? OBJ_nid2sn(r) : NULL, s->kx,
+		    sizeof(s->kx));
 		s->established = true;
 		return DTLS_DONE;
 	}
@@ -1248,18 +1236,6 @@ dtls_sess_send_control(struct dtls_sess *s, const uint8_t *msg, size_t len)
 	return sess_send(s, msg, len);
 }
 
-const char *
-dtls_sess_key_exchange(const struct dtls_sess *s, char *buf, size_t len)
-{
-	if (!s->kx_group) {
-		snprintf(buf, len, "%s", "");
-		return buf;
-	}
-	snprintf(buf, len, "%s%s", s->kx_group,
-	    s->pq_state == DTLS_PQ_DONE ? " + " DTLS_KX_PQ : "");
-	return buf;
-}
-
 bool
 dtls_sess_post_quantum(const struct dtls_sess *s)
 {
@@ -1613,6 +1589,12 @@ const char *
 dtls_sess_cipher(const struct dtls_sess *s)
 {
 	return s->released ? s->cipher_name : SSL_get_cipher_name(s->ssl);
+}
+
+const char *
+dtls_sess_key_exchange(const struct dtls_sess *s)
+{
+	return s->kx;
 }
 
 bool

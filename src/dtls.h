@@ -187,10 +187,6 @@ bool dtls_sess_pq_pending(const struct dtls_sess *s);
 const char *dtls_sess_pq_error(const struct dtls_sess *s);
 /* Whether the data keys include the ML-KEM-768 exchange (it is through). */
 bool dtls_sess_post_quantum(const struct dtls_sess *s);
-/* The key exchange of the session, for show: the handshake's group
- * ("x25519", "ecdhe-p256", ...), then " + ml-kem-768" once the exchange
- * is through; "" before the handshake completed.  Written into buf. */
-const char *dtls_sess_key_exchange(const struct dtls_sess *s, char *buf, size_t len);
 /* Seal one inner payload (a control message) under the sending keys in
  * force and send it through the output callback, before or after the
  * exchange.  0 or -errno. */
@@ -229,6 +225,10 @@ struct x509_store_st;
 bool dtls_sess_verify_ca_store(const struct dtls_sess *s, struct x509_store_st *store,
     const char *name);
 const char *dtls_sess_cipher(const struct dtls_sess *s);
+/* The key exchange of the session, as touctl show names it (pq.h): the
+ * handshake's group ("x25519", "ecdhe-p256"), then " + ml-kem-768" once
+ * the ML-KEM-768 exchange is through; "" until the handshake completed. */
+const char *dtls_sess_key_exchange(const struct dtls_sess *s);
 /* The responder's server ID, once the hellos are through: both ends know
  * it (an initiator asked, the responder has one); 0: none. */
 uint8_t dtls_sess_server_id(const struct dtls_sess *s);

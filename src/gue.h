@@ -35,8 +35,10 @@ enum gue_ctype {
 	 * doc/protocol.md 1.5): */
 	GUE_CTYPE_PQ_INIT = 5,     /* offset (2), a piece of the encapsulation key */
 	GUE_CTYPE_PQ_REPLY = 6,    /* the ciphertext (1088) */
-	GUE_CTYPE_PQ_REFUSE = 7,   /* flags (1): the sender refuses a session without it */
+	/* flags (1, pq.h): the sender refuses a session without ML-KEM-768 */
+	GUE_CTYPE_PQ_REFUSE = 7,
 };
+#define GUE_PQ_REFUSE_LEN 1
 #define GUE_CHALLENGE_LEN 8
 #define GUE_PQ_REPLY_LEN 1088         /* MLKEM_CT_LEN */
 

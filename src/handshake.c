@@ -34,7 +34,7 @@
 #include "mlkem.h"
 #include "peer.h"
 #include "peer_timers.h"
-#include "pqmsg.h"
+#include "pq.h"
 #include "ratelimit.h"
 #include "session.h"
 #include "timer.h"
@@ -721,31 +721,22 @@ handshake_pq_why(const struct toud *t)
 }
 
 /* post-quantum = required for p, and the handshake of s did not select the
- * ML-KEM-768 exchange: say why in PQ_REFUSE (the other side logs it) and
- * close_notify, count it, and leave the reason for the caller. */
+ * ML-KEM-768 exchange: say why in a refusal (control message 7, which the
+ * other side logs) and close_notify, count it, and leave the reason for
+ * the caller. */
 static enum handshake_done
 pq_refuse(struct session *s, struct peer *p)
 {
 	struct handshake *hs = s->t->hs;
 	bool have = mlkem_available();
-	uint8_t msg[PQMSG_REFUSE_LEN];
-	char what[120];
+	uint8_t msg[GUE_WORD_LEN + PQ_REFUSAL_LEN];
 
-	if (!have)
-		snprintf(what, sizeof(what), "this node's OpenSSL %s has none",
-		    mlkem_openssl_version());
-	else if (s->initiator)
-		snprintf(what, sizeof(what), "the other side did not select it (its OpenSSL has "
-		    "none?)");
-	else
-		snprintf(what, sizeof(what), "the other side did not offer it (its OpenSSL has "
-		    "none, or post-quantum = off there)");
-	snprintf(hs->pq_why, sizeof(hs->pq_why), "post-quantum = required, but the handshake "
-	    "has no ML-KEM-768: %s", what);
-	if (dtls_sess_send_control(s->dtls, msg, pqmsg_refuse_encode(msg, sizeof(msg),
-	    (have ? PQMSG_REFUSE_HAS_MLKEM : 0) |
-	    (dtls_sess_pq_offered(s->dtls) ? PQMSG_REFUSE_OFFERED : 0))) < 0)
-		log_debug("peer \"%s\": PQ_REFUSE not sent", p->name);
+	pq_why_refused(hs->pq_why, sizeof(hs->pq_why), dtls_sess_key_exchange(s->dtls), have,
+	    mlkem_openssl_version());
+	gue_control_encode(msg, GUE_CTYPE_PQ_REFUSE);
+	pq_refusal_encode(msg + GUE_WORD_LEN, have, dtls_sess_pq_offered(s->dtls));
+	if (dtls_sess_send_control(s->dtls, msg, sizeof(msg)) < 0)
+		log_debug("peer \"%s\": refusal not sent", p->name);
 	dtls_sess_close(s->dtls);
 	/* For the log and the back-off of the failure (a responder's
 	 * session had no peer until now). */
@@ -755,23 +746,16 @@ pq_refuse(struct session *s, struct peer *p)
 }
 
 void
-handshake_pq_refused(struct session *s, uint8_t flags)
+handshake_pq_refused(struct session *s, const uint8_t *body, size_t len)
 {
 	struct peer *p = s->peer;
 	char buf[UTIL_ADDRSTRLEN], why[200];
+	bool peer_has;
 
-	if (!(flags & PQMSG_REFUSE_HAS_MLKEM))
-		snprintf(why, sizeof(why), "peer requires post-quantum key exchange (ML-KEM-768), "
-		    "but its own OpenSSL has none");
-	else if (!mlkem_available())
-		snprintf(why, sizeof(why), "peer requires post-quantum key exchange (ML-KEM-768); "
-		    "this node's OpenSSL %s has none", mlkem_openssl_version());
-	else if (p->cf->post_quantum == CONF_PQ_OFF)
-		snprintf(why, sizeof(why), "peer requires post-quantum key exchange (ML-KEM-768); "
-		    "this node has post-quantum = off for it");
-	else
-		snprintf(why, sizeof(why), "peer requires post-quantum key exchange (ML-KEM-768), "
-		    "and this handshake did not select it (changed on the way?)");
+	if (pq_refusal_decode(body, len, &peer_has) < 0)
+		return;
+	pq_why_peer_refused(why, sizeof(why), peer_has, mlkem_available(),
+	    mlkem_openssl_version(), p->cf->post_quantum);
 	log_warnx("peer \"%s\" (%s): session %016llx refused: %s", p->name,
 	    sess_addr(s, buf, sizeof(buf)), (unsigned long long)s->id, why);
 	peer_error_set(p, "session refused: %s", why);
@@ -828,7 +812,7 @@ handshake_established(struct session *s, uint64_t now)
 	struct toud *t = s->t;
 	struct peer *p = handshake_authorize(t, s);
 	const uint8_t *fp = dtls_sess_peer_fp(s->dtls);
-	char buf[UTIL_ADDRSTRLEN], id[17], kx[48];
+	char buf[UTIL_ADDRSTRLEN], id[17];
 	enum handshake_done d;
 
 	/* The client asked for one peer; the server takes whichever the key
@@ -864,7 +848,7 @@ handshake_established(struct session *s, uint64_t now)
 	snprintf(id, sizeof(id), "%016llx", (unsigned long long)s->id);
 	log_info("peer \"%s\" (%s): session %s established (%s, %s, %s)", p->name,
 	    sess_addr(s, buf, sizeof(buf)), id, s->initiator ? "initiator" : "responder",
-	    dtls_sess_cipher(s->dtls), dtls_sess_key_exchange(s->dtls, kx, sizeof(kx)));
+	    dtls_sess_cipher(s->dtls), dtls_sess_key_exchange(s->dtls));
 	event_count(t, p, EVENT_HANDSHAKE_COMPLETED);
 	return HANDSHAKE_UP;
 }

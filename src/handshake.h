@@ -58,7 +58,7 @@ enum handshake_done {
 	HANDSHAKE_KEPT_OLD,     /* the tie-break kept the peer's session; s drains */
 	HANDSHAKE_REFUSED,      /* no configured peer for the key now: the caller fails s */
 	HANDSHAKE_PQ_WAIT,      /* the ML-KEM-768 exchange runs: s is not up until it is through */
-	HANDSHAKE_PQ_REFUSED,   /* post-quantum = required without it: PQ_REFUSE and
+	HANDSHAKE_PQ_REFUSED,   /* post-quantum = required without it: a refusal and
 	                         * close_notify sent; the caller fails s with
 	                         * handshake_pq_why() */
 };
@@ -71,11 +71,11 @@ enum handshake_done {
 enum handshake_done handshake_established(struct session *s, uint64_t now);
 /* Why the last HANDSHAKE_PQ_REFUSED was. */
 const char *handshake_pq_why(const struct toud *t);
-/* A PQ_REFUSE (flags, pqmsg.h) came in session s: the peer requires the
- * ML-KEM-768 exchange and ends the session.  Says so in the log, the
- * peer's last error and the event pq_refused, frees s, and backs off
- * as after a failed handshake. */
-void handshake_pq_refused(struct session *s, uint8_t flags);
+/* A refusal (control message 7, its body; pq.h) came in session s: the
+ * peer requires the ML-KEM-768 exchange and ends the session.  Says so in
+ * the log, the peer's last error and the event pq_refused, frees s, and
+ * backs off as after a failed handshake. */
+void handshake_pq_refused(struct session *s, const uint8_t *body, size_t len);
 /* The handshake of s failed: count, log, free s, and tell peer_timers when
  * the peer it was for has no session left. */
 void handshake_failed(struct session *s, const char *why);

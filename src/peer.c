@@ -609,6 +609,17 @@ peer_cipher(const struct peer *p)
 	return ph->ops->cipher(p, ph);
 }
 
+const char *
+peer_key_exchange(const struct peer *p)
+{
+	struct peer_path *ph;
+
+	if (!p->paths)
+		return p->cur && p->cur->dtls ? dtls_sess_key_exchange(p->cur->dtls) : "";
+	ph = peer_path_active(p);
+	return transport_key_exchange(p, ph);
+}
+
 /* The local address p is reached at: its session's in DTLS mode, its own
  * with encryption = none. */
 static const struct ipaddr *

@@ -280,6 +280,9 @@ const char *peer_transport_name(const struct peer *p);
 /* The cipher of what carries p's traffic ("" when nothing does): its
  * DTLS session's on UDP, its TLS connection's on TCP. */
 const char *peer_cipher(const struct peer *p);
+/* The key exchange of what carries p's traffic ("" when none): its
+ * active path's (transport.h). */
+const char *peer_key_exchange(const struct peer *p);
 
 /* Whether a path other than the preferred one carries p's traffic now:
  * a failed handshake of the preferred path (a probe of it) is then no

@@ -45,16 +45,6 @@ pqmsg_reply_encode(uint8_t *out, size_t cap, const uint8_t ct[PQMSG_CT_LEN])
 	return PQMSG_REPLY_LEN;
 }
 
-size_t
-pqmsg_refuse_encode(uint8_t *out, size_t cap, uint8_t flags)
-{
-	if (cap < PQMSG_REFUSE_LEN)
-		return 0;
-	gue_control_encode(out, GUE_CTYPE_PQ_REFUSE);
-	out[GUE_WORD_LEN] = flags;
-	return PQMSG_REFUSE_LEN;
-}
-
 void
 pqmsg_key_init(struct pqmsg_key *k)
 {

@@ -6,10 +6,10 @@
  *             of the initiator's encapsulation key (1184 bytes in all):
  *             the whole key in one message where it fits the path, else
  *             in two halves;
- *   PQ_REPLY  (ctype 6): the responder's ciphertext (1088 bytes);
- *   PQ_REFUSE (ctype 7): flags (1 byte): PQMSG_REFUSE_*; the sender ends
- *             the session because its policy requires ML-KEM-768 and
- *             the handshake did not select it.
+ *   PQ_REPLY  (ctype 6): the responder's ciphertext (1088 bytes).
+ *
+ * (A session without the exchange that a side's policy refuses ends with
+ * control message 7, pq.h.)
  *
  * Each is a GUE control message (gue.h): the 4-byte control word, then
  * the body. */
@@ -25,11 +25,6 @@
 #define PQMSG_INIT_HDR 6                /* control word, offset */
 #define PQMSG_INIT_MAX (PQMSG_INIT_HDR + PQMSG_EK_LEN)
 #define PQMSG_REPLY_LEN (4 + PQMSG_CT_LEN)
-#define PQMSG_REFUSE_LEN 5
-
-/* PQ_REFUSE flags: what the refusing side has. */
-#define PQMSG_REFUSE_HAS_MLKEM 0x01     /* its OpenSSL has ML-KEM-768 */
-#define PQMSG_REFUSE_OFFERED 0x02       /* its ClientHello offered it / it selected it */
 
 /* The encapsulation key as its pieces arrive. */
 struct pqmsg_key {
@@ -55,7 +50,6 @@ size_t pqmsg_init_encode(uint8_t *out, size_t cap, const uint8_t ek[PQMSG_EK_LEN
  * first piece (the second has the rest). */
 unsigned pqmsg_init_split(size_t max, size_t *first);
 size_t pqmsg_reply_encode(uint8_t *out, size_t cap, const uint8_t ct[PQMSG_CT_LEN]);
-size_t pqmsg_refuse_encode(uint8_t *out, size_t cap, uint8_t flags);
 
 /* Add the body of a PQ_INIT (the bytes after the control word) to k. */
 void pqmsg_key_init(struct pqmsg_key *k);

@@ -208,10 +208,10 @@ rx_control(struct toud *t, struct peer *p, struct session *s, struct peer_path *
 		return;
 	case GUE_CTYPE_PQ_REFUSE:
 		/* The other side requires ML-KEM-768, which this session's
-		 * handshake did not select (doc/protocol.md 1.5); the
-		 * exchange's own messages come before a session is up. */
-		if (s && !dtls_sess_post_quantum(s->dtls))
-			handshake_pq_refused(s, in->payload[0]);
+		 * handshake did not select (doc/protocol.md 1.5).  (The TCP
+		 * transport takes its own, tcp.c.) */
+		if (s && s->dtls && !dtls_sess_post_quantum(s->dtls))
+			handshake_pq_refused(s, in->payload, in->len);
 		return;
 	default:
 		return;

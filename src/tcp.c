@@ -70,7 +70,9 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 #include <event2/util.h>
+#include <openssl/crypto.h>
 #include <openssl/err.h>
+#include <openssl/objects.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
@@ -85,6 +87,7 @@
 #include "keys.h"
 #include "log.h"
 #include "peer.h"
+#include "pq.h"
 #include "prefix.h"
 #include "ratelimit.h"
 #include "rx.h"
@@ -186,6 +189,7 @@ struct tcp_conn {
 	bool sendq_over;                /* TLS's own output found the queue at its bound */
 	bool key_updates_over;          /* KeyUpdates came faster than allowed */
 	bool revoked;                   /* a reload no longer accepts its key (tcp_reauthorize) */
+	bool revoked_pq;                /* ... or its key exchange (post-quantum = required) */
 	bool renewing;                  /* at its maximum age: its replacement was opened */
 	unsigned key_updates;           /* received since key_updates_ms */
 	uint64_t key_updates_ms;
@@ -202,6 +206,8 @@ struct tcp_conn {
 	unsigned busy;                  /* inside its read callback: free later */
 	bool dead;
 	char *refused;                  /* outgoing: why verify_cb refused the key */
+	char *peer_refused;             /* why the other end refused the session (pq.h) */
+	char kx[PQ_NAME_MAX];           /* the key exchange, once authenticated */
 };
 
 /* p's connection (NULL: none): what p's TCP path keeps for it
@@ -221,6 +227,7 @@ struct tcp {
 	uint32_t mark;                  /* SO_MARK of every socket (tcp_set_mark) */
 	uint64_t loop_warned_ms;        /* the last warning of a looping connection */
 	uint8_t own_fp[KEYS_FP_LEN];    /* of the interface's key: tie-breaks (conn_keep_old) */
+	bool pq;                        /* OpenSSL has X25519MLKEM768 (ctx_setup) */
 	uint8_t *slots;                 /* TCP_BATCH frames being gathered */
 	struct udp_msg msgs[TCP_BATCH];
 };
@@ -228,6 +235,7 @@ struct tcp {
 static void conn_read_cb(evutil_socket_t fd, short what, void *arg);
 static void conn_write_cb(evutil_socket_t fd, short what, void *arg);
 static void conn_flush_cb(evutil_socket_t fd, short what, void *arg);
+static int conn_sock_write(struct tcp_conn *c);
 
 /* --- connections ----------------------------------------------------- */
 
@@ -250,6 +258,7 @@ conn_free(struct tcp_conn *c)
 	if (c->peer && PEER_CONN(c->peer) == c)
 		PEER_CONN(c->peer) = NULL;
 	free(c->refused);
+	free(c->peer_refused);
 	if (c->dns_req)                 /* its callback, told, touches nothing */
 		evdns_getaddrinfo_cancel(c->dns_req);
 	if (c->phase != TCP_UP)
@@ -343,7 +352,8 @@ deadline_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	if (c->revoked)
-		conn_fail(c, "its key is no longer accepted for this peer");
+		conn_fail(c, c->revoked_pq ? "post-quantum = required, but its key exchange has no "
+		    "ML-KEM-768" : "its key is no longer accepted for this peer");
 	else if (c->phase == TCP_UP)
 		conn_aged(c);
 	else
@@ -444,8 +454,83 @@ conn_crossed(struct peer *p, const struct tcp_conn *kept, const struct tcp_conn 
 	    "closes", p->name, kept->name, closed->name);
 }
 
+/* The key exchange TLS agreed on (pq.h's names), into c->kx.  A group
+ * without an OpenSSL NID (the hybrid ones of 3.5) comes as its TLS
+ * number. */
+static void
+conn_key_exchange(struct tcp_conn *c)
+{
+	int g = SSL_get_negotiated_group(c->ssl);
+
+	pq_group_name(g & TLSEXT_nid_unknown ? pq_tls_group_name((unsigned)g & 0xffff) :
+	    g > 0 ? OBJ_nid2sn(g) : NULL, c->kx, sizeof(c->kx));
+}
+
+/* Whether p's policy refuses c's key exchange (post-quantum = required,
+ * no ML-KEM in it). */
+static bool
+conn_pq_refused(const struct tcp_conn *c, const struct peer *p)
+{
+	return p->cf->post_quantum == CONF_PQ_REQUIRED && !pq_has_mlkem(c->kx);
+}
+
+/* c, authenticated as p's, is refused by p's policy (conn_pq_refused):
+ * the other end is told why (control message 7) before the close, so
+ * that it too can say it; both count it.  p hears of it as of a failed
+ * open, unless a connection of its is up. */
+static void
+conn_refuse(struct tcp_conn *c, struct peer *p)
+{
+	struct tcp *x = c->tcp;
+	struct tcp_conn *cur = PEER_CONN(p);
+	uint8_t frame[STREAM_HDR_LEN + GUE_WORD_LEN + GUE_PQ_REFUSE_LEN];
+	char why[200], err[PEER_ERROR_MAX];
+	bool report = !cur || cur == c || cur->phase != TCP_UP;
+
+	pq_why_refused(why, sizeof(why), c->kx, x->pq, OpenSSL_version(OPENSSL_VERSION_STRING));
+	event_count(x->t, p, EVENT_PQ_REFUSED);
+	log_warnx("peer \"%s\": tcp connection %s refused: %s", p->name, c->name, why);
+	(void)stream_frame_header(frame, GUE_WORD_LEN + GUE_PQ_REFUSE_LEN, TCP_FRAME_MAX);
+	gue_control_encode(frame + STREAM_HDR_LEN, GUE_CTYPE_PQ_REFUSE);
+	pq_refusal_encode(frame + STREAM_HDR_LEN + GUE_WORD_LEN, x->pq, pq_has_mlkem(c->kx) ||
+	    (x->pq && (!c->outgoing || p->cf->post_quantum != CONF_PQ_OFF)));
+	ERR_clear_error();
+	if (SSL_write(c->ssl, frame, (int)sizeof(frame)) > 0 && SSL_shutdown(c->ssl) >= 0)
+		(void)conn_sock_write(c);
+	ERR_clear_error();
+	snprintf(err, sizeof(err), "tcp %s: %s", c->name, why);
+	if (cur == c)
+		PEER_CONN(p) = NULL;
+	c->peer = NULL;
+	conn_free(c);
+	if (report)
+		x->ops.down(p, transport_path(p->paths, &transport_tcp), err);
+}
+
+/* The other end refused the session (control message 7, conn_refuse):
+ * why, as this end says it, for conn_fail. */
+static void
+conn_peer_refused(struct tcp_conn *c, const struct gue_inner *in)
+{
+	struct tcp *x = c->tcp;
+	char why[PEER_ERROR_MAX - 64];
+	bool has;
+
+	if (pq_refusal_decode(in->payload, in->len, &has) < 0)
+		snprintf(why, sizeof(why), "the peer refused the session");
+	else
+		pq_why_peer_refused(why, sizeof(why), has, x->pq,
+		    OpenSSL_version(OPENSSL_VERSION_STRING), c->peer->cf->post_quantum);
+	event_count(x->t, c->peer, EVENT_PQ_REFUSED);
+	log_warnx("peer \"%s\": tcp connection %s refused by the peer: %s", c->peer->name,
+	    c->name, why);
+	free(c->peer_refused);
+	c->peer_refused = strdup(why);
+}
+
 /* TLS is up and authenticated: the connection becomes its peer's, in
- * place of any older one (conn_keep_old). */
+ * place of any older one (conn_keep_old), unless the peer's policy
+ * refuses its key exchange (conn_refuse). */
 static void
 conn_established(struct tcp_conn *c)
 {
@@ -467,6 +552,11 @@ conn_established(struct tcp_conn *c)
 	if (!(c->stage = malloc(TCP_STAGE_MAX)) || !(c->out = evbuffer_new()) ||
 	    !(c->ev_flush = event_new(x->t->base, -1, 0, conn_flush_cb, c))) {
 		conn_fail(c, "out of memory");
+		return;
+	}
+	conn_key_exchange(c);
+	if (conn_pq_refused(c, p)) {
+		conn_refuse(c, p);
 		return;
 	}
 	old = PEER_CONN(p) == c ? NULL : PEER_CONN(p);   /* an outgoing one is p's already */
@@ -502,8 +592,8 @@ conn_established(struct tcp_conn *c)
 	timer_arm_ms(c->ev_deadline, conf_session_max_age_ms(&x->t->conf->iface) +
 	    (c->outgoing ? 0 : TCP_MAX_AGE_GRACE_MS));
 	conn_sockopts(c->fd);
-	log_info("peer \"%s\": tcp connection %s up (%s, %s)", p->name, c->name,
-	    SSL_get_version(c->ssl), SSL_get_cipher_name(c->ssl));
+	log_info("peer \"%s\": tcp connection %s up (%s, %s, key exchange %s)", p->name, c->name,
+	    SSL_get_version(c->ssl), SSL_get_cipher_name(c->ssl), c->kx);
 	x->ops.up(p, transport_path(p->paths, &transport_tcp));
 }
 
@@ -603,6 +693,11 @@ conn_feed(struct tcp_conn *c, const uint8_t *data, size_t len, unsigned *n)
 		if (st == STREAM_MORE)
 			continue;
 		malformed = st == STREAM_FRAME && gue_inner_decode(dst, flen, &in) != GUE_OK;
+		if (!malformed && st == STREAM_FRAME && in.kind == GUE_KIND_CONTROL &&
+		    in.proto == GUE_CTYPE_PQ_REFUSE) {
+			conn_peer_refused(c, &in);
+			return false;
+		}
 		if (st != STREAM_FRAME || malformed) {
 			x->t->events[EVENT_TCP_FRAMES_BAD]++;
 			log_warnx("peer \"%s\": tcp connection %s sent %s: closed", c->peer->name,
@@ -912,6 +1007,8 @@ conn_read_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	if (!ok && !c->dead) {
 		c->busy--;
+		if (c->peer_refused)
+			why = c->peer_refused;  /* freed with c, after conn_fail's use */
 		conn_fail(c, why ? why : "bad frame");
 		return;
 	}
@@ -1103,6 +1200,15 @@ tcp_cipher(const struct peer *p, const struct peer_path *ph)
 
 	(void)p;
 	return c && c->phase == TCP_UP ? SSL_get_cipher_name(c->ssl) : "";
+}
+
+static const char *
+tcp_key_exchange(const struct peer *p, const struct peer_path *ph)
+{
+	const struct tcp_conn *c = ph->conn;
+
+	(void)p;
+	return c && c->phase == TCP_UP ? c->kx : "";
 }
 
 /* The kernel's smoothed RTT of the connection (TCP_INFO). */
@@ -1370,6 +1476,13 @@ conn_open(struct peer *p, bool take)
 	snprintf(c->name, sizeof(c->name), strchr(cf->endpoint_tcp_host, ':') ? "[%s]:%u" :
 	    "%s:%u", cf->endpoint_tcp_host, cf->endpoint_tcp_port);
 	SSL_set_connect_state(c->ssl);
+	/* post-quantum = off: the classic groups alone (a server cannot know
+	 * who connects before it chooses, so this is the client's part). */
+	if (cf->post_quantum == CONF_PQ_OFF && x->pq && !SSL_set1_groups_list(c->ssl, TCP_GROUPS)) {
+		ERR_clear_error();
+		conn_free(c);
+		return -EINVAL;
+	}
 	/* No server name unless one is configured (doc/protocol.md 3a). */
 	if (cf->sni && SSL_set_tlsext_host_name(c->ssl, cf->sni) != 1) {
 		ERR_clear_error();
@@ -1650,7 +1763,8 @@ ctx_setup(struct tcp *x, const struct conf_iface *ifc)
 	if (!SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION) ||
 	    !SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION))
 		return -EINVAL;
-	if (!SSL_CTX_set1_groups_list(ctx, TCP_GROUPS_PQ)) {
+	x->pq = SSL_CTX_set1_groups_list(ctx, TCP_GROUPS_PQ) == 1;
+	if (!x->pq) {
 		ERR_clear_error();
 		if (!SSL_CTX_set1_groups_list(ctx, TCP_GROUPS))
 			return -EINVAL;
@@ -1690,6 +1804,7 @@ const struct transport_ops transport_tcp = {
 	.outgoing = tcp_outgoing,
 	.state = tcp_state,
 	.cipher = tcp_cipher,
+	.key_exchange = tcp_key_exchange,
 	.rtt_us = tcp_rtt_us,
 };
 
@@ -1800,10 +1915,12 @@ tcp_reauthorize(struct toud *t)
 		if (c->dead || c->revoked)
 			continue;
 		if (c->phase == TCP_UP && c->peer) {
-			if (conn_still_accepted(x, c, c->peer))
+			if (conn_still_accepted(x, c, c->peer) && !conn_pq_refused(c, c->peer))
 				continue;
-			log_warnx("peer \"%s\": tcp connection %s ends: its key is no longer "
-			    "accepted for this peer", c->peer->name, c->name);
+			c->revoked_pq = conn_pq_refused(c, c->peer);
+			log_warnx("peer \"%s\": tcp connection %s ends: %s", c->peer->name, c->name,
+			    c->revoked_pq ? "post-quantum = required, and its key exchange has "
+			    "no ML-KEM-768" : "its key is no longer accepted for this peer");
 			/* Ended from the loop, so that the peer hears of it
 			 * (ops->down) as of any other end. */
 			c->revoked = true;

@@ -40,8 +40,8 @@ int tcp_listen_reload(struct toud *t, const struct conf *nc, char *err, size_t e
 /* Every connection closed, the listener too. */
 void tcp_free(struct toud *t);
 /* After a reload: every connection whose key the configuration no longer
- * gives to its peer (a fingerprint or CA changed, a CA file replaced)
- * ends, as its peer's DTLS sessions do (handshake_reauthorize), reported
+ * gives to its peer (a fingerprint or CA changed, a CA file replaced), or
+ * whose key exchange its peer's post-quantum no longer accepts, ends, as its peer's DTLS sessions do (handshake_reauthorize), reported
  * through the core's down from the loop.  How many. */
 size_t tcp_reauthorize(struct toud *t);
 /* Every socket of the transport (the listener, the connections open and

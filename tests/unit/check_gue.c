@@ -446,6 +446,7 @@ START_TEST(test_control_round_trip)
 		{ GUE_CTYPE_CHALLENGE, GUE_CHALLENGE_LEN },
 		{ GUE_CTYPE_RESPONSE, GUE_CHALLENGE_LEN },
 		{ GUE_CTYPE_CLOSE, 0 },
+		{ GUE_CTYPE_PQ_REFUSE, GUE_PQ_REFUSE_LEN },
 	};
 	uint8_t b[GUE_WORD_LEN + GUE_CHALLENGE_LEN + 1];
 	struct gue_inner in;
@@ -548,6 +549,9 @@ START_TEST(test_control_len)
 		gue_control_encode(b, GUE_CTYPE_RESPONSE);
 		ck_assert_int_eq(gue_inner_decode(b, GUE_WORD_LEN + body, &in),
 		    body == GUE_CHALLENGE_LEN ? GUE_OK : GUE_ERR_CONTROL_LEN);
+		gue_control_encode(b, GUE_CTYPE_PQ_REFUSE);
+		ck_assert_int_eq(gue_inner_decode(b, GUE_WORD_LEN + body, &in),
+		    body == GUE_PQ_REFUSE_LEN ? GUE_OK : GUE_ERR_CONTROL_LEN);
 	}
 }
 END_TEST

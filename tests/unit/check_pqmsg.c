@@ -54,10 +54,6 @@ START_TEST(encode)
 	ck_assert_int_eq(gue_inner_decode(m, 4 + 1088, &in), GUE_OK);
 	ck_assert_uint_eq(in.proto, GUE_CTYPE_PQ_REPLY);
 	ck_assert_uint_eq(pqmsg_reply_encode(m, 1091, ct), 0);
-	ck_assert_uint_eq(pqmsg_refuse_encode(m, sizeof(m), PQMSG_REFUSE_HAS_MLKEM), 5);
-	ck_assert_int_eq(gue_inner_decode(m, 5, &in), GUE_OK);
-	ck_assert_uint_eq(in.proto, GUE_CTYPE_PQ_REFUSE);
-	ck_assert_uint_eq(in.payload[0], PQMSG_REFUSE_HAS_MLKEM);
 	/* the split: whole where it fits, halves where they do, else none
 	 * (a 1280-byte IPv6 path carries 1280 - 40 - 8 - 16 - 37 = 1179
 	 * bytes of payload in an AES-GCM record: two halves) */
