@@ -206,6 +206,13 @@ rx_control(struct toud *t, struct peer *p, struct session *s, struct peer_path *
 		    !peer_timers_probe_answered(p, ph, in->payload, now))
 			p->events[EVENT_PATH_RESPONSE_STALE]++;
 		return;
+	case GUE_CTYPE_PQ_REFUSE:
+		/* The other side requires ML-KEM-768, which this session's
+		 * handshake did not select (doc/protocol.md 1.5).  (The TCP
+		 * transport takes its own, tcp.c.) */
+		if (s && s->dtls && !dtls_sess_post_quantum(s->dtls))
+			handshake_pq_refused(s, in->payload, in->len);
+		return;
 	default:
 		return;
 	}
@@ -404,6 +411,13 @@ rx_established(struct toud *t, struct session *s, const struct udp_msg *m, uint6
 	if (m->local.family)
 		s->local = m->local;
 	switch (handshake_established(s, now)) {
+	case HANDSHAKE_PQ_WAIT:
+		/* Held as during a handshake; its timer sends PQ_INIT again. */
+		handshake_progress(s, now);
+		return;
+	case HANDSHAKE_PQ_REFUSED:
+		handshake_failed(s, handshake_pq_why(t));
+		return;
 	case HANDSHAKE_UP:
 		p = s->peer;
 		peer_timers_handshake_done(p);
@@ -498,10 +512,19 @@ rx_open_now(struct rx *x, struct session *s, struct udp_msg *m, uint8_t *rec, si
 		drop_count(t, s->peer, DROP_EARLY_RECORD, s->early_dropped);
 		s->early_dropped = 0;
 	}
-	if (r == SESSION_DATA)
+	if (r == SESSION_DATA) {
 		rx_data(t, s, m, index, seq, out, outlen, now);
-	else
+	} else if (r == SESSION_ESTABLISHED && outlen) {
+		/* The record that completed the ML-KEM-768 exchange carries a
+		 * payload: delivered once the session is up, if it is. */
+		uint64_t id = s->id;
+
 		rx_session_result(t, s, m, r, now);
+		if ((s = session_named(t, id)) && s->established)
+			rx_data(t, s, m, index, seq, out, outlen, now);
+	} else {
+		rx_session_result(t, s, m, r, now);
+	}
 }
 
 /* A data record (rec, rlen) of datagram m, of established session s with

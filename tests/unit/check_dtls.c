@@ -24,6 +24,9 @@
 #include <openssl/x509v3.h>
 
 #include "dtls.h"
+#include "gue.h"
+#include "mlkem.h"
+#include "pqmsg.h"
 #include "record.h"
 #include "replay.h"
 #include "util.h"
@@ -1188,6 +1191,137 @@ START_TEST(psk_sessions)
 }
 END_TEST
 
+/* ---- the ML-KEM-768 exchange (doc/protocol.md 1.5) ------------------ */
+
+/* A handshake whose client offers the exchange (the ALPN), on whatever
+ * OpenSSL this runs with; true when it was selected. */
+static bool
+pq_link_up(struct link *l, bool offer)
+{
+
+	link_start(l, &A, &B, &peer_b);
+	dtls_sess_pq_offer(l->cs, offer);
+	ck_assert_int_eq(dtls_sess_pq_offered(l->cs), offer && mlkem_available());
+	link_run(l);
+	ck_assert(l->cdone && l->sdone && !l->cfail && !l->sfail);
+	ck_assert_int_eq(dtls_sess_pq_selected(l->cs), dtls_sess_pq_selected(l->ss));
+	/* the handshake's group, and nothing more yet */
+	ck_assert_str_eq(dtls_sess_key_exchange(l->cs), "x25519");
+	ck_assert_str_eq(dtls_sess_key_exchange(l->ss), "x25519");
+	return dtls_sess_pq_selected(l->cs);
+}
+
+/* Without ML-KEM (OpenSSL 3.0), or not offered: no ALPN selected, the
+ * handshake's keys carry data at once, and show names the group only.
+ * With it (3.5) and offered, the exchange runs: PQ_INIT (retransmitted
+ * when lost, answered again with the same ciphertext), a tampered
+ * PQ_REPLY changes nothing, no data under K0 before it is through, then
+ * both sides' K1 agree and show says so. */
+START_TEST(pq_exchange)
+{
+	uint8_t msg[100], buf[RECMAX];
+	struct timeval tv;
+	struct link l;
+	struct rec *r, init, rep, t;
+	size_t n;
+	uint64_t seq;
+	bool have = mlkem_available();
+
+	memset(msg, 0x3c, sizeof(msg));
+	/* not offered: today's wire on every library */
+	ck_assert(!pq_link_up(&l, false));
+	ck_assert_int_eq(dtls_sess_pq_start(l.cs, NULL), -EINVAL);
+	pass(l.cs, l.c2s, l.ss, msg, sizeof(msg));
+	pass(l.ss, l.s2c, l.cs, msg, sizeof(msg));
+	ck_assert(!dtls_sess_post_quantum(l.cs));
+	link_free(&l);
+
+	/* offered: selected exactly when this OpenSSL has ML-KEM */
+	ck_assert_int_eq(pq_link_up(&l, true), have);
+	if (!have) {
+		ck_assert_int_eq(dtls_sess_pq_start(l.cs, NULL), -EINVAL);
+		ck_assert(!dtls_sess_pq_pending(l.cs) && !dtls_sess_pq_pending(l.ss));
+		pass(l.cs, l.c2s, l.ss, msg, sizeof(msg));
+		pass(l.ss, l.s2c, l.cs, msg, sizeof(msg));
+		ck_assert_str_eq(dtls_sess_key_exchange(l.cs), "x25519");
+		link_free(&l);
+		return;
+	}
+	ck_assert_int_eq(dtls_sess_pq_start(l.ss, NULL), 0);
+	ck_assert_uint_eq(l.s2c->n, 0);
+	ck_assert_int_eq(dtls_sess_pq_start(l.cs, NULL), 0);
+	ck_assert(dtls_sess_pq_pending(l.cs) && dtls_sess_pq_pending(l.ss));
+	/* one PQ_INIT: the whole key fits an IPv4 path of 1500 */
+	ck_assert_uint_eq(l.c2s->n, 1);
+	init = *q_pop(l.c2s);
+	ck_assert_int_eq(init.b[0], 23);
+	ck_assert_uint_eq(init.len, DTLS_RECORD_HDR + 8 + PQMSG_INIT_MAX + 16);
+	/* no data under K0, either way */
+	ck_assert_int_eq(seal(l.cs, l.c2s, msg, sizeof(msg)), -ENOTCONN);
+	ck_assert_int_eq(seal(l.ss, l.s2c, msg, sizeof(msg)), -ENOTCONN);
+	/* lost: the timer sends it again */
+	ck_assert(dtls_sess_timeout(l.cs, &tv));
+	ck_assert_int_le(tv.tv_sec * 1000000 + tv.tv_usec, 300000);
+	ck_assert_int_eq(dtls_sess_handle_timeout(l.cs), DTLS_AGAIN);
+	ck_assert_uint_eq(l.c2s->n, 0);         /* not yet due */
+	usleep((useconds_t)(tv.tv_sec * 1000000 + tv.tv_usec) + 20000);
+	ck_assert_int_eq(dtls_sess_handle_timeout(l.cs), DTLS_AGAIN);
+	ck_assert_uint_eq(l.c2s->n, 1);
+	r = q_pop(l.c2s);
+	ck_assert_uint_eq(r->len, init.len);
+	ck_assert(memcmp(r->b, init.b, init.len) != 0);        /* a new record */
+	ck_assert_int_eq(input(l.ss, r, &n, &seq), DTLS_AGAIN);
+	ck_assert_uint_eq(n, 0);
+	ck_assert(dtls_sess_pq_pending(l.ss));
+	ck_assert_uint_eq(l.s2c->n, 1);
+	rep = *q_pop(l.s2c);
+	ck_assert_uint_eq(rep.len, DTLS_RECORD_HDR + 8 + PQMSG_REPLY_LEN + 16);
+	/* the first copy, late: the same answer again */
+	ck_assert_int_eq(input(l.ss, &init, &n, &seq), DTLS_AGAIN);
+	ck_assert_uint_eq(l.s2c->n, 1);
+	r = q_pop(l.s2c);
+	ck_assert(memcmp(r->b, rep.b, rep.len) != 0);
+	/* a changed PQ_REPLY does not open: still no keys, no data */
+	t = rep;
+	t.b[DTLS_RECORD_HDR + 8 + 500] ^= 0x10;
+	ck_assert_int_eq(input(l.cs, &t, &n, &seq), DTLS_ERR_RECORD);
+	ck_assert(dtls_sess_pq_pending(l.cs));
+	ck_assert_int_eq(seal(l.cs, l.c2s, msg, sizeof(msg)), -ENOTCONN);
+	/* the second answer: the initiator is through and says so at once
+	 * (that data passes below shows it carried the first's ciphertext) */
+	ck_assert_int_eq(input(l.cs, r, &n, &seq), DTLS_DONE);
+	ck_assert(!dtls_sess_pq_pending(l.cs) && dtls_sess_post_quantum(l.cs));
+	ck_assert_str_eq(dtls_sess_key_exchange(l.cs), "x25519 + ml-kem-768");
+	ck_assert_int_eq(dtls_sess_handle_timeout(l.cs), DTLS_AGAIN);
+	/* the keepalive under K1, then data behind it */
+	ck_assert_uint_eq(l.c2s->n, 1);
+	ck_assert_int_eq(seal(l.cs, l.c2s, msg, sizeof(msg)), 0);
+	ck_assert_str_eq(dtls_sess_key_exchange(l.ss), "x25519");
+	/* the other answer is no record of K1 */
+	ck_assert_int_eq(input(l.cs, &rep, &n, &seq), DTLS_ERR_RECORD);
+	r = q_pop(l.c2s);
+	ck_assert_int_eq(input(l.ss, r, &n, &seq), DTLS_DONE);
+	ck_assert_uint_eq(n, GUE_WORD_LEN);
+	ck_assert(dtls_sess_post_quantum(l.ss));
+	ck_assert_str_eq(dtls_sess_key_exchange(l.ss), "x25519 + ml-kem-768");
+	r = q_pop(l.c2s);
+	ck_assert_int_eq(dtls_sess_input(l.ss, r->b, r->len, buf, sizeof(buf), &n, &seq),
+	    DTLS_DATA);
+	ck_assert_uint_eq(n, sizeof(msg));
+	ck_assert_mem_eq(buf, msg, sizeof(msg));
+	pass(l.cs, l.c2s, l.ss, msg, sizeof(msg));
+	pass(l.ss, l.s2c, l.cs, msg, sizeof(msg));
+	/* a late PQ_INIT under K0 opens no more */
+	ck_assert_int_eq(input(l.ss, &init, &n, &seq), DTLS_ERR_RECORD);
+	/* close_notify under K1 is taken */
+	dtls_sess_close(l.cs);
+	r = q_pop(l.c2s);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(input(l.ss, r, &n, &seq), DTLS_ERR_CLOSED);
+	link_free(&l);
+}
+END_TEST
+
 /* ---- cookies -------------------------------------------------------- */
 
 /* Start a client and bring its second ClientHello (with B's cookie). */
@@ -2085,6 +2219,7 @@ main(void)
 	tcase_add_test(rec, early_data);
 	tcase_add_test(rec, nonce_unique);
 	tcase_add_test(rec, psk_sessions);
+	tcase_add_test(rec, pq_exchange);
 	tcase_add_test(ck, cookie_exchange);
 	tcase_add_test(ck, cookie_bound_to_session_id);
 	tcase_add_test(ck, cookie_ipv6);
