@@ -158,9 +158,13 @@ rt_topo
 # --- (1) auto ---------------------------------------------------------------
 conf_pair
 capture_start s ul0 udp_hs "udp port $RT_PORT"
+export SSLKEYLOGFILE=$E2E_DIR/keylog
 start_pair
+unset SSLKEYLOGFILE
 rt_tunnel_up 20 || bail_out "no ping through the tunnel from c to s in 20 s"
+ping_check c "$RT_S_TUN" "auto, udp: pings through the tunnel"
 capture_stop udp_hs
+UDP_CAP=$CAP
 for n in c:s s:c; do
 	is "$(tq "${n%:*}" "peers.${n#*:}.key_exchange")" "$(udp_kx $PQ)" \
 	    "auto, udp: ${n%:*}'s peer ${n#*:} shows key_exchange $(udp_kx $PQ)"
@@ -177,6 +181,31 @@ if $PQ; then
 else
 	is "$big_c" 0 "auto, udp: no datagram over 1.2 KB from c (no ML-KEM)"
 fi
+# The key log: with ML-KEM the data keys are not the handshake's, so the
+# TLS lines alone decrypt no data record (only the exchange's messages,
+# under the first keys), and contrib/toud.lua with TOUD_PQ_DATA_KEYS
+# decrypts them all; without, the TLS lines decrypt the data.
+LUA=$E2E_TOP/contrib/toud.lua
+TOOL=$E2E_TOP/tests/e2e/dissector_tool.py
+grep '^CLIENT_RANDOM ' "$E2E_DIR/keylog" >"$E2E_DIR/tls-only.keylog"
+pqlines=$(grep -c '^TOUD_PQ_DATA_KEYS [0-9a-f]\{64\}\( [0-9a-f]\+\)\{4\}$' "$E2E_DIR/keylog")
+s=$(python3 "$TOOL" summary "$LUA" "$UDP_CAP" 80 "$E2E_DIR/tls-only.keylog") ||
+    bail_out "dissector_tool.py summary failed"
+st() { json_get "$s" "$1" 2>/dev/null || echo 0; }
+cmp_ok "$(st appdata)" -ge 10 "auto, udp: data records captured ($(st appdata))"
+if $PQ; then
+	cmp_ok "$pqlines" -ge 1 "auto, udp: the key log has TOUD_PQ_DATA_KEYS"
+	is "$(st inner_kinds.compact)" 0 "auto, udp: the TLS key log alone decrypts no ping ($(st inner_kinds))"
+	s=$(python3 "$TOOL" summary "$LUA" "$UDP_CAP" 80 "$E2E_DIR/keylog") ||
+	    bail_out "dissector_tool.py summary failed"
+	is "$(st appdata_with_inner)" "$(st appdata)" \
+	    "auto, udp: with the whole key log contrib/toud.lua decrypts every data record"
+	cmp_ok "$(st inner_kinds.compact)" -ge 5 "auto, udp: ... the pings among them ($(st inner_kinds))"
+else
+	is "$pqlines" 0 "auto, udp: the key log has no TOUD_PQ_DATA_KEYS"
+	cmp_ok "$(st inner_kinds.compact)" -ge 5 "auto, udp: the TLS key log decrypts the pings ($(st inner_kinds))"
+fi
+is "$(st lua_errors)" 0 "auto, udp: no Lua error"
 
 capture_start s ul0 tls "tcp port $TCP_PORT"
 rt_block_udp t78_block
