@@ -82,7 +82,21 @@ import json, sys
 print([p["key_exchange"] for p in json.load(sys.stdin) if p["transport"] == sys.argv[1]][0])' "$3"
 }
 
-# udp_kx_want: the key exchange of a DTLS session of this build with itself.
+# shown CTX TRANSPORT KX PQ: both ends' peers show key_exchange KX and
+# post_quantum PQ, and so does c's path on TRANSPORT.
+shown() {
+	local n
+	for n in c:s s:c; do
+		is "$(tq "${n%:*}" "peers.${n#*:}.key_exchange")" "$3" \
+		    "$1: ${n%:*}'s peer ${n#*:} shows key_exchange $3"
+		is "$(tq "${n%:*}" "peers.${n#*:}.post_quantum")" "$4" \
+		    "$1: ${n%:*}'s peer ${n#*:} shows post_quantum $4"
+	done
+	is "$(path_kx c s "$2")" "$3" "$1: the $2 path shows it too"
+}
+
+# udp_kx, tcp_kx true|false: the key exchange of a session of this build
+# with itself, with ML-KEM or without.
 udp_kx() {
 	if $1; then echo "x25519 + ml-kem-768"; else echo x25519; fi
 }
@@ -165,13 +179,7 @@ rt_tunnel_up 20 || bail_out "no ping through the tunnel from c to s in 20 s"
 ping_check c "$RT_S_TUN" "auto, udp: pings through the tunnel"
 capture_stop udp_hs
 UDP_CAP=$CAP
-for n in c:s s:c; do
-	is "$(tq "${n%:*}" "peers.${n#*:}.key_exchange")" "$(udp_kx $PQ)" \
-	    "auto, udp: ${n%:*}'s peer ${n#*:} shows key_exchange $(udp_kx $PQ)"
-	is "$(tq "${n%:*}" "peers.${n#*:}.post_quantum")" "$PQ" \
-	    "auto, udp: ${n%:*}'s peer ${n#*:} shows post_quantum $PQ"
-done
-is "$(path_kx c s udp)" "$(udp_kx $PQ)" "auto, udp: the udp path shows it too"
+shown "auto, udp" udp "$(udp_kx $PQ)" "$PQ"
 big_c=$(tcpdump -r "$CAP" -n "src host $RT_C_UL and greater 1200" 2>/dev/null | wc -l)
 big_s=$(tcpdump -r "$CAP" -n "src host $RT_S_UL and greater 1100" 2>/dev/null | wc -l)
 diag "datagrams over 1.1 KB in the handshake's capture: c $big_c, s $big_s"
@@ -213,13 +221,7 @@ wait_for 40 moved c s tcp || not_ok "auto: c's peer s moves to tcp" "$(tq c peer
 wait_for 10 transport_is s c tcp
 rt_tunnel_up 10 || not_ok "auto, tcp: ping through the tunnel"
 capture_stop tls
-for n in c:s s:c; do
-	is "$(tq "${n%:*}" "peers.${n#*:}.key_exchange")" "$(tcp_kx $PQ)" \
-	    "auto, tcp: ${n%:*}'s peer ${n#*:} shows key_exchange $(tcp_kx $PQ)"
-	is "$(tq "${n%:*}" "peers.${n#*:}.post_quantum")" "$PQ" \
-	    "auto, tcp: ${n%:*}'s peer ${n#*:} shows post_quantum $PQ"
-done
-is "$(path_kx c s tcp)" "$(tcp_kx $PQ)" "auto, tcp: the tcp path shows it too"
+shown "auto, tcp" tcp "$(tcp_kx $PQ)" "$PQ"
 is "$(metric c toud_peer_post_quantum 'interface="tou0",peer="s",transport="tcp"')" \
     "$($PQ && echo 1 || echo 0)" "auto, tcp: toud_peer_post_quantum of tcp agrees"
 if $PQ; then
@@ -280,18 +282,12 @@ elif $PQ; then
 	start_pair "$OTHER" "$OTHER_LIB"
 	rt_tunnel_up 20 && ok "mixed, auto: the tunnel works on udp" ||
 	    not_ok "mixed, auto: the tunnel works on udp" "$(tq c peers.s)"
-	is "$(tq c peers.s.key_exchange)" x25519 "mixed, udp: c (ML-KEM) shows x25519"
-	is "$(tq s peers.c.key_exchange)" x25519 "mixed, udp: s (3.0) shows x25519"
-	is "$(tq c peers.s.post_quantum)/$(tq s peers.c.post_quantum)" false/false \
-	    "mixed, udp: post_quantum false at both ends"
+	shown "mixed (c with ML-KEM, s 3.0), udp" udp x25519 false
 	rt_block_udp t78_block
 	wait_for 40 moved c s tcp || not_ok "mixed: c's peer s moves to tcp" "$(tq c peers.s)"
 	rt_tunnel_up 10 && ok "mixed, auto: the tunnel works on tcp" ||
 	    not_ok "mixed, auto: the tunnel works on tcp" "$(tq c peers.s)"
-	is "$(tq c peers.s.key_exchange)" x25519 "mixed, tcp: c (ML-KEM) shows x25519"
-	is "$(tq s peers.c.key_exchange)" x25519 "mixed, tcp: s (3.0) shows x25519"
-	is "$(tq c peers.s.post_quantum)/$(tq s peers.c.post_quantum)" false/false \
-	    "mixed, tcp: post_quantum false at both ends"
+	shown "mixed (c with ML-KEM, s 3.0), tcp" tcp x25519 false
 	stop_pair
 	# c requires it, UDP still blocked: TCP first.
 	conf_pair required
