@@ -317,6 +317,10 @@ rx_bad_record(struct toud *t, struct session *s)
 	const struct record_rx *rrx = session_record_rx(s);
 	struct peer *p = s->peer;
 
+	if (s->pq_wait && !s->established) {
+		(void)handshake_pq_bad_record(s);
+		return;
+	}
 	drop_count(t, p, DROP_BAD_RECORD, 1);
 	if (!rrx || !p || p->cur != s || rrx->opened || !rrx->failed ||
 	    s->auth_probes >= HANDSHAKE_PSK_PROBES)

@@ -1223,6 +1223,7 @@ START_TEST(pq_exchange)
 	struct timeval tv;
 	struct link l;
 	struct rec *r, init, rep, t;
+	struct gue_inner in;
 	size_t n;
 	uint64_t seq;
 	bool have = mlkem_available();
@@ -1300,8 +1301,12 @@ START_TEST(pq_exchange)
 	/* the other answer is no record of K1 */
 	ck_assert_int_eq(input(l.cs, &rep, &n, &seq), DTLS_ERR_RECORD);
 	r = q_pop(l.c2s);
-	ck_assert_int_eq(input(l.ss, r, &n, &seq), DTLS_DONE);
+	ck_assert_int_eq(dtls_sess_input(l.ss, r->b, r->len, buf, sizeof(buf), &n, &seq),
+	    DTLS_DONE);
 	ck_assert_uint_eq(n, GUE_WORD_LEN);
+	ck_assert_int_eq(gue_inner_decode(buf, n, &in), GUE_OK);
+	ck_assert_int_eq(in.kind, GUE_KIND_CONTROL);
+	ck_assert_uint_eq(in.proto, GUE_CTYPE_KEEPALIVE);
 	ck_assert(dtls_sess_post_quantum(l.ss));
 	ck_assert_str_eq(dtls_sess_key_exchange(l.ss), "x25519 + ml-kem-768");
 	r = q_pop(l.c2s);
