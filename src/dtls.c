@@ -1024,8 +1024,7 @@ pq_fail(struct dtls_sess *s, const char *why)
 static enum dtls_result
 pq_reply(struct dtls_sess *s, const uint8_t *ct)
 {
-	static const uint8_t keepalive[GUE_WORD_LEN] = { 0x40, GUE_CTYPE_KEEPALIVE, 0, 0 };
-	uint8_t ss[MLKEM_SS_LEN];
+	uint8_t ss[MLKEM_SS_LEN], keepalive[GUE_WORD_LEN];
 	struct record_keys ck, sk;
 	int rc;
 
@@ -1046,6 +1045,7 @@ pq_reply(struct dtls_sess *s, const uint8_t *ct)
 	OPENSSL_cleanse(&sk, sizeof(sk));
 	s->pq_state = DTLS_PQ_DONE;
 	pq_free(s);
+	gue_control_encode(keepalive, GUE_CTYPE_KEEPALIVE);
 	if (sess_send(s, keepalive, sizeof(keepalive)) < 0)
 		log_debug("dtls: no keepalive after the ML-KEM-768 exchange");
 	return DTLS_DONE;

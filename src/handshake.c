@@ -683,6 +683,8 @@ handshake_may_send(struct session *s, size_t len)
 
 /* --- established: tie-break and retire ------------------------------- */
 
+static void psk_mismatch(struct session *s, struct peer *p);
+
 /* A session replaces one that has been up for a while (rekey, or the peer
  * restarted); two that came up together (both sides initiated at once) are
  * decided by fingerprint: the session started by the node with the lower
@@ -856,7 +858,43 @@ handshake_established(struct session *s, uint64_t now)
 void
 handshake_psk_mismatch(struct session *s)
 {
-	struct peer *p = s->peer;
+	psk_mismatch(s, s->peer);
+}
+
+/* While the ML-KEM-768 exchange runs, its messages are all there is under
+ * the first keys (K0): one that fails is a preshared-key mismatch as the
+ * first records of an established session are (rx.c, rx_bad_record), and
+ * is answered the same way, with a keepalive under K0, so that the other
+ * side, waiting for an answer, learns it too.  At the last of them, the
+ * session ends at once, without overwriting the reason: it could never
+ * complete. */
+bool
+handshake_pq_bad_record(struct session *s)
+{
+	/* A responder's session is given its peer when it is up: the
+	 * configuration in force names it now. */
+	struct peer *p = s->peer ? s->peer : handshake_authorize(s->t, s);
+	uint8_t ka[GUE_WORD_LEN];
+
+	drop_count(s->t, p, DROP_BAD_RECORD, 1);
+	if (!p || s->auth_probes >= HANDSHAKE_PSK_PROBES)
+		return false;
+	s->auth_probes++;
+	gue_control_encode(ka, GUE_CTYPE_KEEPALIVE);
+	if (dtls_sess_send_control(s->dtls, ka, sizeof(ka)) < 0)
+		log_debug("peer \"%s\": keepalive not sent", p->name);
+	if (s->auth_probes < HANDSHAKE_PSK_PROBES)
+		return false;
+	psk_mismatch(s, p);
+	session_free(s);
+	if (!p->cur && !p->next)
+		peer_timers_handshake_failed(p, NULL);
+	return true;
+}
+
+static void
+psk_mismatch(struct session *s, struct peer *p)
+{
 	char buf[UTIL_ADDRSTRLEN];
 	const char *hint = p->cf->has_psk ?
 	    "preshared-key names another key on the other side, or none there" :

@@ -206,13 +206,6 @@ rx_control(struct toud *t, struct peer *p, struct session *s, struct peer_path *
 		    !peer_timers_probe_answered(p, ph, in->payload, now))
 			p->events[EVENT_PATH_RESPONSE_STALE]++;
 		return;
-	case GUE_CTYPE_PQ_REFUSE:
-		/* The other side requires ML-KEM-768, which this session's
-		 * handshake did not select (doc/protocol.md 1.5).  (The TCP
-		 * transport takes its own, tcp.c.) */
-		if (s && s->dtls && !dtls_sess_post_quantum(s->dtls))
-			handshake_pq_refused(s, in->payload, in->len);
-		return;
 	default:
 		return;
 	}
@@ -235,6 +228,14 @@ rx_inner(struct toud *t, struct peer *p, struct session *s, struct peer_path *ph
 
 	if ((gerr = gue_inner_decode(buf, len, &in)) != GUE_OK) {
 		p->drops[drop_gue(gerr)]++;
+		return;
+	}
+	/* The other side requires ML-KEM-768, which this session's handshake
+	 * did not select (doc/protocol.md 1.5), and ends it: no traffic, its
+	 * event counts it (the TCP transport takes its own, tcp.c). */
+	if (in.kind == GUE_KIND_CONTROL && in.proto == GUE_CTYPE_PQ_REFUSE) {
+		if (s && s->dtls && !dtls_sess_post_quantum(s->dtls))
+			handshake_pq_refused(s, in.payload, in.len);
 		return;
 	}
 	/* The path's evidence of life: every authenticated record but the
@@ -317,6 +318,10 @@ rx_bad_record(struct toud *t, struct session *s)
 	const struct record_rx *rrx = session_record_rx(s);
 	struct peer *p = s->peer;
 
+	if (s->pq_wait && !s->established) {
+		(void)handshake_pq_bad_record(s);
+		return;
+	}
 	drop_count(t, p, DROP_BAD_RECORD, 1);
 	if (!rrx || !p || p->cur != s || rrx->opened || !rrx->failed ||
 	    s->auth_probes >= HANDSHAKE_PSK_PROBES)

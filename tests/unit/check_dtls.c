@@ -1223,6 +1223,7 @@ START_TEST(pq_exchange)
 	struct timeval tv;
 	struct link l;
 	struct rec *r, init, rep, t;
+	struct gue_inner in;
 	size_t n;
 	uint64_t seq;
 	bool have = mlkem_available();
@@ -1300,8 +1301,12 @@ START_TEST(pq_exchange)
 	/* the other answer is no record of K1 */
 	ck_assert_int_eq(input(l.cs, &rep, &n, &seq), DTLS_ERR_RECORD);
 	r = q_pop(l.c2s);
-	ck_assert_int_eq(input(l.ss, r, &n, &seq), DTLS_DONE);
+	ck_assert_int_eq(dtls_sess_input(l.ss, r->b, r->len, buf, sizeof(buf), &n, &seq),
+	    DTLS_DONE);
 	ck_assert_uint_eq(n, GUE_WORD_LEN);
+	ck_assert_int_eq(gue_inner_decode(buf, n, &in), GUE_OK);
+	ck_assert_int_eq(in.kind, GUE_KIND_CONTROL);
+	ck_assert_uint_eq(in.proto, GUE_CTYPE_KEEPALIVE);
 	ck_assert(dtls_sess_post_quantum(l.ss));
 	ck_assert_str_eq(dtls_sess_key_exchange(l.ss), "x25519 + ml-kem-768");
 	r = q_pop(l.c2s);
@@ -1696,6 +1701,161 @@ check_keylog(const char *path, int lines)
 		s = nl + 1;
 	}
 }
+
+/* Run the ML-KEM-768 exchange of a link whose handshake selected it. */
+static void
+pq_run(struct link *l)
+{
+	struct rec *r;
+	size_t n;
+	uint64_t seq;
+	int i;
+
+	ck_assert_int_eq(dtls_sess_pq_start(l->ss, NULL), 0);
+	ck_assert_int_eq(dtls_sess_pq_start(l->cs, NULL), 0);
+	for (i = 0; i < 8 && !(dtls_sess_post_quantum(l->cs) && dtls_sess_post_quantum(l->ss));
+	    i++) {
+		while ((r = q_pop(l->c2s)) != NULL)
+			(void)input(l->ss, r, &n, &seq);
+		while ((r = q_pop(l->s2c)) != NULL)
+			(void)input(l->cs, r, &n, &seq);
+	}
+	ck_assert(dtls_sess_post_quantum(l->cs) && dtls_sess_post_quantum(l->ss));
+}
+
+/* With a key log, each side writes K1 as one TOUD_PQ_DATA_KEYS line (the
+ * same line), named by the client random of the handshake's
+ * CLIENT_RANDOM line, and its keys alone open the records after the
+ * exchange (AES-128-GCM as any DTLS 1.2 implementation would, which is
+ * what contrib/toud.lua does).  Without ML-KEM: no such line. */
+START_TEST(pq_keylog)
+{
+	char path[PATH_MAX], cr[65], ck[33], sk[33], civ[9], siv[9], want[14 + 64 + 1];
+	uint8_t msg[64], key[16], iv[4], nonce[12], aad[13], plain[RECMAX];
+	struct link l;
+	struct rec *r;
+	EVP_CIPHER_CTX *ctx;
+	size_t len, ctlen, k;
+	char *s, *first, *second, *nl;
+	int outl = 0;
+
+	memset(msg, 0x6d, sizeof(msg));
+	path_join(path, tmpdir, "pq.log");
+	dtls_ctx_free(A.c);
+	dtls_ctx_free(B.c);
+	A.c = ctx_open(&A, path);
+	B.c = ctx_open(&B, path);
+	if (!pq_link_up(&l, true)) {
+		link_free(&l);
+		s = slurp(path, &len);
+		ck_assert_ptr_null(strstr(s, DTLS_KEYLOG_PQ_LABEL));
+		return;
+	}
+	s = slurp(path, &len);
+	ck_assert_ptr_null(strstr(s, DTLS_KEYLOG_PQ_LABEL));
+	pq_run(&l);
+	s = slurp(path, &len);
+	first = strstr(s, DTLS_KEYLOG_PQ_LABEL " ");
+	ck_assert_ptr_nonnull(first);
+	second = strstr(first + 1, DTLS_KEYLOG_PQ_LABEL " ");
+	ck_assert_ptr_nonnull(second);
+	ck_assert_ptr_null(strstr(second + 1, DTLS_KEYLOG_PQ_LABEL));
+	nl = strchr(first, '\n');
+	ck_assert_ptr_nonnull(nl);
+	ck_assert_int_eq(strncmp(first, second, (size_t)(nl - first + 1)), 0);
+	ck_assert_int_eq(sscanf(first, DTLS_KEYLOG_PQ_LABEL " %64[0-9a-f] %32[0-9a-f] %32[0-9a-f] "
+	    "%8[0-9a-f] %8[0-9a-f]", cr, ck, sk, civ, siv), 5);
+	ck_assert_int_eq(nl - first, (int)strlen(DTLS_KEYLOG_PQ_LABEL) + 1 + 64 + 1 + 32 + 1 +
+	    32 + 1 + 8 + 1 + 8);
+	snprintf(want, sizeof(want), "CLIENT_RANDOM %s", cr);
+	ck_assert_ptr_nonnull(strstr(s, want));
+	for (k = 0; k < 16; k++)
+		ck_assert_int_eq(sscanf(ck + 2 * k, "%2hhx", &key[k]), 1);
+	for (k = 0; k < 4; k++)
+		ck_assert_int_eq(sscanf(civ + 2 * k, "%2hhx", &iv[k]), 1);
+	/* a record of the client after the exchange, opened with the line */
+	ck_assert_int_eq(seal(l.cs, l.c2s, msg, sizeof(msg)), 0);
+	r = q_pop(l.c2s);
+	ck_assert_uint_eq(r->len, DTLS_RECORD_HDR + 8 + sizeof(msg) + 16);
+	ctlen = sizeof(msg);
+	memcpy(nonce, iv, 4);
+	memcpy(nonce + 4, r->b + DTLS_RECORD_HDR, 8);
+	memcpy(aad, r->b + 3, 8);
+	aad[8] = 23;
+	aad[9] = 0xfe;
+	aad[10] = 0xfd;
+	aad[11] = (uint8_t)(ctlen >> 8);
+	aad[12] = (uint8_t)ctlen;
+	ck_assert_ptr_nonnull(ctx = EVP_CIPHER_CTX_new());
+	ck_assert_int_eq(EVP_DecryptInit_ex(ctx, EVP_aes_128_gcm(), NULL, key, nonce), 1);
+	ck_assert_int_eq(EVP_DecryptUpdate(ctx, NULL, &outl, aad, sizeof(aad)), 1);
+	ck_assert_int_eq(EVP_DecryptUpdate(ctx, plain, &outl, r->b + DTLS_RECORD_HDR + 8,
+	    (int)ctlen), 1);
+	ck_assert_int_eq(EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, 16,
+	    r->b + DTLS_RECORD_HDR + 8 + ctlen), 1);
+	ck_assert_int_eq(EVP_DecryptFinal_ex(ctx, plain + outl, &outl), 1);
+	EVP_CIPHER_CTX_free(ctx);
+	ck_assert_mem_eq(plain, msg, sizeof(msg));
+	link_free(&l);
+}
+END_TEST
+
+/* A 1280-byte IPv6 path: the whole key does not fit one datagram (1291
+ * bytes), so PQ_INIT goes in two halves, each within the path, which the
+ * responder takes in either order; the exchange completes.  (The link
+ * MTU is what handshake.c gives the DTLS layer for path-mtu = 1280: IPv4's
+ * headers subtracted; IPv6 has 20 bytes more.) */
+START_TEST(pq_split_ipv6)
+{
+	uint8_t msg[100];
+	struct link l;
+	struct rec h1, h2;
+	size_t n;
+	uint64_t seq;
+	bool have = mlkem_available();
+	struct dtls_ctx_config cfg = {
+		.authorize = authorize, .listen_output = q_listen_out,
+		.link_mtu = 1280 - 20 - 8 - 16,
+	};
+	char err[256] = "";
+
+	memset(msg, 0x42, sizeof(msg));
+	sa_set(&A.addr, "2001:db8::1", 6080);
+	sa_set(&B.addr, "2001:db8::2", 6080);
+	dtls_ctx_free(A.c);
+	dtls_ctx_free(B.c);
+	cfg.private_key = A.key, cfg.certificate = A.cert, cfg.authorize_arg = &A.az;
+	cfg.listen_output_arg = A.lq;
+	ck_assert_msg((A.c = dtls_ctx_new(&cfg, err, sizeof(err))) != NULL, "%s", err);
+	cfg.private_key = B.key, cfg.certificate = B.cert, cfg.authorize_arg = &B.az;
+	cfg.listen_output_arg = B.lq;
+	ck_assert_msg((B.c = dtls_ctx_new(&cfg, err, sizeof(err))) != NULL, "%s", err);
+	ck_assert_int_eq(pq_link_up(&l, true), have);
+	if (!have) {
+		pass(l.cs, l.c2s, l.ss, msg, sizeof(msg));
+		link_free(&l);
+		return;
+	}
+	ck_assert_int_eq(dtls_sess_pq_start(l.ss, NULL), 0);
+	ck_assert_int_eq(dtls_sess_pq_start(l.cs, NULL), 0);
+	ck_assert_uint_eq(l.c2s->n, 2);
+	h1 = *q_pop(l.c2s);
+	h2 = *q_pop(l.c2s);
+	ck_assert_uint_eq(h1.len, DTLS_RECORD_HDR + 8 + PQMSG_INIT_HDR + 592 + 16);
+	ck_assert_uint_eq(h2.len, h1.len);
+	ck_assert_uint_le(40 + 8 + 16 + h1.len, 1280);
+	ck_assert_int_eq(input(l.ss, &h2, &n, &seq), DTLS_AGAIN);
+	ck_assert_uint_eq(l.s2c->n, 0);                /* half a key: no answer yet */
+	ck_assert_int_eq(input(l.ss, &h1, &n, &seq), DTLS_AGAIN);
+	ck_assert_uint_eq(l.s2c->n, 1);
+	ck_assert_uint_le(40 + 8 + 16 + l.s2c->r[l.s2c->head].len, 1280);
+	ck_assert_int_eq(input(l.cs, q_pop(l.s2c), &n, &seq), DTLS_DONE);
+	ck_assert_int_eq(input(l.ss, q_pop(l.c2s), &n, &seq), DTLS_DONE);
+	pass(l.cs, l.c2s, l.ss, msg, sizeof(msg));
+	pass(l.ss, l.s2c, l.cs, msg, sizeof(msg));
+	link_free(&l);
+}
+END_TEST
 
 START_TEST(keylog_env)
 {
@@ -2227,6 +2387,8 @@ main(void)
 	tcase_add_test(ck, listen_drop);
 	tcase_add_test(keys, keylog_env);
 	tcase_add_test(keys, keylog_config);
+	tcase_add_test(keys, pq_keylog);
+	tcase_add_test(hs, pq_split_ipv6);
 	tcase_add_test(keys, genkey_files);
 	tcase_add_test(keys, keylog_refuses_planted);
 	tcase_add_test(keys, fingerprint_errors);

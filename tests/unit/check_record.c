@@ -805,6 +805,26 @@ START_TEST(perm_key_kat)
 }
 END_TEST
 
+/* Keys c and s are the output key material want cut as the key block is
+ * (keys of kl bytes, IVs of il), then the two numbering keys. */
+static void
+check_cut(const struct record_keys *c, const struct record_keys *s, const uint8_t *want,
+    size_t kl, size_t il)
+{
+	size_t o = 2 * kl + 2 * il;
+
+	ck_assert_uint_eq(c->key_len, kl);
+	ck_assert_uint_eq(s->key_len, kl);
+	ck_assert_uint_eq(c->iv_len, il);
+	ck_assert_uint_eq(s->iv_len, il);
+	ck_assert_mem_eq(c->key, want, kl);
+	ck_assert_mem_eq(s->key, want + kl, kl);
+	ck_assert_mem_eq(c->iv, want + 2 * kl, il);
+	ck_assert_mem_eq(s->iv, want + 2 * kl + il, il);
+	ck_assert_mem_eq(c->perm_key, want + o, 16);
+	ck_assert_mem_eq(s->perm_key, want + o + 16, 16);
+}
+
 /* The keys of a session with a preshared key, against
  *   openssl kdf -keylen 72 (AES-128-GCM; 120 for ChaCha20-Poly1305)
  *     -kdfopt digest:SHA256 -kdfopt hexkey:000102..1f
@@ -823,7 +843,7 @@ START_TEST(psk_kat)
 	};
 	uint8_t exp[32], psk[32], want[120];
 	struct record_keys c, s;
-	size_t i, k, o;
+	size_t i, k;
 
 	ck_assert_uint_eq(strlen(okm), 2 * sizeof(want));
 	for (k = 0; k < sizeof(want); k++)
@@ -836,15 +856,7 @@ START_TEST(psk_kat)
 		size_t kl = cs[k].kl, il = cs[k].il;
 
 		ck_assert_int_eq(record_keys_psk(cs[k].c, exp, psk, &c, &s), 0);
-		ck_assert_uint_eq(c.key_len, kl);
-		ck_assert_uint_eq(c.iv_len, il);
-		ck_assert_mem_eq(c.key, want, kl);
-		ck_assert_mem_eq(s.key, want + kl, kl);
-		ck_assert_mem_eq(c.iv, want + 2 * kl, il);
-		ck_assert_mem_eq(s.iv, want + 2 * kl + il, il);
-		o = 2 * kl + 2 * il;
-		ck_assert_mem_eq(c.perm_key, want + o, 16);
-		ck_assert_mem_eq(s.perm_key, want + o + 16, 16);
+		check_cut(&c, &s, want, kl, il);
 	}
 	/* another preshared key, other keys */
 	psk[0] ^= 1;
@@ -880,7 +892,7 @@ START_TEST(pq_kat)
 	};
 	uint8_t exp[32], ss[32], psk[32], want[120];
 	struct record_keys c, s;
-	size_t i, k, o, w;
+	size_t i, k, w;
 
 	for (i = 0; i < 32; i++) {
 		exp[i] = (uint8_t)i;
@@ -896,15 +908,7 @@ START_TEST(pq_kat)
 
 			ck_assert_int_eq(record_keys_pq(cs[k].c, exp, ss, w == 0 ? psk : NULL,
 			    &c, &s), 0);
-			ck_assert_uint_eq(c.key_len, kl);
-			ck_assert_uint_eq(s.iv_len, il);
-			ck_assert_mem_eq(c.key, want, kl);
-			ck_assert_mem_eq(s.key, want + kl, kl);
-			ck_assert_mem_eq(c.iv, want + 2 * kl, il);
-			ck_assert_mem_eq(s.iv, want + 2 * kl + il, il);
-			o = 2 * kl + 2 * il;
-			ck_assert_mem_eq(c.perm_key, want + o, 16);
-			ck_assert_mem_eq(s.perm_key, want + o + 16, 16);
+			check_cut(&c, &s, want, kl, il);
 		}
 	}
 	/* another shared secret, other keys; the preshared key's schedule
