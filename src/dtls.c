@@ -99,7 +99,6 @@ struct dtls_pq {
 	struct record_rx rx1;                           /* responder: K1, tried beside K0 */
 	uint64_t due_us;                                /* initiator: next PQ_INIT */
 	unsigned step_us;
-	unsigned sent;                                  /* PQ_INIT (or PQ_REPLY) messages sent */
 };
 
 struct dtls_ctx {
@@ -690,8 +689,7 @@ sess_pq_note(struct dtls_sess *s)
 	if (sel == NULL || sel_len != sizeof(alpn_pq) - 2 ||
 	    memcmp(sel, alpn_pq + 1, sel_len) != 0)
 		return 0;
-	/* Selected only when offered, and offered only with ML-KEM, but a
-	 * server may have lost it since (it cannot). */
+	/* Offered and selected only with ML-KEM: this side has it. */
 	if (!mlkem_available())
 		return -ENOTSUP;
 	if ((s->pq = calloc(1, sizeof(*s->pq))) == NULL)
@@ -957,7 +955,6 @@ pq_send_init(struct dtls_sess *s)
 		if ((rc = sess_send(s, msg, n)) < 0)
 			return rc;
 	}
-	s->pq->sent++;
 	return 0;
 }
 
@@ -966,7 +963,6 @@ pq_send_reply(struct dtls_sess *s)
 {
 	uint8_t msg[PQMSG_REPLY_LEN];
 
-	s->pq->sent++;
 	return sess_send(s, msg, pqmsg_reply_encode(msg, sizeof(msg), s->pq->ct));
 }
 

@@ -790,6 +790,12 @@ authenticated(struct session *s, struct peer *p)
 		ratelimit_refund(t->hs->limit, &src);
 	}
 	session_half_open_done(s);
+	/* Under a server ID the initiator has moved to ID 1 (session.h);
+	 * with the exchange the responder goes there at once too, where it
+	 * would follow the first record under ID 1, so that its PQ_REPLY
+	 * does not carry the unroutable ID 0. */
+	if (pq && !s->initiator && s->server_id)
+		session_ids_use(s, 1);
 	/* A server selects the exchange whenever it is offered: its peer's
 	 * policy was not known then, and the exchange is what both sides
 	 * agreed on; off only keeps a client from offering it. */

@@ -468,7 +468,9 @@ rx_session_result(struct toud *t, struct session *s, const struct udp_msg *m,
 	case SESSION_DATA:
 		return;
 	case SESSION_FAILED:
-		handshake_failed(s, s->peer ? "refused" : "unknown key");
+		/* The ML-KEM-768 exchange says why, if it failed. */
+		handshake_failed(s, s->dtls && dtls_sess_pq_error(s->dtls) ?
+		    dtls_sess_pq_error(s->dtls) : s->peer ? "refused" : "unknown key");
 		return;
 	case SESSION_REPLAY:
 		drop_count(t, s->peer, DROP_REPLAY, 1);
