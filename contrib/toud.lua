@@ -59,9 +59,12 @@ local ctype_names = {
 	[2] = "path challenge",
 	[3] = "path response",
 	[4] = "close",
+	[5] = "PQ_INIT",
+	[6] = "PQ_REPLY",
+	[7] = "refusal",
 }
--- body length of each control message
-local ctype_body = { [1] = 0, [2] = 8, [3] = 8, [4] = 0 }
+-- body length of each control message (PQ_INIT's varies: checked apart)
+local ctype_body = { [1] = 0, [2] = 8, [3] = 8, [4] = 0, [6] = 1088, [7] = 1 }
 
 local ipproto_names = {
 	[1] = "ICMP",
@@ -227,7 +230,14 @@ local function dissect_control(tvb, pinfo, tree, t)
 		call_data(tail(tvb, 4), pinfo, tree)
 		return
 	end
-	if body ~= ctype_body[ct] then
+	if ct == 5 then
+		-- offset (2), then a piece of the 1184-byte encapsulation key
+		local off = body >= 2 and tvb(4, 2):uint() or 0
+		if body <= 2 or off + body - 2 > 1184 then
+			t:add_proto_expert_info(e_imalformed, string.format(
+			    "PQ_INIT of %d bytes at offset %d (the key has 1184)", body - 2, off))
+		end
+	elseif body ~= ctype_body[ct] then
 		t:add_proto_expert_info(e_imalformed, string.format(
 		    "%s body of %d bytes (must be %d)", name, body, ctype_body[ct]))
 	end
@@ -369,10 +379,19 @@ end
 -- directions) and taken by the key whose plaintext is well-formed inner
 -- framing of the record's length; that key is tried first for the rest of
 -- the ID.
+--
+-- Sessions whose keys include the ML-KEM-768 exchange (doc/protocol.md
+-- 1.5) carry its two messages under the first keys (the TLS key log's, or
+-- the preshared key's line) and every record after them under keys toud
+-- writes as
+--   TOUD_PQ_DATA_KEYS <client random> <client write key> <server write key>
+--       <client write IV> <server write IV>
+-- which are taken the same way.
 
 toud.prefs.keylog_file = Pref.string("Key log file", "",
 	"A key log written by toud (SSLKEYLOGFILE or keylog-file): its TOUD_PSK_DATA_KEYS " ..
-	"lines decrypt the data records of sessions with a preshared key")
+	"and TOUD_PQ_DATA_KEYS lines decrypt the data records of sessions with a preshared " ..
+	"key or an ML-KEM-768 exchange")
 
 local band, bor, bxor, lshift, rshift = bit.band, bit.bor, bit.bxor, bit.lshift, bit.rshift
 
@@ -551,13 +570,15 @@ local function psk_load()
 		return
 	end
 	for line in f:lines() do
-		local cr, ck, sk, civ, siv = line:match(
-		    "^TOUD_PSK_DATA_KEYS (%x+) (%x+) (%x+) (%x+) (%x+)%s*$")
-		if cr then
+		local kind, cr, ck, sk, civ, siv = line:match(
+		    "^TOUD_(%u+)_DATA_KEYS (%x+) (%x+) (%x+) (%x+) (%x+)%s*$")
+		local label = ({ PSK = "the preshared key",
+		    PQ = "the ML-KEM-768 exchange's keys" })[kind]
+		if cr and label then
 			for _, d in ipairs({ { ck, civ }, { sk, siv } }) do
 				local key, iv = hex_bytes(d[1]), hex_bytes(d[2])
 				local gcm = #iv == 4
-				psk_dirs[#psk_dirs + 1] = { gcm = gcm, iv = iv,
+				psk_dirs[#psk_dirs + 1] = { gcm = gcm, iv = iv, label = label,
 				    key = gcm and aes_expand(key) or key }
 			end
 		end
@@ -567,7 +588,7 @@ end
 
 -- Whether p (bytes, 1-based, n of them) is inner framing a toud
 -- receiver would take.
-local inner_ctl_len = { [1] = 4, [2] = 12, [3] = 12, [4] = 4 }
+local inner_ctl_len = { [1] = 4, [2] = 12, [3] = 12, [4] = 4, [6] = 1092, [7] = 5 }
 local function plausible(p, n)
 	if n < 4 then
 		return false
@@ -579,6 +600,8 @@ local function plausible(p, n)
 		return n >= 40 and p[5] * 256 + p[6] + 40 == n
 	elseif p[3] ~= 0 or p[4] ~= 0 then
 		return false
+	elseif p[1] == 0x20 and p[2] == 5 then
+		return n > 6 and n <= 1190         -- PQ_INIT: offset, a piece of the key
 	elseif p[1] == 0x20 then
 		return inner_ctl_len[p[2]] == n
 	end
@@ -624,7 +647,7 @@ local function psk_try(d, raw)
 end
 
 -- The plaintext of an application-data record of session sid, as a hex
--- string, or nil.
+-- string, and the keys' name; or nil.
 local psk_frames = {}
 local function psk_decrypt(number, sid, rec)
 	psk_load()
@@ -633,7 +656,10 @@ local function psk_decrypt(number, sid, rec)
 	end
 	local done = psk_frames[number]
 	if done ~= nil then
-		return done or nil
+		if not done then
+			return nil
+		end
+		return done[1], done[2]
 	end
 	local raw = rec:raw()
 	local order, known = {}, psk_by_sid[sid]
@@ -653,8 +679,8 @@ local function psk_decrypt(number, sid, rec)
 			for j = 1, #p do
 				h[j] = string.format("%02x", p[j])
 			end
-			psk_frames[number] = table.concat(h)
-			return psk_frames[number]
+			psk_frames[number] = { table.concat(h), psk_dirs[i].label }
+			return psk_frames[number][1], psk_dirs[i].label
 		end
 	end
 	psk_frames[number] = false
@@ -878,9 +904,9 @@ local function dissect_outer(tvb, pinfo, tree)
 	end
 	-- application data of the data epoch: with a preshared key, opened here
 	if rec:len() > DTLS_HDR + 16 and rec(0, 1):uint() == 23 and rec(3, 2):uint() == 1 then
-		local hex = psk_decrypt(pinfo.number, sid, rec)
+		local hex, label = psk_decrypt(pinfo.number, sid, rec)
 		if hex then
-			dissect_inner(ByteArray.new(hex):tvb("Decrypted with the preshared key"), pinfo, tree)
+			dissect_inner(ByteArray.new(hex):tvb("Decrypted with " .. label), pinfo, tree)
 		end
 	end
 	return len

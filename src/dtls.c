@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/bio.h>
@@ -23,6 +24,7 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/objects.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>
 #include <openssl/ssl.h>
@@ -31,8 +33,12 @@
 
 #include "bytes.h"
 #include "dtls.h"
+#include "gue.h"
 #include "keys.h"
 #include "log.h"
+#include "mlkem.h"
+#include "pqmsg.h"
+#include "pq.h"
 #include "record.h"
 
 #define DTLS_CIPHERS "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:" \
@@ -59,6 +65,41 @@
  * handshake, and its keys are those of epoch 1 in both directions. */
 #define DTLS_DATA_EPOCH 1
 #define DTLS_MASTER_LEN 48
+/* The ALPN protocol ID that announces the ML-KEM-768 exchange
+ * (doc/protocol.md 1.5), in the wire format of a protocol list. */
+#define DTLS_ALPN_PQ "toud-mlkem768"
+static const uint8_t alpn_pq[] = "\x0d" DTLS_ALPN_PQ;
+_Static_assert(sizeof(DTLS_ALPN_PQ) - 1 == 0x0d, "the length byte of alpn_pq");
+/* PQ_INIT is sent again after this long, doubling up to the maximum,
+ * until PQ_REPLY comes (or the handshake's deadline). */
+#define DTLS_PQ_TIMER_INIT_US DTLS_TIMER_INIT_US
+#define DTLS_PQ_TIMER_MAX_US DTLS_TIMER_MAX_US
+
+/* The ML-KEM-768 exchange after the handshake (doc/protocol.md 1.5). */
+enum dtls_pq_state {
+	DTLS_PQ_NONE,           /* not selected: the handshake's keys (K0) are the data keys */
+	DTLS_PQ_SELECTED,       /* selected; dtls_sess_pq_start() not called yet */
+	DTLS_PQ_INIT_SENT,      /* initiator: PQ_INIT sent, waiting for PQ_REPLY */
+	DTLS_PQ_WAIT_INIT,      /* responder: waiting for the whole PQ_INIT */
+	DTLS_PQ_WAIT_K1,        /* responder: PQ_REPLY sent, waiting for a record under K1 */
+	DTLS_PQ_DONE,           /* both directions under K1 */
+};
+
+/* What the exchange needs while it runs (freed when it is through). */
+struct dtls_pq {
+	uint8_t exporter[RECORD_PQ_EXPORTER_LEN];       /* taken when the handshake completed */
+	uint8_t client_random[32];                      /* names the session in the key log */
+	bool has_psk;
+	uint8_t psk[RECORD_PSK_LEN];
+	EVP_PKEY *dk;                                   /* initiator: decapsulation key */
+	uint8_t ek[MLKEM_EK_LEN];                       /* initiator: what PQ_INIT carries */
+	struct pqmsg_key key;                           /* responder: PQ_INIT as received */
+	uint8_t ct[MLKEM_CT_LEN];                       /* responder: PQ_REPLY's answer */
+	struct record_keys k1_tx;                       /* responder: K1, in use once confirmed */
+	struct record_rx rx1;                           /* responder: K1, tried beside K0 */
+	uint64_t due_us;                                /* initiator: next PQ_INIT */
+	unsigned step_us;
+};
 
 struct dtls_ctx {
 	SSL_CTX *ssl_ctx;
@@ -125,7 +166,15 @@ struct dtls_sess {
 	 * data keys, OpenSSL's with the handshake's: both open. */
 	struct record_keys rx_keys_psk;
 	bool has_rx_keys_psk;
+	/* ... and after the ML-KEM exchange with K1. */
+	struct record_keys rx_keys_pq;
+	bool has_rx_keys_pq;
+	bool pq_offer;                          /* client: offers the ALPN */
+	enum dtls_pq_state pq_state;
+	struct dtls_pq *pq;                     /* while the exchange runs */
+	const char *pq_error;                   /* why it failed */
 	const char *cipher_name;
+	char kx[PQ_NAME_MAX];                   /* the handshake's group (pq.h), once done */
 	X509 *peer_leaf;                        /* for CA checks on reload */
 	STACK_OF(X509) *peer_chain;
 };
@@ -501,6 +550,23 @@ cookie_verify_cb(SSL *ssl, const unsigned char *cookie, unsigned int cookie_len)
 
 /* --- sessions -------------------------------------------------------- */
 
+/* The exchange's state goes once it is through (or the session). */
+static void
+pq_free(struct dtls_sess *s)
+{
+	/* Through: show names it beside the handshake's group. */
+	if (s->pq_state == DTLS_PQ_DONE && s->kx[0] && !pq_has_mlkem(s->kx))
+		snprintf(s->kx + strlen(s->kx), sizeof(s->kx) - strlen(s->kx), " + %s",
+		    DTLS_KX_PQ);
+	if (s->pq == NULL)
+		return;
+	mlkem_free(s->pq->dk);
+	record_rx_free(&s->pq->rx1);
+	OPENSSL_cleanse(s->pq, sizeof(*s->pq));
+	free(s->pq);
+	s->pq = NULL;
+}
+
 static struct dtls_sess *
 sess_new(struct dtls_ctx *c)
 {
@@ -599,6 +665,33 @@ out:
 	return ret;
 }
 
+/* The handshake is complete: whether its ALPN selected the ML-KEM-768
+ * exchange, and what the exchange needs of OpenSSL's state, which may be
+ * gone (sess_release()) before the exchange is through.  0 or -errno. */
+static int
+sess_pq_note(struct dtls_sess *s)
+{
+	const unsigned char *sel = NULL;
+	unsigned int sel_len = 0;
+
+	SSL_get0_alpn_selected(s->ssl, &sel, &sel_len);
+	if (sel == NULL || sel_len != sizeof(alpn_pq) - 2 ||
+	    memcmp(sel, alpn_pq + 1, sel_len) != 0)
+		return 0;
+	/* Offered and selected only with ML-KEM: this side has it. */
+	if (!mlkem_available())
+		return -ENOTSUP;
+	if ((s->pq = calloc(1, sizeof(*s->pq))) == NULL)
+		return -ENOMEM;
+	if (SSL_export_keying_material(s->ssl, s->pq->exporter, sizeof(s->pq->exporter),
+	    RECORD_PQ_LABEL, strlen(RECORD_PQ_LABEL), NULL, 0, 0) != 1 ||
+	    SSL_get_client_random(s->ssl, s->pq->client_random, sizeof(s->pq->client_random)) !=
+	    sizeof(s->pq->client_random))
+		return -EIO;
+	s->pq_state = DTLS_PQ_SELECTED;
+	return 0;
+}
+
 /* One step of the handshake; the error queue is the caller's to clear. */
 static enum dtls_result
 sess_drive(struct dtls_sess *s)
@@ -606,12 +699,15 @@ sess_drive(struct dtls_sess *s)
 	int r = SSL_do_handshake(s->ssl);
 
 	if (r == 1) {
-		if (sess_takeover(s) < 0) {
+		if (sess_takeover(s) < 0 || sess_pq_note(s) < 0) {
 			log_warnx("dtls: cannot take over the records of cipher %s",
 			    SSL_get_cipher_name(s->ssl));
 			s->failed = DTLS_ERR_HANDSHAKE;
 			return DTLS_ERR_HANDSHAKE;
 		}
+		r = SSL_get_negotiated_group(s->ssl);
+		pq_group_name(r > 0 && !(r & TLSEXT_nid_unknown) ? OBJ_nid2sn(r) : NULL, s->kx,
+		    sizeof(s->kx));
 		s->established = true;
 		return DTLS_DONE;
 	}
@@ -657,6 +753,8 @@ dtls_sess_free(struct dtls_sess *s)
 	sk_X509_pop_free(s->peer_chain, X509_free);
 	OPENSSL_cleanse(&s->rx_keys, sizeof(s->rx_keys));
 	OPENSSL_cleanse(&s->rx_keys_psk, sizeof(s->rx_keys_psk));
+	OPENSSL_cleanse(&s->rx_keys_pq, sizeof(s->rx_keys_pq));
+	pq_free(s);
 	free(s);
 }
 
@@ -765,7 +863,9 @@ sess_released_input(struct dtls_sess *s, const uint8_t *rec, size_t len)
 	if (rec[0] != RECORD_TYPE_ALERT ||
 	    (record_open_alert(&s->rx_keys, s->rx.epoch, rec, len, alert) != RECORD_OK &&
 	    (!s->has_rx_keys_psk ||
-	    record_open_alert(&s->rx_keys_psk, s->rx.epoch, rec, len, alert) != RECORD_OK)))
+	    record_open_alert(&s->rx_keys_psk, s->rx.epoch, rec, len, alert) != RECORD_OK) &&
+	    (!s->has_rx_keys_pq ||
+	    record_open_alert(&s->rx_keys_pq, s->rx.epoch, rec, len, alert) != RECORD_OK)))
 		return DTLS_AGAIN;
 	/* A warning other than close_notify changes nothing (RFC 5246 7.2). */
 	if (alert[0] != SSL3_AL_FATAL && alert[1] != SSL_AD_CLOSE_NOTIFY)
@@ -775,6 +875,356 @@ sess_released_input(struct dtls_sess *s, const uint8_t *rec, size_t len)
 	s->established = false;
 	s->failed = DTLS_ERR_CLOSED;
 	return DTLS_ERR_CLOSED;
+}
+
+/* --- the ML-KEM-768 exchange (doc/protocol.md 1.5) ------------------- */
+
+static int sess_seal(struct dtls_sess *s, const uint8_t *in, size_t len, uint8_t *out,
+    struct dtls_record *r);
+static void keylog_data_keys(struct dtls_sess *s, const char *label, const uint8_t cr[32],
+    const struct record_keys *ck, const struct record_keys *sk);
+
+static uint64_t
+mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+static bool
+pq_pending(const struct dtls_sess *s)
+{
+	return s->pq_state != DTLS_PQ_NONE && s->pq_state != DTLS_PQ_DONE;
+}
+
+/* Seal one inner payload (a control message) under the sending keys in
+ * force and send it.  0 or -errno. */
+static int
+sess_send(struct dtls_sess *s, const uint8_t *msg, size_t len)
+{
+	struct dtls_record r;
+	int rc;
+
+	if ((rc = sess_seal(s, msg, len, NULL, &r)) < 0)
+		return rc;
+	s->out(s->out_arg, r.rec, r.len, r.to, r.seal);
+	return 0;
+}
+
+/* The largest record payload a datagram to the peer may carry: the link
+ * MTU is that of the best case path (IPv4); IPv6 has 20 bytes more of
+ * header. */
+static size_t
+sess_max_plain(const struct dtls_sess *s)
+{
+	size_t mtu = s->c->link_mtu - (s->peer.sa.sa_family == AF_INET6 ? 20 : 0);
+
+	return mtu > record_overhead(s->tx.cipher) ? mtu - record_overhead(s->tx.cipher) : 0;
+}
+
+/* PQ_INIT, whole or in two halves where a whole one does not fit the
+ * path (doc/protocol.md 1.5). */
+static int
+pq_send_init(struct dtls_sess *s)
+{
+	uint8_t msg[PQMSG_INIT_MAX];
+	size_t first, n;
+	unsigned parts = pqmsg_init_split(sess_max_plain(s), &first);
+	int rc;
+
+	if (parts == 0)
+		return -EMSGSIZE;
+	n = pqmsg_init_encode(msg, sizeof(msg), s->pq->ek, 0, first);
+	if ((rc = sess_send(s, msg, n)) < 0)
+		return rc;
+	if (parts == 2) {
+		n = pqmsg_init_encode(msg, sizeof(msg), s->pq->ek, first, MLKEM_EK_LEN - first);
+		if ((rc = sess_send(s, msg, n)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int
+pq_send_reply(struct dtls_sess *s)
+{
+	uint8_t msg[PQMSG_REPLY_LEN];
+
+	return sess_send(s, msg, pqmsg_reply_encode(msg, sizeof(msg), s->pq->ct));
+}
+
+/* Replace the data keys of both directions: the sending numbers
+ * continue, the receiving window starts anew (with rx, when given,
+ * which takes the place of one made from rx_keys).  0 or -errno. */
+static int
+sess_switch_keys(struct dtls_sess *s, const struct record_keys *tx_keys,
+    const struct record_keys *rx_keys, struct record_rx *rx)
+{
+	uint64_t tx_seq = s->tx.seq;
+
+	record_tx_free(&s->tx);
+	record_rx_free(&s->rx);
+	if (rx) {
+		s->rx = *rx;
+		memset(rx, 0, sizeof(*rx));
+	}
+	if (record_tx_init(&s->tx, tx_keys, DTLS_DATA_EPOCH, tx_seq, s->wr_nonce) < 0 ||
+	    (!rx && record_rx_init(&s->rx, rx_keys, DTLS_DATA_EPOCH) < 0)) {
+		/* No keys at all rather than the old ones. */
+		s->rec_on = false;
+		s->failed = DTLS_ERR_CLOSED;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* K1 from the shared secret, with the key log line. */
+static int
+pq_keys(struct dtls_sess *s, const uint8_t ss[MLKEM_SS_LEN], struct record_keys *ck,
+    struct record_keys *sk)
+{
+	int rc = record_keys_pq(s->tx.cipher, s->pq->exporter, ss,
+	    s->pq->has_psk ? s->pq->psk : NULL, ck, sk);
+
+	if (rc == 0)
+		keylog_data_keys(s, DTLS_KEYLOG_PQ_LABEL, s->pq->client_random, ck, sk);
+	OPENSSL_cleanse(s->pq->exporter, sizeof(s->pq->exporter));
+	OPENSSL_cleanse(s->pq->psk, sizeof(s->pq->psk));
+	return rc;
+}
+
+static enum dtls_result
+pq_fail(struct dtls_sess *s, const char *why)
+{
+	s->pq_error = why;
+	s->established = false;
+	s->failed = DTLS_ERR_HANDSHAKE;
+	return DTLS_ERR_HANDSHAKE;
+}
+
+/* Initiator: PQ_REPLY.  Both directions move to K1, and a first record
+ * under K1 (a keepalive) tells the responder at once. */
+static enum dtls_result
+pq_reply(struct dtls_sess *s, const uint8_t *ct)
+{
+	uint8_t ss[MLKEM_SS_LEN], keepalive[GUE_WORD_LEN];
+	struct record_keys ck, sk;
+	int rc;
+
+	if (mlkem_decap(s->pq->dk, ct, ss) < 0)
+		return pq_fail(s, "cannot decapsulate its ML-KEM-768 ciphertext");
+	mlkem_free(s->pq->dk);
+	s->pq->dk = NULL;
+	rc = pq_keys(s, ss, &ck, &sk);
+	OPENSSL_cleanse(ss, sizeof(ss));
+	if (rc < 0 || sess_switch_keys(s, &ck, &sk, NULL) < 0) {
+		OPENSSL_cleanse(&ck, sizeof(ck));
+		OPENSSL_cleanse(&sk, sizeof(sk));
+		return pq_fail(s, "cannot derive the data keys of the ML-KEM-768 exchange");
+	}
+	s->rx_keys_pq = sk;
+	s->has_rx_keys_pq = true;
+	OPENSSL_cleanse(&ck, sizeof(ck));
+	OPENSSL_cleanse(&sk, sizeof(sk));
+	s->pq_state = DTLS_PQ_DONE;
+	pq_free(s);
+	gue_control_encode(keepalive, GUE_CTYPE_KEEPALIVE);
+	if (sess_send(s, keepalive, sizeof(keepalive)) < 0)
+		log_debug("dtls: no keepalive after the ML-KEM-768 exchange");
+	return DTLS_DONE;
+}
+
+/* Responder: the whole of PQ_INIT.  Encapsulate, answer under K0, and
+ * keep K1 ready beside K0 until a record opens under it. */
+static enum dtls_result
+pq_init_whole(struct dtls_sess *s)
+{
+	uint8_t ss[MLKEM_SS_LEN];
+	struct record_keys ck, sk;
+	int rc;
+
+	if ((rc = mlkem_encap(s->pq->key.ek, s->pq->ct, ss)) < 0)
+		return pq_fail(s, rc == -EINVAL ? "its ML-KEM-768 encapsulation key is not valid" :
+		    "cannot encapsulate to its ML-KEM-768 key");
+	rc = pq_keys(s, ss, &ck, &sk);
+	OPENSSL_cleanse(ss, sizeof(ss));
+	if (rc < 0 || record_rx_init(&s->pq->rx1, &ck, DTLS_DATA_EPOCH) < 0) {
+		OPENSSL_cleanse(&ck, sizeof(ck));
+		OPENSSL_cleanse(&sk, sizeof(sk));
+		return pq_fail(s, "cannot derive the data keys of the ML-KEM-768 exchange");
+	}
+	s->pq->k1_tx = sk;
+	s->rx_keys_pq = ck;
+	s->has_rx_keys_pq = true;
+	OPENSSL_cleanse(&ck, sizeof(ck));
+	OPENSSL_cleanse(&sk, sizeof(sk));
+	s->pq_state = DTLS_PQ_WAIT_K1;
+	if (pq_send_reply(s) < 0)
+		log_debug("dtls: PQ_REPLY not sent");
+	return DTLS_AGAIN;
+}
+
+/* A control message (pt, n) opened under K0 while the exchange runs. */
+static enum dtls_result
+pq_message(struct dtls_sess *s, const uint8_t *pt, size_t n)
+{
+	struct gue_inner in;
+
+	if (gue_inner_decode(pt, n, &in) != GUE_OK || in.kind != GUE_KIND_CONTROL)
+		return DTLS_ERR_RECORD;         /* nothing but the exchange under K0 */
+	switch (in.proto) {
+	case GUE_CTYPE_PQ_INIT:
+		if (s->client)
+			return DTLS_AGAIN;
+		switch (pqmsg_key_add(&s->pq->key, in.payload, in.len)) {
+		case PQMSG_COMPLETE:
+			return s->pq_state == DTLS_PQ_WAIT_INIT ? pq_init_whole(s) : DTLS_AGAIN;
+		case PQMSG_REPEAT:
+			/* Our PQ_REPLY was lost: the same answer again. */
+			if (s->pq_state == DTLS_PQ_WAIT_K1 && pq_send_reply(s) < 0)
+				log_debug("dtls: PQ_REPLY not sent");
+			return DTLS_AGAIN;
+		case PQMSG_PARTIAL:
+			return DTLS_AGAIN;
+		case PQMSG_CONFLICT:
+		case PQMSG_BAD:
+		default:
+			return DTLS_ERR_RECORD;
+		}
+	case GUE_CTYPE_PQ_REPLY:
+		if (!s->client || s->pq_state != DTLS_PQ_INIT_SENT)
+			return DTLS_AGAIN;
+		return pq_reply(s, in.payload);
+	default:
+		/* A keepalive or a probe before the exchange is through:
+		 * nothing toud would send. */
+		return DTLS_AGAIN;
+	}
+}
+
+/* An application-data record while the exchange runs: under K0, only its
+ * messages; at the responder, a record under K1 completes it (returned
+ * as data, with DTLS_DONE). */
+static enum dtls_result
+pq_input(struct dtls_sess *s, const uint8_t *rec, size_t len, uint8_t *out, size_t cap,
+    size_t *outlen, uint64_t *seq)
+{
+	enum dtls_result r;
+
+	if (s->pq_state == DTLS_PQ_WAIT_K1) {
+		/* Tried on a copy: a failed open may have written over it,
+		 * and K0 is still to try. */
+		size_t pre = record_prefix(s->pq->rx1.cipher);
+		uint8_t *copy = malloc(len);
+		struct record_msg m = {
+			.in = copy, .in_len = len, .out = copy + pre, .out_cap = len - pre,
+		};
+
+		if (copy == NULL)
+			return DTLS_ERR_RECORD;
+		memcpy(copy, rec, len);
+		record_open(&s->pq->rx1, &m, 1);
+		if (m.status == RECORD_OK && m.out_len <= cap)
+			memcpy(out, m.out, m.out_len);
+		OPENSSL_cleanse(copy, len);
+		free(copy);
+		if (m.status == RECORD_OK && m.out_len <= cap) {
+			if (sess_switch_keys(s, &s->pq->k1_tx, NULL, &s->pq->rx1) < 0)
+				return pq_fail(s, "cannot take the data keys of the ML-KEM-768 exchange");
+			s->pq_state = DTLS_PQ_DONE;
+			pq_free(s);
+			*outlen = m.out_len;
+			if (seq != NULL)
+				*seq = m.seq;
+			return DTLS_DONE;
+		}
+	}
+	if (s->pq_state == DTLS_PQ_SELECTED)
+		return DTLS_ERR_RECORD;
+	r = sess_open(s, rec, len, out, cap, outlen, seq);
+	if (r != DTLS_DATA)
+		return r;
+	if (!s->released)
+		sess_release(s);
+	r = pq_message(s, out, *outlen);
+	*outlen = 0;
+	return r;
+}
+
+void
+dtls_sess_pq_offer(struct dtls_sess *s, bool offer)
+{
+	s->pq_offer = offer && mlkem_available() && s->client;
+	/* SSL_set_alpn_protos returns 0 on success. */
+	if (s->pq_offer && SSL_set_alpn_protos(s->ssl, alpn_pq, sizeof(alpn_pq) - 1) != 0)
+		s->pq_offer = false;
+	ERR_clear_error();
+}
+
+bool
+dtls_sess_pq_offered(const struct dtls_sess *s)
+{
+	return s->pq_offer;
+}
+
+bool
+dtls_sess_pq_selected(const struct dtls_sess *s)
+{
+	return s->pq_state != DTLS_PQ_NONE;
+}
+
+bool
+dtls_sess_pq_pending(const struct dtls_sess *s)
+{
+	return pq_pending(s);
+}
+
+const char *
+dtls_sess_pq_error(const struct dtls_sess *s)
+{
+	return s->pq_error;
+}
+
+int
+dtls_sess_pq_start(struct dtls_sess *s, const uint8_t *psk)
+{
+	int rc;
+
+	if (s->pq_state != DTLS_PQ_SELECTED || !s->rec_on)
+		return -EINVAL;
+	if (psk) {
+		memcpy(s->pq->psk, psk, RECORD_PSK_LEN);
+		s->pq->has_psk = true;
+	}
+	if (!s->client) {
+		pqmsg_key_init(&s->pq->key);
+		s->pq_state = DTLS_PQ_WAIT_INIT;
+		return 0;
+	}
+	if ((rc = mlkem_keygen(&s->pq->dk, s->pq->ek)) < 0) {
+		s->pq_error = "cannot make an ML-KEM-768 key";
+		return rc;
+	}
+	s->pq_state = DTLS_PQ_INIT_SENT;
+	s->pq->step_us = DTLS_PQ_TIMER_INIT_US;
+	s->pq->due_us = mono_us() + s->pq->step_us;
+	if ((rc = pq_send_init(s)) < 0)
+		s->pq_error = "cannot send PQ_INIT";
+	return rc;
+}
+
+int
+dtls_sess_send_control(struct dtls_sess *s, const uint8_t *msg, size_t len)
+{
+	return sess_send(s, msg, len);
+}
+
+bool
+dtls_sess_post_quantum(const struct dtls_sess *s)
+{
+	return s->pq_state == DTLS_PQ_DONE;
 }
 
 enum dtls_result
@@ -796,6 +1246,8 @@ dtls_sess_input(struct dtls_sess *s, const uint8_t *rec, size_t len,
 	/* Data of the current epoch is toud's record layer's: OpenSSL sees
 	 * none of it, and record.c leaves no error queued. */
 	if (s->established && cap && rec[0] == CT_APPDATA && rseq >> 48 == s->rx.epoch) {
+		if (pq_pending(s))
+			return pq_input(s, rec, len, out, cap, outlen, seq);
 		res = sess_open(s, rec, len, out, cap, outlen, seq);
 		if (res == DTLS_DATA && !s->released)
 			sess_release(s);
@@ -897,16 +1349,20 @@ sess_seal(struct dtls_sess *s, const uint8_t *in, size_t len, uint8_t *out,
 	return 0;
 }
 
+/* No data under the handshake's keys (K0) while the ML-KEM-768 exchange
+ * runs: only its own messages (sess_send()). */
 int
 dtls_sess_seal(struct dtls_sess *s, const uint8_t *in, size_t len, struct dtls_record *r)
 {
+	if (pq_pending(s))
+		return -ENOTCONN;
 	return sess_seal(s, in, len, NULL, r);
 }
 
 int
 dtls_sess_seal_in_place(struct dtls_sess *s, uint8_t *in, size_t len, struct dtls_record *r)
 {
-	if (!s->rec_on)
+	if (!s->rec_on || pq_pending(s))
 		return -ENOTCONN;
 	return sess_seal(s, in, len, in - record_prefix(s->tx.cipher), r);
 }
@@ -922,37 +1378,41 @@ dtls_sess_export(struct dtls_sess *s, const char *label, uint8_t *out, size_t le
 	return 0;
 }
 
-/* With a key log: the data keys of a session with a preshared key, which
- * the TLS key log no longer gives (doc/protocol.md 1.4 has the format). */
+/* With a key log: data keys that the TLS key log no longer gives (those
+ * of a session with a preshared key, or after the ML-KEM-768 exchange;
+ * doc/protocol.md 1.4 and 1.5 have the format), as a line
+ * "label <client random> <client key> <server key> <client IV> <server IV>". */
 static void
-keylog_psk_keys(struct dtls_sess *s, const struct record_keys *ck, const struct record_keys *sk)
+keylog_data_keys(struct dtls_sess *s, const char *label, const uint8_t cr[32],
+    const struct record_keys *ck, const struct record_keys *sk)
 {
-	char line[sizeof(DTLS_KEYLOG_PSK_LABEL) + 6 * (2 * 32 + 1) + 1], *w = line;
+	char line[32 + 6 * (2 * 32 + 1) + 1], *w = line;
 	const struct { const uint8_t *b; size_t n; } f[] = {
-		{ NULL, 32 }, { ck->key, ck->key_len }, { sk->key, sk->key_len },
+		{ cr, 32 }, { ck->key, ck->key_len }, { sk->key, sk->key_len },
 		{ ck->iv, ck->iv_len }, { sk->iv, sk->iv_len },
 	};
-	uint8_t cr[32];
 	size_t i;
 
-	if (s->c->keylog_fd < 0 || SSL_get_client_random(s->ssl, cr, sizeof(cr)) != sizeof(cr))
+	if (s->c->keylog_fd < 0)
 		return;
-	w += snprintf(line, sizeof(line), "%s", DTLS_KEYLOG_PSK_LABEL);
+	w += snprintf(line, sizeof(line), "%s", label);
 	for (i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
 		*w++ = ' ';
-		util_hex(f[i].b ? f[i].b : cr, f[i].n, w);
+		util_hex(f[i].b, f[i].n, w);
 		w += 2 * f[i].n;
 	}
-	keylog_cb(s->ssl, line);
+	*w++ = '\n';
+	/* One write on an O_APPEND file, as keylog_cb's. */
+	if (write(s->c->keylog_fd, line, (size_t)(w - line)) < 0)
+		log_debug("key log: %s", strerror(errno));
 	OPENSSL_cleanse(line, sizeof(line));
 }
 
 int
 dtls_sess_set_psk(struct dtls_sess *s, const uint8_t *psk)
 {
-	uint8_t exp[RECORD_PSK_EXPORTER_LEN];
+	uint8_t exp[RECORD_PSK_EXPORTER_LEN], cr[32];
 	struct record_keys ck, sk;
-	uint64_t tx_seq;
 	int ret;
 
 	if (!s->established || !s->rec_on)
@@ -962,27 +1422,20 @@ dtls_sess_set_psk(struct dtls_sess *s, const uint8_t *psk)
 	/* Nothing has been sealed or opened with the handshake's keys. */
 	if (s->rx.opened || s->rx.failed || s->tx.sealed)
 		return -EBUSY;
-	tx_seq = s->tx.seq;
-	if (dtls_sess_export(s, RECORD_PSK_LABEL, exp, sizeof(exp)) < 0)
+	if (dtls_sess_export(s, RECORD_PSK_LABEL, exp, sizeof(exp)) < 0 ||
+	    SSL_get_client_random(s->ssl, cr, sizeof(cr)) != sizeof(cr)) {
+		OPENSSL_cleanse(exp, sizeof(exp));
 		return -EIO;
+	}
 	ret = record_keys_psk(s->tx.cipher, exp, psk, &ck, &sk);
 	OPENSSL_cleanse(exp, sizeof(exp));
 	if (ret < 0)
 		goto out;
-	record_tx_free(&s->tx);
-	record_rx_free(&s->rx);
-	ret = -ENOMEM;
-	if (record_tx_init(&s->tx, s->client ? &ck : &sk, DTLS_DATA_EPOCH, tx_seq,
-	    s->wr_nonce) < 0 ||
-	    record_rx_init(&s->rx, s->client ? &sk : &ck, DTLS_DATA_EPOCH) < 0) {
-		/* No keys at all rather than the handshake's. */
-		s->rec_on = false;
-		s->failed = DTLS_ERR_CLOSED;
+	if ((ret = sess_switch_keys(s, s->client ? &ck : &sk, s->client ? &sk : &ck, NULL)) < 0)
 		goto out;
-	}
 	s->rx_keys_psk = s->client ? sk : ck;
 	s->has_rx_keys_psk = true;
-	keylog_psk_keys(s, &ck, &sk);
+	keylog_data_keys(s, DTLS_KEYLOG_PSK_LABEL, cr, &ck, &sk);
 	ret = 0;
 out:
 	OPENSSL_cleanse(&ck, sizeof(ck));
@@ -1123,10 +1576,26 @@ dtls_sess_cipher(const struct dtls_sess *s)
 	return s->released ? s->cipher_name : SSL_get_cipher_name(s->ssl);
 }
 
+const char *
+dtls_sess_key_exchange(const struct dtls_sess *s)
+{
+	return s->kx;
+}
+
 bool
 dtls_sess_timeout(struct dtls_sess *s, struct timeval *tv)
 {
-	if (s->failed != DTLS_AGAIN || s->released)
+	if (s->failed != DTLS_AGAIN)
+		return false;
+	/* The initiator's PQ_INIT goes again until PQ_REPLY comes. */
+	if (s->pq_state == DTLS_PQ_INIT_SENT) {
+		uint64_t now = mono_us(), left = s->pq->due_us > now ? s->pq->due_us - now : 0;
+
+		tv->tv_sec = (time_t)(left / 1000000);
+		tv->tv_usec = (suseconds_t)(left % 1000000);
+		return true;
+	}
+	if (s->released)
 		return false;
 	return DTLSv1_get_timeout(s->ssl, tv) == 1;
 }
@@ -1138,6 +1607,18 @@ dtls_sess_handle_timeout(struct dtls_sess *s)
 
 	if (s->failed != DTLS_AGAIN)
 		return s->failed;
+	if (s->pq_state == DTLS_PQ_INIT_SENT) {
+		uint64_t now = mono_us();
+
+		if (now < s->pq->due_us)
+			return DTLS_AGAIN;
+		s->pq->step_us = s->pq->step_us >= DTLS_PQ_TIMER_MAX_US / 2 ? DTLS_PQ_TIMER_MAX_US :
+		    2 * s->pq->step_us;
+		s->pq->due_us = now + s->pq->step_us;
+		if (pq_send_init(s) < 0)
+			log_debug("dtls: PQ_INIT not sent again");
+		return DTLS_AGAIN;
+	}
 	if (s->released)
 		return DTLS_AGAIN;
 	r = DTLSv1_handle_timeout(s->ssl);
@@ -1335,6 +1816,31 @@ server_id_parse_cb(SSL *ssl, unsigned int type, unsigned int context,
 	return 1;
 }
 
+/* The server's ALPN: the ML-KEM-768 exchange when the client offers it
+ * and this process has ML-KEM (the peer's policy is not known yet: it is
+ * applied once the handshake names the peer); nothing otherwise, which a
+ * client that offered it takes as "not selected". */
+static int
+alpn_select_cb(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+    const unsigned char *in, unsigned int inlen, void *arg)
+{
+	unsigned int i;
+
+	(void)ssl;
+	(void)arg;
+	if (!mlkem_available())
+		return SSL_TLSEXT_ERR_NOACK;
+	for (i = 0; i < inlen; i += 1u + in[i]) {
+		if (in[i] == sizeof(alpn_pq) - 2 && i + 1u + in[i] <= inlen &&
+		    memcmp(in + i + 1, alpn_pq + 1, in[i]) == 0) {
+			*out = in + i + 1;
+			*outlen = in[i];
+			return SSL_TLSEXT_ERR_OK;
+		}
+	}
+	return SSL_TLSEXT_ERR_NOACK;
+}
+
 static int
 ctx_setup(struct dtls_ctx *c, const struct dtls_ctx_config *cfg, char *err, size_t errlen)
 {
@@ -1380,6 +1886,7 @@ ctx_setup(struct dtls_ctx *c, const struct dtls_ctx_config *cfg, char *err, size
 	SSL_CTX_set_cert_verify_callback(ctx, verify_cb, c);
 	SSL_CTX_set_cookie_generate_cb(ctx, cookie_generate_cb);
 	SSL_CTX_set_cookie_verify_cb(ctx, cookie_verify_cb);
+	SSL_CTX_set_alpn_select_cb(ctx, alpn_select_cb, c);
 	if (SSL_CTX_add_custom_ext(ctx, DTLS_EXT_SERVER_ID,
 	    SSL_EXT_CLIENT_HELLO | SSL_EXT_TLS1_2_SERVER_HELLO, server_id_add_cb, NULL, NULL,
 	    server_id_parse_cb, NULL) != 1) {

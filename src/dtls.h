@@ -160,6 +160,40 @@ struct record_rx *dtls_sess_record_rx(struct dtls_sess *s);
  * before any data record was sealed or opened.  0 or -errno. */
 #define DTLS_KEYLOG_PSK_LABEL "TOUD_PSK_DATA_KEYS"
 int dtls_sess_set_psk(struct dtls_sess *s, const uint8_t *psk);
+/* The ML-KEM-768 exchange after the handshake (doc/protocol.md 1.5).
+ * dtls_sess_pq_offer(): a client session offers it (ALPN
+ * "toud-mlkem768") when offer is true and this process has ML-KEM;
+ * call it before the first dtls_sess_handshake().  A server selects it
+ * whenever offered and it has ML-KEM.  Once the handshake completed
+ * (DTLS_DONE), dtls_sess_pq_selected() says whether it was selected; if
+ * so, the caller decides (its peer's policy, and dtls_sess_set_psk()
+ * first) and calls dtls_sess_pq_start(): the initiator sends PQ_INIT, the
+ * responder waits for it.  While it runs (dtls_sess_pq_pending()),
+ * dtls_sess_input() opens only the exchange's messages and returns
+ * DTLS_AGAIN for them, and DTLS_DONE a second time when it is through:
+ * the data keys are then K1 in both directions at the initiator, and at
+ * the responder once the record just returned (as data, in out and
+ * *outlen, maybe 0 bytes) opened under K1.  PQ_INIT is sent again on the
+ * session's timer (dtls_sess_timeout()).  With a key log, K1 is written
+ * as a line
+ *   TOUD_PQ_DATA_KEYS <client random> <client write key> <server write key>
+ *       <client write IV> <server write IV>
+ * A failure of the exchange is DTLS_ERR_HANDSHAKE, its reason
+ * dtls_sess_pq_error(). */
+#define DTLS_KEYLOG_PQ_LABEL "TOUD_PQ_DATA_KEYS"
+#define DTLS_KX_PQ "ml-kem-768"         /* what show appends to the group's name */
+void dtls_sess_pq_offer(struct dtls_sess *s, bool offer);
+bool dtls_sess_pq_offered(const struct dtls_sess *s);
+bool dtls_sess_pq_selected(const struct dtls_sess *s);
+int dtls_sess_pq_start(struct dtls_sess *s, const uint8_t *psk);
+bool dtls_sess_pq_pending(const struct dtls_sess *s);
+const char *dtls_sess_pq_error(const struct dtls_sess *s);
+/* Whether the data keys include the ML-KEM-768 exchange (it is through). */
+bool dtls_sess_post_quantum(const struct dtls_sess *s);
+/* Seal one inner payload (a control message) under the sending keys in
+ * force and send it through the output callback, before or after the
+ * exchange.  0 or -errno. */
+int dtls_sess_send_control(struct dtls_sess *s, const uint8_t *msg, size_t len);
 /* Records protected so far under the busier of the session's two keys
  * (for rekey-records). */
 uint64_t dtls_sess_records(const struct dtls_sess *s);
@@ -194,6 +228,10 @@ struct x509_store_st;
 bool dtls_sess_verify_ca_store(const struct dtls_sess *s, struct x509_store_st *store,
     const char *name);
 const char *dtls_sess_cipher(const struct dtls_sess *s);
+/* The key exchange of the session, as touctl show names it (pq.h): the
+ * handshake's group ("x25519", "ecdhe-p256"), then " + ml-kem-768" once
+ * the ML-KEM-768 exchange is through; "" until the handshake completed. */
+const char *dtls_sess_key_exchange(const struct dtls_sess *s);
 /* The responder's server ID, once the hellos are through: both ends know
  * it (an initiator asked, the responder has one); 0: none. */
 uint8_t dtls_sess_server_id(const struct dtls_sess *s);

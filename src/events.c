@@ -26,6 +26,7 @@ static const char *const event_names[EVENT__MAX] = {
 	[EVENT_TUN_THREAD_BATCHES] = "tun_thread_batches",
 	[EVENT_OPEN_THREAD_BATCHES] = "open_thread_batches",
 	[EVENT_PSK_MISMATCH] = "psk_mismatch",
+	[EVENT_PQ_REFUSED] = "pq_refused",
 	[EVENT_TRANSPORT_TCP] = "transport_tcp",
 	[EVENT_TRANSPORT_UDP] = "transport_udp",
 	[EVENT_TCP_ACCEPTED] = "tcp_accepted",

@@ -26,6 +26,7 @@ enum toud_event {
 	EVENT_TUN_THREAD_BATCHES,       /* a batch of TUN writes went to the TUN thread */
 	EVENT_OPEN_THREAD_BATCHES,      /* a batch of records went to the opening thread */
 	EVENT_PSK_MISMATCH,             /* a new session's records fail: preshared keys differ */
+	EVENT_PQ_REFUSED,               /* a DTLS session without ML-KEM-768 refused, by either side */
 	EVENT_TRANSPORT_TCP,            /* the peer's traffic moved to the TCP transport */
 	EVENT_TRANSPORT_UDP,            /* ... and back to UDP */
 	EVENT_TCP_ACCEPTED,             /* a TCP connection accepted on listen-tcp */

@@ -94,6 +94,13 @@ gue_control_check(uint8_t ctype, size_t body_len)
 	case GUE_CTYPE_RESPONSE:
 		return body_len == GUE_CHALLENGE_LEN ? GUE_OK :
 		    GUE_ERR_CONTROL_LEN;
+	case GUE_CTYPE_PQ_INIT:
+		/* the offset and at least one byte; pqmsg.c checks the rest */
+		return body_len > 2 ? GUE_OK : GUE_ERR_CONTROL_LEN;
+	case GUE_CTYPE_PQ_REPLY:
+		return body_len == GUE_PQ_REPLY_LEN ? GUE_OK : GUE_ERR_CONTROL_LEN;
+	case GUE_CTYPE_PQ_REFUSE:
+		return body_len == GUE_PQ_REFUSE_LEN ? GUE_OK : GUE_ERR_CONTROL_LEN;
 	default:
 		return GUE_ERR_CONTROL;
 	}

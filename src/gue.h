@@ -31,8 +31,16 @@ enum gue_ctype {
 	GUE_CTYPE_CHALLENGE = 2,   /* 8-byte nonce */
 	GUE_CTYPE_RESPONSE = 3,    /* the 8-byte nonce echoed */
 	GUE_CTYPE_CLOSE = 4,       /* empty body: the sender is going away */
+	/* The ML-KEM-768 exchange of a DTLS session (pqmsg.h,
+	 * doc/protocol.md 1.5): */
+	GUE_CTYPE_PQ_INIT = 5,     /* offset (2), a piece of the encapsulation key */
+	GUE_CTYPE_PQ_REPLY = 6,    /* the ciphertext (1088) */
+	/* flags (1, pq.h): the sender refuses a session without ML-KEM-768 */
+	GUE_CTYPE_PQ_REFUSE = 7,
 };
+#define GUE_PQ_REFUSE_LEN 1
 #define GUE_CHALLENGE_LEN 8
+#define GUE_PQ_REPLY_LEN 1088         /* MLKEM_CT_LEN */
 
 /* Why a datagram was refused.  Callers count drops by these. */
 enum gue_err {

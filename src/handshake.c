@@ -31,9 +31,11 @@
 #include "handshake.h"
 #include "keys.h"
 #include "log.h"
+#include "mlkem.h"
 #include "peer.h"
 #include "peer_endpoint.h"
 #include "peer_timers.h"
+#include "pq.h"
 #include "ratelimit.h"
 #include "session.h"
 #include "timer.h"
@@ -77,6 +79,7 @@ struct handshake {
 	 * is no loss (a typo in a fingerprint would page as one). */
 	uint64_t failed_ids[HS_FAILED_IDS];
 	unsigned failed_next;
+	char pq_why[240];                       /* the last HANDSHAKE_PQ_REFUSED's reason */
 };
 
 static const char *
@@ -471,6 +474,9 @@ handshake_initiate(struct peer *p, uint64_t now)
 		session_free(s);
 		return -ENOMEM;
 	}
+	/* The ALPN that asks for the ML-KEM-768 exchange, where this
+	 * process has it (doc/protocol.md 1.5). */
+	dtls_sess_pq_offer(s->dtls, p->cf->post_quantum != CONF_PQ_OFF);
 	session_insert(s);
 	p->next = s;
 	event_count(t, p, EVENT_HANDSHAKE_STARTED);
@@ -678,6 +684,8 @@ handshake_may_send(struct session *s, size_t len)
 
 /* --- established: tie-break and retire ------------------------------- */
 
+static void psk_mismatch(struct session *s, struct peer *p);
+
 /* A session replaces one that has been up for a while (rekey, or the peer
  * restarted); two that came up together (both sides initiated at once) are
  * decided by fingerprint: the session started by the node with the lower
@@ -709,18 +717,65 @@ retire(struct session *s)
 	session_drain(s);
 }
 
-enum handshake_done
-handshake_established(struct session *s, uint64_t now)
+const char *
+handshake_pq_why(const struct toud *t)
+{
+	return t->hs->pq_why;
+}
+
+/* post-quantum = required for p, and the handshake of s did not select the
+ * ML-KEM-768 exchange: say why in a refusal (control message 7, which the
+ * other side logs) and close_notify, count it, and leave the reason for
+ * the caller. */
+static enum handshake_done
+pq_refuse(struct session *s, struct peer *p)
+{
+	struct handshake *hs = s->t->hs;
+	bool have = mlkem_available();
+	uint8_t msg[GUE_WORD_LEN + PQ_REFUSAL_LEN];
+
+	pq_why_refused(hs->pq_why, sizeof(hs->pq_why), dtls_sess_key_exchange(s->dtls), have,
+	    mlkem_openssl_version());
+	gue_control_encode(msg, GUE_CTYPE_PQ_REFUSE);
+	pq_refusal_encode(msg + GUE_WORD_LEN, have, dtls_sess_pq_offered(s->dtls));
+	if (dtls_sess_send_control(s->dtls, msg, sizeof(msg)) < 0)
+		log_debug("peer \"%s\": refusal not sent", p->name);
+	dtls_sess_close(s->dtls);
+	/* For the log and the back-off of the failure (a responder's
+	 * session had no peer until now). */
+	s->peer = p;
+	event_count(s->t, p, EVENT_PQ_REFUSED);
+	return HANDSHAKE_PQ_REFUSED;
+}
+
+void
+handshake_pq_refused(struct session *s, const uint8_t *body, size_t len)
+{
+	struct peer *p = s->peer;
+	char buf[UTIL_ADDRSTRLEN], why[200];
+	bool peer_has;
+
+	if (pq_refusal_decode(body, len, &peer_has) < 0)
+		return;
+	pq_why_peer_refused(why, sizeof(why), peer_has, mlkem_available(),
+	    mlkem_openssl_version(), p->cf->post_quantum);
+	log_warnx("peer \"%s\" (%s): session %016llx refused: %s", p->name,
+	    sess_addr(s, buf, sizeof(buf)), (unsigned long long)s->id, why);
+	peer_error_set(p, PEER_ERR_PQ_REFUSED, "session refused: %s", why);
+	event_count(s->t, p, EVENT_PQ_REFUSED);
+	session_free(s);
+	if (!p->cur && !p->next)
+		peer_timers_handshake_failed(p, why);
+}
+
+/* The first DTLS_DONE of s, for peer p: the preshared key, the session
+ * IDs, and the post-quantum policy.  HANDSHAKE_UP to go on at once. */
+static enum handshake_done
+authenticated(struct session *s, struct peer *p)
 {
 	struct toud *t = s->t;
-	struct peer *p = handshake_authorize(t, s);
-	const uint8_t *fp = dtls_sess_peer_fp(s->dtls);
-	char buf[UTIL_ADDRSTRLEN], id[17];
+	bool pq = dtls_sess_pq_selected(s->dtls);
 
-	/* The client asked for one peer; the server takes whichever the key
-	 * names now.  Either way the configuration must still accept it. */
-	if (!p || !fp || (s->peer && s->peer != p))
-		return HANDSHAKE_REFUSED;
 	/* The data keys mix in the peer's preshared key before any record
 	 * is sealed or opened with them. */
 	if (dtls_sess_set_psk(s->dtls, p->cf->has_psk ? p->cf->psk : NULL) < 0) {
@@ -728,7 +783,6 @@ handshake_established(struct session *s, uint64_t now)
 		    p->name);
 		return HANDSHAKE_REFUSED;
 	}
-	s->peer = p;
 	session_ids_start(s);
 	if (s->half_open && !s->initiator) {
 		struct ipaddr src;
@@ -737,6 +791,50 @@ handshake_established(struct session *s, uint64_t now)
 		ratelimit_refund(t->hs->limit, &src);
 	}
 	session_half_open_done(s);
+	/* Under a server ID the initiator has moved to ID 1 (session.h);
+	 * with the exchange the responder goes there at once too, where it
+	 * would follow the first record under ID 1, so that its PQ_REPLY
+	 * does not carry the unroutable ID 0. */
+	if (pq && !s->initiator && s->server_id)
+		session_ids_use(s, 1);
+	/* A server selects the exchange whenever it is offered: its peer's
+	 * policy was not known then, and the exchange is what both sides
+	 * agreed on; off only keeps a client from offering it. */
+	if (!pq && p->cf->post_quantum == CONF_PQ_REQUIRED)
+		return pq_refuse(s, p);
+	if (!pq)
+		return HANDSHAKE_UP;
+	if (dtls_sess_pq_start(s->dtls, p->cf->has_psk ? p->cf->psk : NULL) < 0) {
+		log_warnx("peer \"%s\": cannot start the ML-KEM-768 exchange: %s", p->name,
+		    dtls_sess_pq_error(s->dtls) ? dtls_sess_pq_error(s->dtls) : "?");
+		return HANDSHAKE_REFUSED;
+	}
+	s->pq_wait = true;
+	log_debug("peer \"%s\": session %016llx: handshake done, ML-KEM-768 exchange started",
+	    p->name, (unsigned long long)s->id);
+	return HANDSHAKE_PQ_WAIT;
+}
+
+enum handshake_done
+handshake_established(struct session *s, uint64_t now)
+{
+	struct toud *t = s->t;
+	struct peer *p = handshake_authorize(t, s);
+	const uint8_t *fp = dtls_sess_peer_fp(s->dtls);
+	char buf[UTIL_ADDRSTRLEN], id[17];
+	enum handshake_done d;
+
+	/* The client asked for one peer; the server takes whichever the key
+	 * names now.  Either way the configuration must still accept it. */
+	if (!p || !fp || (s->peer && s->peer != p))
+		return HANDSHAKE_REFUSED;
+	/* The second time (the exchange is through), all that is done. */
+	if (!s->pq_wait && (d = authenticated(s, p)) != HANDSHAKE_UP)
+		return d;
+	if (s->pq_wait && dtls_sess_pq_pending(s->dtls))
+		return HANDSHAKE_PQ_WAIT;
+	s->pq_wait = false;
+	s->peer = p;
 	s->established = true;
 	s->established_ms = now;
 	s->last_rx_ms = now;
@@ -756,9 +854,9 @@ handshake_established(struct session *s, uint64_t now)
 	p->last_handshake = util_wall_s();
 	p->last_rx_ms = now;
 	snprintf(id, sizeof(id), "%016llx", (unsigned long long)s->id);
-	log_info("peer \"%s\" (%s): session %s established (%s, %s)", p->name,
+	log_info("peer \"%s\" (%s): session %s established (%s, %s, %s)", p->name,
 	    sess_addr(s, buf, sizeof(buf)), id, s->initiator ? "initiator" : "responder",
-	    dtls_sess_cipher(s->dtls));
+	    dtls_sess_cipher(s->dtls), dtls_sess_key_exchange(s->dtls));
 	event_count(t, p, EVENT_HANDSHAKE_COMPLETED);
 	return HANDSHAKE_UP;
 }
@@ -766,7 +864,43 @@ handshake_established(struct session *s, uint64_t now)
 void
 handshake_psk_mismatch(struct session *s)
 {
-	struct peer *p = s->peer;
+	psk_mismatch(s, s->peer);
+}
+
+/* While the ML-KEM-768 exchange runs, its messages are all there is under
+ * the first keys (K0): one that fails is a preshared-key mismatch as the
+ * first records of an established session are (rx.c, rx_bad_record), and
+ * is answered the same way, with a keepalive under K0, so that the other
+ * side, waiting for an answer, learns it too.  At the last of them, the
+ * session ends at once, without overwriting the reason: it could never
+ * complete. */
+bool
+handshake_pq_bad_record(struct session *s)
+{
+	/* A responder's session is given its peer when it is up: the
+	 * configuration in force names it now. */
+	struct peer *p = s->peer ? s->peer : handshake_authorize(s->t, s);
+	uint8_t ka[GUE_WORD_LEN];
+
+	drop_count(s->t, p, DROP_BAD_RECORD, 1);
+	if (!p || s->auth_probes >= HANDSHAKE_PSK_PROBES)
+		return false;
+	s->auth_probes++;
+	gue_control_encode(ka, GUE_CTYPE_KEEPALIVE);
+	if (dtls_sess_send_control(s->dtls, ka, sizeof(ka)) < 0)
+		log_debug("peer \"%s\": keepalive not sent", p->name);
+	if (s->auth_probes < HANDSHAKE_PSK_PROBES)
+		return false;
+	psk_mismatch(s, p);
+	session_free(s);
+	if (!p->cur && !p->next)
+		peer_timers_handshake_failed(p, NULL);
+	return true;
+}
+
+static void
+psk_mismatch(struct session *s, struct peer *p)
+{
 	char buf[UTIL_ADDRSTRLEN];
 	const char *hint = p->cf->has_psk ?
 	    "preshared-key names another key on the other side, or none there" :

@@ -57,11 +57,25 @@ enum handshake_done {
 	HANDSHAKE_UP,           /* s is now the peer's session (cur) */
 	HANDSHAKE_KEPT_OLD,     /* the tie-break kept the peer's session; s drains */
 	HANDSHAKE_REFUSED,      /* no configured peer for the key now: the caller fails s */
+	HANDSHAKE_PQ_WAIT,      /* the ML-KEM-768 exchange runs: s is not up until it is through */
+	HANDSHAKE_PQ_REFUSED,   /* post-quantum = required without it: a refusal and
+	                         * close_notify sent; the caller fails s with
+	                         * handshake_pq_why() */
 };
 /* The handshake of s completed: decide its peer from the current
- * configuration by the key it authenticated with (authorize), then which
- * session the peer keeps (tie-break, retire). */
+ * configuration by the key it authenticated with (authorize), apply its
+ * preshared key and post-quantum policy; when the handshake selected the
+ * ML-KEM-768 exchange, start it (HANDSHAKE_PQ_WAIT; the session's
+ * DTLS_DONE comes again when it is through, and this is called again);
+ * then which session the peer keeps (tie-break, retire). */
 enum handshake_done handshake_established(struct session *s, uint64_t now);
+/* Why the last HANDSHAKE_PQ_REFUSED was. */
+const char *handshake_pq_why(const struct toud *t);
+/* A refusal (control message 7, its body; pq.h) came in session s: the
+ * peer requires the ML-KEM-768 exchange and ends the session.  Says so in
+ * the log, the peer's last error and the event pq_refused, frees s, and
+ * backs off as after a failed handshake. */
+void handshake_pq_refused(struct session *s, const uint8_t *body, size_t len);
 /* The handshake of s failed: count, log, free s, and tell peer_timers when
  * the peer it was for has no session left. */
 void handshake_failed(struct session *s, const char *why);
@@ -71,6 +85,10 @@ void handshake_failed(struct session *s, const char *why);
  * 1.4).  Says so in the log and the peer's last_error. */
 #define HANDSHAKE_PSK_PROBES 2          /* failed records, none opened, that say so */
 void handshake_psk_mismatch(struct session *s);
+/* The same for a record of session s that failed while its ML-KEM-768
+ * exchange runs (doc/protocol.md 1.5): counted, answered, and at the last
+ * probe reported and s freed (true: s is gone). */
+bool handshake_pq_bad_record(struct session *s);
 
 /* The peer whose pinned fingerprint, or CA and name, the key and chain
  * that session s authenticated with satisfy; NULL for none, or for a key

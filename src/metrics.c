@@ -28,6 +28,7 @@
 #include "keys.h"
 #include "metrics.h"
 #include "peer.h"
+#include "pq.h"
 #include "session.h"
 #include "ctx.h"
 #include "util.h"
@@ -222,8 +223,9 @@ struct metrics_peer_family;
 typedef void metrics_peer_fn(struct metrics_out *, const struct peer *,
     const struct metrics_peer_family *f);
 
-/* A peer's paths (transport.h): which carries its traffic (f->arg 0) and
- * which are up (1); and how often its traffic moved. */
+/* A peer's paths (transport.h): which carries its traffic (f->arg 0),
+ * which are up (1) and whose key exchange includes ML-KEM (2); and how
+ * often its traffic moved. */
 static void
 metrics_peer_transport(struct metrics_out *o, const struct peer *p,
     const struct metrics_peer_family *f);
@@ -349,6 +351,9 @@ static const struct metrics_peer_family {
 	    "traffic, 0 for its other paths.", metrics_peer_transport, 0 },
 	{ "toud_peer_path_up", "gauge", "1 when the peer's path on the transport can carry "
 	    "its traffic now, else 0.", metrics_peer_transport, 1 },
+	{ "toud_peer_post_quantum", "gauge", "1 when the key exchange of the peer's path on "
+	    "the transport includes ML-KEM (key_exchange of touctl show), else 0.",
+	    metrics_peer_transport, 2 },
 	{ "toud_peer_transport_moves_total", "counter", "Moves of the peer's traffic from one "
 	    "transport to another (transport_switches).", metrics_peer_moves, 0 },
 	{ "toud_peer_receive_bytes_total", "counter", "Bytes received from the peer "
@@ -395,8 +400,8 @@ metrics_peer_transport(struct metrics_out *o, const struct peer *p,
 		const struct peer_path *ph = &p->paths->path[k];
 
 		metrics_u64(o, f->name, (const char *const[]){ "peer", p->name, "transport",
-		    ph->ops->name, NULL }, f->arg ? ph->ops->state(p, ph) == TRANSPORT_UP :
-		    k == p->paths->active);
+		    ph->ops->name, NULL }, f->arg == 2 ? pq_has_mlkem(transport_key_exchange(p, ph)) :
+		    f->arg ? ph->ops->state(p, ph) == TRANSPORT_UP : k == p->paths->active);
 	}
 }
 

@@ -593,6 +593,7 @@ peer_error_reason_name(enum peer_error_reason r)
 		[PEER_ERR_MAX_AGE] = "max_age",
 		[PEER_ERR_PORT_UNREACHABLE] = "port_unreachable",
 		[PEER_ERR_PATH_DOWN] = "path_down",
+		[PEER_ERR_PQ_REFUSED] = "pq_refused",
 	};
 
 	return (unsigned)r < PEER_ERR__MAX ? names[r] : "unknown";
@@ -626,6 +627,17 @@ peer_cipher(const struct peer *p)
 		return p->cur && p->cur->dtls ? dtls_sess_cipher(p->cur->dtls) : "";
 	ph = peer_path_active(p);
 	return ph->ops->cipher(p, ph);
+}
+
+const char *
+peer_key_exchange(const struct peer *p)
+{
+	struct peer_path *ph;
+
+	if (!p->paths)
+		return p->cur && p->cur->dtls ? dtls_sess_key_exchange(p->cur->dtls) : "";
+	ph = peer_path_active(p);
+	return transport_key_exchange(p, ph);
 }
 
 /* The local address p is reached at: its session's in DTLS mode, its own

@@ -144,7 +144,8 @@ struct peer {
  * two peers accept), the preshared keys differ, the session's key is no
  * longer accepted, the peer closed the session, the session reached its
  * maximum age, the endpoint answered ICMP port unreachable, a path of
- * another transport (TCP) went down. */
+ * another transport (TCP) went down, a session without ML-KEM was refused
+ * (post-quantum = required). */
 enum peer_error_reason {
 	PEER_ERR_HANDSHAKE_FAILED,
 	PEER_ERR_HANDSHAKE_REFUSED,
@@ -154,6 +155,7 @@ enum peer_error_reason {
 	PEER_ERR_MAX_AGE,
 	PEER_ERR_PORT_UNREACHABLE,
 	PEER_ERR_PATH_DOWN,
+	PEER_ERR_PQ_REFUSED,
 	PEER_ERR__MAX
 };
 
@@ -329,6 +331,9 @@ const char *peer_transport_name(const struct peer *p);
 /* The cipher of what carries p's traffic ("" when nothing does): its
  * DTLS session's on UDP, its TLS connection's on TCP. */
 const char *peer_cipher(const struct peer *p);
+/* The key exchange of what carries p's traffic ("" when none): its
+ * active path's (transport.h). */
+const char *peer_key_exchange(const struct peer *p);
 
 /* Whether a path other than the preferred one carries p's traffic now:
  * a failed handshake of the preferred path (a probe of it) is then no

@@ -178,19 +178,20 @@ int
 record_hkdf(const uint8_t *salt, size_t salt_len, const uint8_t *ikm, size_t ikm_len,
     const char *info, uint8_t *out, size_t n)
 {
-	OSSL_PARAM params[5];
+	OSSL_PARAM params[5], *p = params;
 	EVP_KDF_CTX *kctx = NULL;
 	EVP_KDF *kdf = NULL;
 	int ret = -EIO;
 
-	params[0] = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, (char *)"SHA256", 0);
-	params[1] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY,
-	    (void *)(uintptr_t)ikm, ikm_len);
-	params[2] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT,
-	    (void *)(uintptr_t)salt, salt_len);
-	params[3] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO,
-	    (void *)(uintptr_t)info, strlen(info));
-	params[4] = OSSL_PARAM_construct_end();
+	*p++ = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, (char *)"SHA256", 0);
+	*p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, (void *)(uintptr_t)ikm,
+	    ikm_len);
+	if (salt != NULL)
+		*p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT,
+		    (void *)(uintptr_t)salt, salt_len);
+	*p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, (void *)(uintptr_t)info,
+	    strlen(info));
+	*p = OSSL_PARAM_construct_end();
 	if ((kdf = EVP_KDF_fetch(NULL, "HKDF", NULL)) != NULL &&
 	    (kctx = EVP_KDF_CTX_new(kdf)) != NULL &&
 	    EVP_KDF_derive(kctx, out, n, params) == 1)
@@ -201,26 +202,56 @@ record_hkdf(const uint8_t *salt, size_t salt_len, const uint8_t *ikm, size_t ikm
 	return ret;
 }
 
+/* HKDF-SHA256(salt, IKM = ikm1 || ikm2, info) cut as the key block is,
+ * then the two permutation keys (record_keys_psk(), record_keys_pq()).
+ * salt may be NULL (none: RFC 5869's zeros), ikm2 too. */
+static int
+hkdf_keys(enum record_cipher c, const uint8_t *salt, size_t salt_len, const uint8_t *ikm1,
+    size_t ikm1_len, const uint8_t *ikm2, size_t ikm2_len, const char *info,
+    struct record_keys *client_write, struct record_keys *server_write)
+{
+	uint8_t block[2 * 32 + 2 * NONCE_LEN + 2 * 16], ikm[64];
+	size_t kl, il;
+	int ret;
+
+	if (record_cipher_name(c) == NULL || ikm1 == NULL || ikm1_len + ikm2_len > sizeof(ikm))
+		return -EINVAL;
+	kl = key_len(c);
+	il = iv_len(c);
+	memcpy(ikm, ikm1, ikm1_len);
+	if (ikm2_len)
+		memcpy(ikm + ikm1_len, ikm2, ikm2_len);
+	ret = record_hkdf(salt, salt_len, ikm, ikm1_len + ikm2_len, info, block,
+	    2 * kl + 2 * il + 2 * 16);
+	if (ret == 0)
+		keys_cut(c, block, block + 2 * kl + 2 * il, client_write, server_write);
+	OPENSSL_cleanse(block, sizeof(block));
+	OPENSSL_cleanse(ikm, sizeof(ikm));
+	return ret;
+}
+
 /* The keys of a session with a preshared key (record.h). */
 int
 record_keys_psk(enum record_cipher c, const uint8_t exporter[RECORD_PSK_EXPORTER_LEN],
     const uint8_t psk[RECORD_PSK_LEN], struct record_keys *client_write,
     struct record_keys *server_write)
 {
-	uint8_t block[2 * 32 + 2 * NONCE_LEN + 2 * 16];
-	size_t kl, il;
-	int ret;
-
-	if (record_cipher_name(c) == NULL || exporter == NULL || psk == NULL)
+	if (exporter == NULL || psk == NULL)
 		return -EINVAL;
-	kl = key_len(c);
-	il = iv_len(c);
-	ret = record_hkdf(psk, RECORD_PSK_LEN, exporter, RECORD_PSK_EXPORTER_LEN,
-	    RECORD_PSK_INFO, block, 2 * kl + 2 * il + 2 * 16);
-	if (ret == 0)
-		keys_cut(c, block, block + 2 * kl + 2 * il, client_write, server_write);
-	OPENSSL_cleanse(block, sizeof(block));
-	return ret;
+	return hkdf_keys(c, psk, RECORD_PSK_LEN, exporter, RECORD_PSK_EXPORTER_LEN, NULL, 0,
+	    RECORD_PSK_INFO, client_write, server_write);
+}
+
+/* The keys once the ML-KEM-768 exchange is through (record.h). */
+int
+record_keys_pq(enum record_cipher c, const uint8_t exporter[RECORD_PQ_EXPORTER_LEN],
+    const uint8_t ss[RECORD_PQ_SS_LEN], const uint8_t *psk,
+    struct record_keys *client_write, struct record_keys *server_write)
+{
+	if (exporter == NULL || ss == NULL)
+		return -EINVAL;
+	return hkdf_keys(c, psk, psk ? RECORD_PSK_LEN : 0, exporter, RECORD_PQ_EXPORTER_LEN, ss,
+	    RECORD_PQ_SS_LEN, RECORD_PQ_INFO, client_write, server_write);
 }
 
 /* --- the numbering permutations (record.h) ---------------------------- */

@@ -193,6 +193,22 @@ int record_keys_psk(enum record_cipher c, const uint8_t exporter[RECORD_PSK_EXPO
     const uint8_t psk[RECORD_PSK_LEN], struct record_keys *client_write,
     struct record_keys *server_write);
 
+/* The keys of a session whose handshake selected the ML-KEM-768 exchange
+ * (doc/protocol.md 1.5), once it is through: all of them, the
+ * permutation keys too, from
+ *   HKDF-SHA256(salt = psk (NULL: none, RFC 5869's zeros),
+ *               IKM = exporter || ss, info = RECORD_PQ_INFO)
+ * where exporter is RECORD_PQ_EXPORTER_LEN bytes of the handshake's RFC
+ * 5705 exporter with label RECORD_PQ_LABEL (no context) and ss the
+ * ML-KEM shared secret, cut as record_keys_psk() cuts.  0 or -errno. */
+#define RECORD_PQ_LABEL "EXPORTER-toud-ml-kem-768"
+#define RECORD_PQ_EXPORTER_LEN 32
+#define RECORD_PQ_SS_LEN 32
+#define RECORD_PQ_INFO "toud 1 ml-kem-768 data keys"
+int record_keys_pq(enum record_cipher c, const uint8_t exporter[RECORD_PQ_EXPORTER_LEN],
+    const uint8_t ss[RECORD_PQ_SS_LEN], const uint8_t *psk,
+    struct record_keys *client_write, struct record_keys *server_write);
+
 /* The permutations of record.h's numbering, exposed for their tests. */
 void record_perm_init(struct record_perm *p, const uint8_t key[16]);
 uint64_t record_perm(const struct record_perm *p, unsigned bits, uint64_t x);

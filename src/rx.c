@@ -230,6 +230,14 @@ rx_inner(struct toud *t, struct peer *p, struct session *s, struct peer_path *ph
 		p->drops[drop_gue(gerr)]++;
 		return;
 	}
+	/* The other side requires ML-KEM-768, which this session's handshake
+	 * did not select (doc/protocol.md 1.5), and ends it: no traffic, its
+	 * event counts it (the TCP transport takes its own, tcp.c). */
+	if (in.kind == GUE_KIND_CONTROL && in.proto == GUE_CTYPE_PQ_REFUSE) {
+		if (s && s->dtls && !dtls_sess_post_quantum(s->dtls))
+			handshake_pq_refused(s, in.payload, in.len);
+		return;
+	}
 	/* The path's evidence of life: every authenticated record but the
 	 * peer's probes and the answers to ours (path_policy.h). */
 	if (ph && !(in.kind == GUE_KIND_CONTROL && (in.proto == GUE_CTYPE_CHALLENGE ||
@@ -310,6 +318,10 @@ rx_bad_record(struct toud *t, struct session *s)
 	const struct record_rx *rrx = session_record_rx(s);
 	struct peer *p = s->peer;
 
+	if (s->pq_wait && !s->established) {
+		(void)handshake_pq_bad_record(s);
+		return;
+	}
 	drop_count(t, p, DROP_BAD_RECORD, 1);
 	if (!rrx || !p || p->cur != s || rrx->opened || !rrx->failed ||
 	    s->auth_probes >= HANDSHAKE_PSK_PROBES)
@@ -404,6 +416,13 @@ rx_established(struct toud *t, struct session *s, const struct udp_msg *m, uint6
 	if (m->local.family)
 		s->local = m->local;
 	switch (handshake_established(s, now)) {
+	case HANDSHAKE_PQ_WAIT:
+		/* Held as during a handshake; its timer sends PQ_INIT again. */
+		handshake_progress(s, now);
+		return;
+	case HANDSHAKE_PQ_REFUSED:
+		handshake_failed(s, handshake_pq_why(t));
+		return;
 	case HANDSHAKE_UP:
 		p = s->peer;
 		peer_timers_handshake_done(p);
@@ -449,7 +468,9 @@ rx_session_result(struct toud *t, struct session *s, const struct udp_msg *m,
 	case SESSION_DATA:
 		return;
 	case SESSION_FAILED:
-		handshake_failed(s, s->peer ? "refused" : "unknown key");
+		/* The ML-KEM-768 exchange says why, if it failed. */
+		handshake_failed(s, s->dtls && dtls_sess_pq_error(s->dtls) ?
+		    dtls_sess_pq_error(s->dtls) : s->peer ? "refused" : "unknown key");
 		return;
 	case SESSION_REPLAY:
 		drop_count(t, s->peer, DROP_REPLAY, 1);
@@ -498,10 +519,19 @@ rx_open_now(struct rx *x, struct session *s, struct udp_msg *m, uint8_t *rec, si
 		drop_count(t, s->peer, DROP_EARLY_RECORD, s->early_dropped);
 		s->early_dropped = 0;
 	}
-	if (r == SESSION_DATA)
+	if (r == SESSION_DATA) {
 		rx_data(t, s, m, index, seq, out, outlen, now);
-	else
+	} else if (r == SESSION_ESTABLISHED && outlen) {
+		/* The record that completed the ML-KEM-768 exchange carries a
+		 * payload: delivered once the session is up, if it is. */
+		uint64_t id = s->id;
+
 		rx_session_result(t, s, m, r, now);
+		if ((s = session_named(t, id)) && s->established)
+			rx_data(t, s, m, index, seq, out, outlen, now);
+	} else {
+		rx_session_result(t, s, m, r, now);
+	}
 }
 
 /* A data record (rec, rlen) of datagram m, of established session s with

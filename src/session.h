@@ -78,6 +78,10 @@ struct session {
 	unsigned rx_queued;             /* data records being opened (rxopen.c), not yet back */
 	unsigned early_dropped;         /* data records dropped before established (rx.c counts) */
 	unsigned auth_probes;           /* failed records answered before any opened (rx.c) */
+	/* The handshake completed and named the peer, whose preshared key
+	 * and post-quantum policy were applied; the ML-KEM-768 exchange
+	 * runs (handshake_established()). */
+	bool pq_wait;
 	uint64_t hs_rx, hs_tx;          /* server, until established: the amplification budget */
 	/* Client, until established: records that came back, and how many
 	 * of them were HelloVerifyRequests (why a handshake failed). */

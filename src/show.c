@@ -22,6 +22,7 @@
 #include "keys.h"
 #include "offload.h"
 #include "peer.h"
+#include "pq.h"
 #include "rx.h"
 #include "session.h"
 #include "show.h"
@@ -277,7 +278,16 @@ show_cipher(const struct peer *p)
 	return *c ? c : NULL;
 }
 
-/* "  paths: udp up (active), tcp down, rtt 1.2 ms" */
+/* The key exchange of what carries p's traffic (NULL: nothing). */
+static const char *
+show_key_exchange(const struct peer *p)
+{
+	const char *kx = peer_key_exchange(p);
+
+	return *kx ? kx : NULL;
+}
+
+/* "  paths: udp up (active) x25519, tcp down, rtt 1.2 ms" */
 static void
 show_text_paths(FILE *b, const struct peer *p)
 {
@@ -292,8 +302,14 @@ show_text_paths(FILE *b, const struct peer *p)
 
 		fprintf(b, "%s %s %s", i ? "," : "", ph->ops->name,
 		    transport_state_name(ph->ops->state(p, ph)));
+		const char *kx = transport_key_exchange(p, ph);
+
 		if (i == p->paths->active)
 			fputs(" (active)", b);
+		if (*kx) {
+			fputc(' ', b);
+			show_text_str(b, kx);
+		}
 		if (rtt)
 			fprintf(b, " rtt %" PRIu64 ".%" PRIu64 " ms", rtt / 1000, rtt % 1000 / 100);
 	}
@@ -301,8 +317,9 @@ show_text_paths(FILE *b, const struct peer *p)
 }
 
 /* "paths": each way to reach p, in order of preference (transport.h):
- * its transport, its state, whether it carries the traffic, and its
- * round-trip time when the transport measures one (else null). */
+ * its transport, its state, whether it carries the traffic, its key
+ * exchange (null: none up) and its round-trip time when the transport
+ * measures one (else null). */
 static void
 show_json_paths(FILE *b, const struct peer *p)
 {
@@ -317,7 +334,11 @@ show_json_paths(FILE *b, const struct peer *p)
 		show_json_str(b, ph->ops->name);
 		fputs(", \"state\": ", b);
 		show_json_str(b, transport_state_name(ph->ops->state(p, ph)));
-		fprintf(b, ", \"active\": %s, \"rtt_us\": ", i == p->paths->active ? "true" : "false");
+		fprintf(b, ", \"active\": %s, \"key_exchange\": ", i == p->paths->active ? "true" :
+		    "false");
+		show_json_str_or_null(b, *transport_key_exchange(p, ph) ?
+		    transport_key_exchange(p, ph) : NULL);
+		fputs(", \"rtt_us\": ", b);
 		if (rtt)
 			fprintf(b, "%" PRIu64 "}", rtt);
 		else
@@ -401,6 +422,10 @@ show_json_peer(FILE *b, const struct peer *p, uint64_t now_ms)
 	fprintf(b, ",\n      \"preshared_key\": %s", p->cf->has_psk ? "true" : "false");
 	fputs(",\n      \"cipher\": ", b);
 	show_json_str_or_null(b, show_cipher(p));
+	fputs(",\n      \"key_exchange\": ", b);
+	show_json_str_or_null(b, show_key_exchange(p));
+	fprintf(b, ",\n      \"post_quantum\": %s", pq_has_mlkem(show_key_exchange(p)) ?
+	    "true" : "false");
 	fputs(",\n      \"last_error\": ", b);
 	show_json_str_or_null(b, *peer_error(p) ? peer_error(p) : NULL);
 	fputs(",\n      \"next_attempt\": ", b);
@@ -664,6 +689,11 @@ show_text_peer(FILE *b, const struct peer *p, uint64_t now_ms)
 		fprintf(b, "  next attempt: in %" PRIu64 " second%s\n", v, v == 1 ? "" : "s");
 	if (show_session_id(p, buf, sizeof(buf)))
 		fprintf(b, "  session: %s (%s)\n", buf, dtls_sess_cipher(p->cur->dtls));
+	if (show_key_exchange(p)) {
+		fputs("  key exchange: ", b);
+		show_text_str(b, show_key_exchange(p));
+		fprintf(b, " (post-quantum: %s)\n", pq_has_mlkem(show_key_exchange(p)) ? "yes" : "no");
+	}
 	if (p->cur && p->cur->rotations)
 		fprintf(b, "  session ID on the wire: %016" PRIx64 " (changed %u time%s)\n",
 		    p->cur->wire_id, p->cur->rotations, p->cur->rotations == 1 ? "" : "s");

@@ -72,6 +72,7 @@
 #include <event2/util.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
+#include <openssl/objects.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
@@ -87,6 +88,7 @@
 #include "keys.h"
 #include "log.h"
 #include "peer.h"
+#include "pq.h"
 #include "prefix.h"
 #include "ratelimit.h"
 #include "rx.h"
@@ -213,6 +215,8 @@ struct tcp_conn {
 	uint8_t psk_key[TCP_PSK_LEN];   /* the preshared key it is under (tcp_reauthorize) */
 	bool framed;                    /* a frame of the other end was accepted */
 	bool mismatched;                /* its first frame said the keys differ */
+	char *peer_refused;             /* why the other end refused the session (pq.h) */
+	char kx[PQ_NAME_MAX];           /* the key exchange, once authenticated */
 };
 
 /* c is authenticated, but its first frame under the preshared key has not
@@ -236,6 +240,7 @@ struct tcp {
 	uint32_t mark;                  /* SO_MARK of every socket (tcp_set_mark) */
 	uint64_t loop_warned_ms;        /* the last warning of a looping connection */
 	uint8_t own_fp[KEYS_FP_LEN];    /* of the interface's key: tie-breaks (conn_keep_old) */
+	bool pq;                        /* OpenSSL has X25519MLKEM768 (ctx_setup) */
 	uint8_t *slots;                 /* TCP_BATCH frames being gathered */
 	struct udp_msg msgs[TCP_BATCH];
 };
@@ -243,6 +248,7 @@ struct tcp {
 static void conn_read_cb(evutil_socket_t fd, short what, void *arg);
 static void conn_write_cb(evutil_socket_t fd, short what, void *arg);
 static void conn_flush_cb(evutil_socket_t fd, short what, void *arg);
+static int conn_sock_write(struct tcp_conn *c);
 
 /* --- connections ----------------------------------------------------- */
 
@@ -265,6 +271,7 @@ conn_free(struct tcp_conn *c)
 	if (c->peer && PEER_CONN(c->peer) == c)
 		PEER_CONN(c->peer) = NULL;
 	free(c->refused);
+	free(c->peer_refused);
 	if (c->dns_req)                 /* its callback, told, touches nothing */
 		evdns_getaddrinfo_cancel(c->dns_req);
 	if (c->phase != TCP_UP)
@@ -548,8 +555,8 @@ conn_psk_up(struct tcp_conn *c)
 	/* The maximum age counts from the handshake, as without the key. */
 	timer_arm_ms(c->ev_deadline, (max > age ? max - age : 0) +
 	    (c->outgoing ? 0 : TCP_MAX_AGE_GRACE_MS));
-	log_info("peer \"%s\": tcp connection %s up (%s, %s, preshared key)", p->name,
-	    c->name, SSL_get_version(c->ssl), SSL_get_cipher_name(c->ssl));
+	log_info("peer \"%s\": tcp connection %s up (%s, %s, key exchange %s, preshared key)",
+	    p->name, c->name, SSL_get_version(c->ssl), SSL_get_cipher_name(c->ssl), c->kx);
 	x->ops.up(p, transport_path(p->paths, &transport_tcp));
 }
 
@@ -579,8 +586,83 @@ conn_refuse_frame(struct tcp_conn *c, bool first, const char *hint)
 	return "preshared-key mismatch";
 }
 
+/* The key exchange TLS agreed on (pq.h's names), into c->kx.  A group
+ * without an OpenSSL NID (the hybrid ones of 3.5) comes as its TLS
+ * number. */
+static void
+conn_key_exchange(struct tcp_conn *c)
+{
+	int g = SSL_get_negotiated_group(c->ssl);
+
+	pq_group_name(g & TLSEXT_nid_unknown ? pq_tls_group_name((unsigned)g & 0xffff) :
+	    g > 0 ? OBJ_nid2sn(g) : NULL, c->kx, sizeof(c->kx));
+}
+
+/* Whether p's policy refuses c's key exchange (post-quantum = required,
+ * no ML-KEM in it). */
+static bool
+conn_pq_refused(const struct tcp_conn *c, const struct peer *p)
+{
+	return p->cf->post_quantum == CONF_PQ_REQUIRED && !pq_has_mlkem(c->kx);
+}
+
+/* c, authenticated as p's, is refused by p's policy (conn_pq_refused):
+ * the other end is told why (control message 7) before the close, so
+ * that it too can say it; both count it.  p hears of it as of a failed
+ * open, unless a connection of its is up. */
+static void
+conn_refuse(struct tcp_conn *c, struct peer *p)
+{
+	struct tcp *x = c->tcp;
+	struct tcp_conn *cur = PEER_CONN(p);
+	uint8_t frame[STREAM_HDR_LEN + GUE_WORD_LEN + GUE_PQ_REFUSE_LEN];
+	char why[200], err[PEER_ERROR_MAX];
+	bool report = !cur || cur == c || cur->phase != TCP_UP;
+
+	pq_why_refused(why, sizeof(why), c->kx, x->pq, OpenSSL_version(OPENSSL_VERSION_STRING));
+	event_count(x->t, p, EVENT_PQ_REFUSED);
+	log_warnx("peer \"%s\": tcp connection %s refused: %s", p->name, c->name, why);
+	(void)stream_frame_header(frame, GUE_WORD_LEN + GUE_PQ_REFUSE_LEN, TCP_FRAME_MAX);
+	gue_control_encode(frame + STREAM_HDR_LEN, GUE_CTYPE_PQ_REFUSE);
+	pq_refusal_encode(frame + STREAM_HDR_LEN + GUE_WORD_LEN, x->pq, pq_has_mlkem(c->kx) ||
+	    (x->pq && (!c->outgoing || p->cf->post_quantum != CONF_PQ_OFF)));
+	ERR_clear_error();
+	if (SSL_write(c->ssl, frame, (int)sizeof(frame)) > 0 && SSL_shutdown(c->ssl) >= 0)
+		(void)conn_sock_write(c);
+	ERR_clear_error();
+	snprintf(err, sizeof(err), "tcp %s: %s", c->name, why);
+	if (cur == c)
+		PEER_CONN(p) = NULL;
+	c->peer = NULL;
+	conn_free(c);
+	if (report)
+		x->ops.down(p, transport_path(p->paths, &transport_tcp), err);
+}
+
+/* The other end refused the session (control message 7, conn_refuse):
+ * why, as this end says it, for conn_fail. */
+static void
+conn_peer_refused(struct tcp_conn *c, const struct gue_inner *in)
+{
+	struct tcp *x = c->tcp;
+	char why[PEER_ERROR_MAX - 64];
+	bool has;
+
+	if (pq_refusal_decode(in->payload, in->len, &has) < 0)
+		snprintf(why, sizeof(why), "the peer refused the session");
+	else
+		pq_why_peer_refused(why, sizeof(why), has, x->pq,
+		    OpenSSL_version(OPENSSL_VERSION_STRING), c->peer->cf->post_quantum);
+	event_count(x->t, c->peer, EVENT_PQ_REFUSED);
+	log_warnx("peer \"%s\": tcp connection %s refused by the peer: %s", c->peer->name,
+	    c->name, why);
+	free(c->peer_refused);
+	c->peer_refused = strdup(why);
+}
+
 /* TLS is up and authenticated: the connection becomes its peer's, in
- * place of any older one (conn_keep_old). */
+ * place of any older one (conn_keep_old), unless the peer's policy
+ * refuses its key exchange (conn_refuse). */
 static void
 conn_established(struct tcp_conn *c)
 {
@@ -602,6 +684,11 @@ conn_established(struct tcp_conn *c)
 	if (!(c->stage = malloc(TCP_STAGE_MAX)) || !(c->out = evbuffer_new()) ||
 	    !(c->ev_flush = event_new(x->t->base, -1, 0, conn_flush_cb, c))) {
 		conn_fail(c, "out of memory");
+		return;
+	}
+	conn_key_exchange(c);
+	if (conn_pq_refused(c, p)) {
+		conn_refuse(c, p);
 		return;
 	}
 	old = PEER_CONN(p) == c ? NULL : PEER_CONN(p);   /* an outgoing one is p's already */
@@ -641,8 +728,8 @@ conn_established(struct tcp_conn *c)
 		conn_psk_start(c, p);
 		return;
 	}
-	log_info("peer \"%s\": tcp connection %s up (%s, %s)", p->name, c->name,
-	    SSL_get_version(c->ssl), SSL_get_cipher_name(c->ssl));
+	log_info("peer \"%s\": tcp connection %s up (%s, %s, key exchange %s)", p->name, c->name,
+	    SSL_get_version(c->ssl), SSL_get_cipher_name(c->ssl), c->kx);
 	x->ops.up(p, transport_path(p->paths, &transport_tcp));
 }
 
@@ -742,6 +829,15 @@ conn_open_frame(struct tcp_conn *c, uint8_t *dst, size_t *flen, const char **why
 	return true;
 }
 
+/* Whether frame f (flen bytes) is the other end's refusal of the
+ * session (control message 7), decoded into in. */
+static bool
+conn_is_refusal(const uint8_t *f, size_t flen, struct gue_inner *in)
+{
+	return gue_inner_decode(f, flen, in) == GUE_OK && in->kind == GUE_KIND_CONTROL &&
+	    in->proto == GUE_CTYPE_PQ_REFUSE;
+}
+
 /* Feed what was read into frames; false when the stream is bad (the
  * connection is closed, counted; why says why). */
 static bool
@@ -761,6 +857,13 @@ conn_feed(struct tcp_conn *c, const uint8_t *data, size_t len, unsigned *n, cons
 		len -= used;
 		if (st == STREAM_MORE)
 			continue;
+		/* A refusal (conn_refuse) comes before any frame under the
+		 * preshared key, so it is not sealed. */
+		if (st == STREAM_FRAME && (!c->psk_on || !c->psk.opened) &&
+		    conn_is_refusal(dst, flen, &in)) {
+			conn_peer_refused(c, &in);
+			return false;
+		}
 		if (st == STREAM_FRAME && c->psk_on && !conn_open_frame(c, dst, &flen, why))
 			return false;
 		if (c->dead)                    /* up, and what that did closed it */
@@ -1084,6 +1187,8 @@ conn_read_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	if (!ok && !c->dead) {
 		c->busy--;
+		if (c->peer_refused)
+			why = c->peer_refused;  /* freed with c, after conn_fail's use */
 		conn_fail(c, why ? why : "bad frame");
 		return;
 	}
@@ -1293,6 +1398,15 @@ tcp_cipher(const struct peer *p, const struct peer_path *ph)
 
 	(void)p;
 	return c && c->phase == TCP_UP ? SSL_get_cipher_name(c->ssl) : "";
+}
+
+static const char *
+tcp_key_exchange(const struct peer *p, const struct peer_path *ph)
+{
+	const struct tcp_conn *c = ph->conn;
+
+	(void)p;
+	return c && c->phase == TCP_UP ? c->kx : "";
 }
 
 /* The kernel's smoothed RTT of the connection (TCP_INFO). */
@@ -1560,6 +1674,13 @@ conn_open(struct peer *p, bool take)
 	snprintf(c->name, sizeof(c->name), strchr(cf->endpoint_tcp_host, ':') ? "[%s]:%u" :
 	    "%s:%u", cf->endpoint_tcp_host, cf->endpoint_tcp_port);
 	SSL_set_connect_state(c->ssl);
+	/* post-quantum = off: the classic groups alone (a server cannot know
+	 * who connects before it chooses, so this is the client's part). */
+	if (cf->post_quantum == CONF_PQ_OFF && x->pq && !SSL_set1_groups_list(c->ssl, TCP_GROUPS)) {
+		ERR_clear_error();
+		conn_free(c);
+		return -EINVAL;
+	}
 	/* No server name unless one is configured (doc/protocol.md 3a). */
 	if (cf->sni && SSL_set_tlsext_host_name(c->ssl, cf->sni) != 1) {
 		ERR_clear_error();
@@ -1850,7 +1971,8 @@ ctx_setup(struct tcp *x, const struct conf_iface *ifc)
 	if (!SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION) ||
 	    !SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION))
 		return -EINVAL;
-	if (!SSL_CTX_set1_groups_list(ctx, TCP_GROUPS_PQ)) {
+	x->pq = SSL_CTX_set1_groups_list(ctx, TCP_GROUPS_PQ) == 1;
+	if (!x->pq) {
 		ERR_clear_error();
 		if (!SSL_CTX_set1_groups_list(ctx, TCP_GROUPS))
 			return -EINVAL;
@@ -1890,6 +2012,7 @@ const struct transport_ops transport_tcp = {
 	.outgoing = tcp_outgoing,
 	.state = tcp_state,
 	.cipher = tcp_cipher,
+	.key_exchange = tcp_key_exchange,
 	.rtt_us = tcp_rtt_us,
 };
 
@@ -2016,6 +2139,9 @@ tcp_reauthorize(struct toud *t)
 				c->revoked = "its key is no longer accepted for this peer";
 			else if (conn_psk_changed(c, c->peer))
 				c->revoked = "the peer's preshared key changed";
+			else if (conn_pq_refused(c, c->peer))
+				c->revoked = "post-quantum = required, and its key exchange has no "
+				    "ML-KEM-768";
 			else
 				continue;
 			log_warnx("peer \"%s\": tcp connection %s ends: %s", c->peer->name, c->name,

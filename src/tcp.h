@@ -48,9 +48,10 @@ int tcp_listen_reload(struct toud *t, const struct conf *nc, char *err, size_t e
 void tcp_free(struct toud *t);
 /* After a reload: every connection whose key the configuration no longer
  * gives to its peer (a fingerprint or CA changed, a CA file replaced), or
- * whose peer's preshared key changed, ends, as its peer's DTLS sessions
- * do (handshake_reauthorize, peer_reconfigure), reported through the
- * core's down from the loop.  How many. */
+ * whose peer's preshared key changed, or whose key exchange its peer's
+ * post-quantum no longer accepts, ends, as its peer's DTLS sessions do
+ * (handshake_reauthorize, peer_reconfigure), reported through the core's
+ * down from the loop.  How many. */
 size_t tcp_reauthorize(struct toud *t);
 /* Every socket of the transport (the listener, the connections open and
  * those to come) carries mark (SO_MARK; 0 for none), as the UDP sockets

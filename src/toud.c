@@ -19,6 +19,9 @@
 #include <unistd.h>
 
 #include <event2/event.h>
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
 
 #include "conf.h"
 #include "control.h"
@@ -480,6 +483,18 @@ check_deep(const struct conf *c)
 	return errors;
 }
 
+/* -V's second line: the OpenSSL toud runs with, and whether it has the
+ * post-quantum key exchange (post-quantum, tou.conf(5)). */
+static void
+version_crypto(void)
+{
+	EVP_KEM *kem = EVP_KEM_fetch(NULL, "ML-KEM-768", NULL);
+
+	printf("%s, ML-KEM-768: %s\n", OpenSSL_version(OPENSSL_VERSION), kem ? "yes" : "no");
+	EVP_KEM_free(kem);
+	ERR_clear_error();
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -511,6 +526,7 @@ main(int argc, char *argv[])
 			break;
 		case 'V':
 			printf("toud %s\n", PACKAGE_VERSION);
+			version_crypto();
 			return 0;
 		default:
 			usage();

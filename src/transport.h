@@ -109,6 +109,10 @@ struct transport_ops {
 	 * none) and the smoothed round-trip time (µs; 0: not known). */
 	enum transport_state (*state)(const struct peer *p, const struct peer_path *ph);
 	const char *(*cipher)(const struct peer *p, const struct peer_path *ph);
+	/* The key exchange of what ph has up, as touctl show names it
+	 * (pq.h: "x25519mlkem768", "x25519", "ecdhe-p256 + ml-kem-768"; ""
+	 * when none). */
+	const char *(*key_exchange)(const struct peer *p, const struct peer_path *ph);
 	uint64_t (*rtt_us)(const struct peer *p, const struct peer_path *ph);
 };
 
@@ -149,6 +153,13 @@ struct peer_path {
 	uint64_t probe_ms;
 	uint8_t token[PATH_TOKEN_LEN];
 };
+
+/* ph's key exchange: its transport's op, "" without one. */
+static inline const char *
+transport_key_exchange(const struct peer *p, const struct peer_path *ph)
+{
+	return ph->ops->key_exchange ? ph->ops->key_exchange(p, ph) : "";
+}
 
 #define TRANSPORT_MAX POL_PATHS_MAX  /* transports an interface registers: a policy path each */
 

@@ -126,6 +126,13 @@ udp_cipher(const struct peer *p, const struct peer_path *ph)
 	return p->cur && p->cur->dtls ? dtls_sess_cipher(p->cur->dtls) : "";
 }
 
+static const char *
+udp_key_exchange(const struct peer *p, const struct peer_path *ph)
+{
+	(void)ph;
+	return p->cur && p->cur->dtls ? dtls_sess_key_exchange(p->cur->dtls) : "";
+}
+
 static uint64_t
 udp_rtt_us(const struct peer *p, const struct peer_path *ph)
 {
@@ -142,5 +149,6 @@ const struct transport_ops transport_udp = {
 	.outgoing = udp_outgoing,
 	.state = udp_state,
 	.cipher = udp_cipher,
+	.key_exchange = udp_key_exchange,
 	.rtt_us = udp_rtt_us,
 };

@@ -394,8 +394,11 @@ def psk_record(cipher, key, iv, seq, plain):
 
 def run_psk_cases(lua, outdir):
     """Records of sessions with a preshared key, in each cipher and both
-    directions, decrypted by the dissector from TOUD_PSK_DATA_KEYS lines;
-    a record under keys the log does not have stays opaque."""
+    directions, decrypted by the dissector from TOUD_PSK_DATA_KEYS lines,
+    and the same after an ML-KEM-768 exchange from TOUD_PQ_DATA_KEYS
+    lines; the exchange's messages (PQ_INIT whole and halved, PQ_REPLY)
+    and a refusal under the first keys are named, without complaint; a
+    record under keys the log does not have stays opaque."""
     syn, udp = vector("v4_tcp_syn_compact"), vector("v4_udp_compact")
     # a whole IPv4/UDP packet of several cipher blocks
     dgram = struct.pack("!HHHH", 50001, 9, 8 + 272, 0) + bytes(range(16)) * 17
@@ -421,6 +424,25 @@ def run_psk_cases(lua, outdir):
                 seq = (1 << 47) + random.getrandbits(47)
                 cs.append(("%s %s %d" % (name, d, i),
                            outer(sid + i) + psk_record(c, k, iv, seq, pl), want))
+        # the exchange's messages under the preshared key's keys (K0) ...
+        key = os.urandom(1184)
+        ctl = b"\x20\x05\x00\x00"
+        for i, pl in enumerate((ctl + struct.pack("!H", 0) + key,
+                                ctl + struct.pack("!H", 592) + key[592:],
+                                b"\x20\x06\x00\x00" + os.urandom(1088),
+                                b"\x20\x07\x00\x00\x01")):
+            seq = (1 << 47) + random.getrandbits(47)
+            cs.append(("%s pq message %d" % (name, i),
+                       outer(sid + 7) + psk_record(c, ck, civ, seq, pl),
+                       {"toud.inner.kind": "control", "toud.ctrl.type": str(pl[1])}))
+        # ... and K1's records, from the exchange's line
+        qk, qiv = os.urandom(kl), os.urandom(il)
+        lines.append("TOUD_PQ_DATA_KEYS %s %s %s %s %s" % (os.urandom(32).hex(), qk.hex(),
+                     os.urandom(kl).hex(), qiv.hex(), os.urandom(il).hex()))
+        seq = (1 << 47) + random.getrandbits(47)
+        cs.append(("%s after the exchange" % name,
+                   outer(sid + 8) + psk_record(c, qk, qiv, seq, syn),
+                   {"toud.inner.kind": "compact", "tcp.dstport": "22"}))
         cs.append(("%s, keys not in the log" % name,
                    outer(sid) + psk_record(c, os.urandom(kl), os.urandom(il), 1 << 47, syn),
                    {"toud.inner.kind": None}))

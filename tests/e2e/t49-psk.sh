@@ -72,7 +72,7 @@ check "the message names the file and the peer ($out)" \
 # The dissector on hand-made records first: every cipher, both directions.
 res=$(python3 "$TOOL" psk "$LUA" "$E2E_DIR") || bail_out "dissector_tool.py psk failed"
 is "$(json_get "$res" failures)" "[]" \
-    "contrib/toud.lua decrypts hand-made records of each cipher with TOUD_PSK_DATA_KEYS ($(json_get "$res" decrypted) decrypted, $(json_get "$res" opaque) under other keys left alone)" ||
+    "contrib/toud.lua decrypts hand-made records of each cipher with TOUD_PSK_DATA_KEYS and TOUD_PQ_DATA_KEYS ($(json_get "$res" decrypted) decrypted, $(json_get "$res" opaque) under other keys left alone)" ||
     diag "$res"
 
 cp "$E2E_DIR/ab.psk" "$E2E_DIR/a.psk"

@@ -158,6 +158,31 @@ def stream_seeds():
     }
 
 
+def pq_init(off, piece):
+    return b"\x20\x05\x00\x00" + struct.pack(">H", off) + piece
+
+
+def msg(m):
+    return struct.pack(">H", len(m)) + m
+
+
+def pqmsg_seeds():
+    key = bytes((i * 13 + 7) & 0xff for i in range(1184))
+    other = key[:700] + bytes([key[700] ^ 1]) + key[701:]
+    return {
+        "whole": msg(pq_init(0, key)),
+        "halves": msg(pq_init(592, key[592:])) + msg(pq_init(0, key[:592])),
+        "repeat": msg(pq_init(0, key)) + msg(pq_init(0, key)) + msg(pq_init(592, key[592:])),
+        "conflict": msg(pq_init(592, key[592:])) + msg(pq_init(0, other)) +
+        msg(pq_init(0, key[:592])),
+        "overlap": msg(pq_init(0, key[:600])) + msg(pq_init(500, key[500:])),
+        "past-end": msg(pq_init(1183, key[:2])) + msg(pq_init(1184, b"x")),
+        "empty": msg(pq_init(0, b"")) + msg(b"\x20\x05\x00\x00\x00"),
+        "reply": msg(b"\x20\x06\x00\x00" + bytes(1088)),
+        "refusal": msg(b"\x20\x07\x00\x00\x03"),
+    }
+
+
 def write(d, seeds):
     os.makedirs(d, exist_ok=True)
     for name, data in seeds.items():
@@ -169,6 +194,7 @@ def main():
     write(os.path.join(HERE, "corpus", "record"), record_seeds())
     write(os.path.join(HERE, "corpus", "handshake"), handshake_seeds())
     write(os.path.join(HERE, "corpus", "stream"), stream_seeds())
+    write(os.path.join(HERE, "corpus", "pqmsg"), pqmsg_seeds())
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@
 # like the others, a copy of the source tree is
 #   - built with --enable-werror (that release's compiler and headers),
 #   - tested: the unit and CLI suites, and the end-to-end tests of the
-#     handshakes, both transports, the preshared key and the dissector
+#     handshakes, both transports, the preshared key, the dissector and
+#     the post-quantum key exchange, against the host's own build too
 #     (TOUD_SUITE_E2E, names without .sh), which make their namespaces
 #     inside a systemd-nspawn container of its own network with every
 #     capability (the host's kernel, the release's tools).
@@ -24,7 +25,7 @@ set -o pipefail
 NODES=()
 . "$(dirname "$0")/nspawn_lib.sh"
 suite=${TOUD_ROOTFS_SUITE:-trixie}
-e2e=${TOUD_SUITE_E2E:-t01-basic t04-wire t08-dissector t09-dtls t17-rekey t46-tcp-fallback t47-tcp-proxy t49-psk t58-tcp-crossed t81-dissector-roam}
+e2e=${TOUD_SUITE_E2E:-t01-basic t04-wire t08-dissector t09-dtls t17-rekey t46-tcp-fallback t47-tcp-proxy t49-psk t58-tcp-crossed t78-pq t79-tcp-psk t81-dissector-roam}
 # The build (scripts/deps.sh's list, less what is Debian 12's own or
 # serves stages that run on the host: clang, valgrind, debootstrap) and
 # what the tests above call.
@@ -43,6 +44,23 @@ if ! TOUD_ROOTFS_SUITE=$suite TOUD_ROOTFS_FLAVOUR=test TOUD_ROOTFS_PACKAGES="$pa
 fi
 ok "$suite root with the build and test tools ready in $(elapsed) s ($(tail -n 1 "$WORK/rootfs.log" | sed 's/^rootfs: //'))"
 copy_tree "$WORK/root/src/toud"
+# t78-pq's mixed pair: this host's own build (Debian 12's OpenSSL 3.0, no
+# ML-KEM) beside the root's, with the host's libssl and libcrypto (a
+# bookworm binary runs on trixie's glibc).  .ci/run builds it before this
+# stage; without it t78 fails where the root's OpenSSL has ML-KEM.
+other_env=
+if [ -x "$srcdir/_build/src/toud" ] && [ -x "$srcdir/_build/src/touctl" ]; then
+	other=$WORK/root/opt/toud-ossl30
+	mkdir -p "$other/bin" "$other/lib"
+	cp "$srcdir/_build/src/toud" "$srcdir/_build/src/touctl" "$other/bin/" ||
+	    bail_out "cannot copy the host's build"
+	for l in libssl.so.3 libcrypto.so.3; do
+		f=$(ldd "$srcdir/_build/src/toud" | awk -v l="$l" '$1 == l { print $3 }')
+		[ -n "$f" ] && cp -L "$f" "$other/lib/" || bail_out "no $l of the host's build"
+	done
+	other_env="TOUD_OTHER_BIN=/opt/toud-ossl30/bin/toud TOUD_OTHER_LIB=/opt/toud-ossl30/lib"
+	diag "the host's build for t78's mixed pair: $(LD_LIBRARY_PATH=$other/lib "$other/bin/toud" -V | tail -n 1)"
+fi
 # Wireshark 4.2 and later run no Lua script (the tests load
 # contrib/toud.lua) as root unless an init.lua in their global Lua plugin
 # directory allows it, and the tests run as root.
@@ -75,7 +93,7 @@ fi
 
 stamp "make check: unit, CLI, $e2e"
 rc=0
-in_root "make -C _build -s -j$(nproc) check TESTS='$tests'" >"$WORK/check.log" 2>&1 || rc=$?
+in_root "$other_env make -C _build -s -j$(nproc) check TESTS='$tests'" >"$WORK/check.log" 2>&1 || rc=$?
 # Every test's result line, the failures with their logs' tails.
 grep -E '^(PASS|FAIL|SKIP|ERROR|XFAIL|XPASS):' "$WORK/check.log" | awk '{ print $1, $2 }' |
     sort | uniq -c | sed 's/^ */# /' | grep -v ' PASS: ' || true

@@ -24,6 +24,9 @@
 #include <openssl/x509v3.h>
 
 #include "dtls.h"
+#include "gue.h"
+#include "mlkem.h"
+#include "pqmsg.h"
 #include "record.h"
 #include "replay.h"
 #include "util.h"
@@ -1188,6 +1191,142 @@ START_TEST(psk_sessions)
 }
 END_TEST
 
+/* ---- the ML-KEM-768 exchange (doc/protocol.md 1.5) ------------------ */
+
+/* A handshake whose client offers the exchange (the ALPN), on whatever
+ * OpenSSL this runs with; true when it was selected. */
+static bool
+pq_link_up(struct link *l, bool offer)
+{
+
+	link_start(l, &A, &B, &peer_b);
+	dtls_sess_pq_offer(l->cs, offer);
+	ck_assert_int_eq(dtls_sess_pq_offered(l->cs), offer && mlkem_available());
+	link_run(l);
+	ck_assert(l->cdone && l->sdone && !l->cfail && !l->sfail);
+	ck_assert_int_eq(dtls_sess_pq_selected(l->cs), dtls_sess_pq_selected(l->ss));
+	/* the handshake's group, and nothing more yet */
+	ck_assert_str_eq(dtls_sess_key_exchange(l->cs), "x25519");
+	ck_assert_str_eq(dtls_sess_key_exchange(l->ss), "x25519");
+	return dtls_sess_pq_selected(l->cs);
+}
+
+/* Without ML-KEM (OpenSSL 3.0), or not offered: no ALPN selected, the
+ * handshake's keys carry data at once, and show names the group only.
+ * With it (3.5) and offered, the exchange runs: PQ_INIT (retransmitted
+ * when lost, answered again with the same ciphertext), a tampered
+ * PQ_REPLY changes nothing, no data under K0 before it is through, then
+ * both sides' K1 agree and show says so. */
+START_TEST(pq_exchange)
+{
+	uint8_t msg[100], buf[RECMAX];
+	struct timeval tv;
+	struct link l;
+	struct rec *r, init, rep, t;
+	struct gue_inner in;
+	size_t n;
+	uint64_t seq;
+	bool have = mlkem_available();
+
+	memset(msg, 0x3c, sizeof(msg));
+	/* not offered: today's wire on every library */
+	ck_assert(!pq_link_up(&l, false));
+	ck_assert_int_eq(dtls_sess_pq_start(l.cs, NULL), -EINVAL);
+	pass(l.cs, l.c2s, l.ss, msg, sizeof(msg));
+	pass(l.ss, l.s2c, l.cs, msg, sizeof(msg));
+	ck_assert(!dtls_sess_post_quantum(l.cs));
+	link_free(&l);
+
+	/* offered: selected exactly when this OpenSSL has ML-KEM */
+	ck_assert_int_eq(pq_link_up(&l, true), have);
+	if (!have) {
+		ck_assert_int_eq(dtls_sess_pq_start(l.cs, NULL), -EINVAL);
+		ck_assert(!dtls_sess_pq_pending(l.cs) && !dtls_sess_pq_pending(l.ss));
+		pass(l.cs, l.c2s, l.ss, msg, sizeof(msg));
+		pass(l.ss, l.s2c, l.cs, msg, sizeof(msg));
+		ck_assert_str_eq(dtls_sess_key_exchange(l.cs), "x25519");
+		link_free(&l);
+		return;
+	}
+	ck_assert_int_eq(dtls_sess_pq_start(l.ss, NULL), 0);
+	ck_assert_uint_eq(l.s2c->n, 0);
+	ck_assert_int_eq(dtls_sess_pq_start(l.cs, NULL), 0);
+	ck_assert(dtls_sess_pq_pending(l.cs) && dtls_sess_pq_pending(l.ss));
+	/* one PQ_INIT: the whole key fits an IPv4 path of 1500 */
+	ck_assert_uint_eq(l.c2s->n, 1);
+	init = *q_pop(l.c2s);
+	ck_assert_int_eq(init.b[0], 23);
+	ck_assert_uint_eq(init.len, DTLS_RECORD_HDR + 8 + PQMSG_INIT_MAX + 16);
+	/* no data under K0, either way */
+	ck_assert_int_eq(seal(l.cs, l.c2s, msg, sizeof(msg)), -ENOTCONN);
+	ck_assert_int_eq(seal(l.ss, l.s2c, msg, sizeof(msg)), -ENOTCONN);
+	/* lost: the timer sends it again */
+	ck_assert(dtls_sess_timeout(l.cs, &tv));
+	ck_assert_int_le(tv.tv_sec * 1000000 + tv.tv_usec, 300000);
+	ck_assert_int_eq(dtls_sess_handle_timeout(l.cs), DTLS_AGAIN);
+	ck_assert_uint_eq(l.c2s->n, 0);         /* not yet due */
+	usleep((useconds_t)(tv.tv_sec * 1000000 + tv.tv_usec) + 20000);
+	ck_assert_int_eq(dtls_sess_handle_timeout(l.cs), DTLS_AGAIN);
+	ck_assert_uint_eq(l.c2s->n, 1);
+	r = q_pop(l.c2s);
+	ck_assert_uint_eq(r->len, init.len);
+	ck_assert(memcmp(r->b, init.b, init.len) != 0);        /* a new record */
+	ck_assert_int_eq(input(l.ss, r, &n, &seq), DTLS_AGAIN);
+	ck_assert_uint_eq(n, 0);
+	ck_assert(dtls_sess_pq_pending(l.ss));
+	ck_assert_uint_eq(l.s2c->n, 1);
+	rep = *q_pop(l.s2c);
+	ck_assert_uint_eq(rep.len, DTLS_RECORD_HDR + 8 + PQMSG_REPLY_LEN + 16);
+	/* the first copy, late: the same answer again */
+	ck_assert_int_eq(input(l.ss, &init, &n, &seq), DTLS_AGAIN);
+	ck_assert_uint_eq(l.s2c->n, 1);
+	r = q_pop(l.s2c);
+	ck_assert(memcmp(r->b, rep.b, rep.len) != 0);
+	/* a changed PQ_REPLY does not open: still no keys, no data */
+	t = rep;
+	t.b[DTLS_RECORD_HDR + 8 + 500] ^= 0x10;
+	ck_assert_int_eq(input(l.cs, &t, &n, &seq), DTLS_ERR_RECORD);
+	ck_assert(dtls_sess_pq_pending(l.cs));
+	ck_assert_int_eq(seal(l.cs, l.c2s, msg, sizeof(msg)), -ENOTCONN);
+	/* the second answer: the initiator is through and says so at once
+	 * (that data passes below shows it carried the first's ciphertext) */
+	ck_assert_int_eq(input(l.cs, r, &n, &seq), DTLS_DONE);
+	ck_assert(!dtls_sess_pq_pending(l.cs) && dtls_sess_post_quantum(l.cs));
+	ck_assert_str_eq(dtls_sess_key_exchange(l.cs), "x25519 + ml-kem-768");
+	ck_assert_int_eq(dtls_sess_handle_timeout(l.cs), DTLS_AGAIN);
+	/* the keepalive under K1, then data behind it */
+	ck_assert_uint_eq(l.c2s->n, 1);
+	ck_assert_int_eq(seal(l.cs, l.c2s, msg, sizeof(msg)), 0);
+	ck_assert_str_eq(dtls_sess_key_exchange(l.ss), "x25519");
+	/* the other answer is no record of K1 */
+	ck_assert_int_eq(input(l.cs, &rep, &n, &seq), DTLS_ERR_RECORD);
+	r = q_pop(l.c2s);
+	ck_assert_int_eq(dtls_sess_input(l.ss, r->b, r->len, buf, sizeof(buf), &n, &seq),
+	    DTLS_DONE);
+	ck_assert_uint_eq(n, GUE_WORD_LEN);
+	ck_assert_int_eq(gue_inner_decode(buf, n, &in), GUE_OK);
+	ck_assert_int_eq(in.kind, GUE_KIND_CONTROL);
+	ck_assert_uint_eq(in.proto, GUE_CTYPE_KEEPALIVE);
+	ck_assert(dtls_sess_post_quantum(l.ss));
+	ck_assert_str_eq(dtls_sess_key_exchange(l.ss), "x25519 + ml-kem-768");
+	r = q_pop(l.c2s);
+	ck_assert_int_eq(dtls_sess_input(l.ss, r->b, r->len, buf, sizeof(buf), &n, &seq),
+	    DTLS_DATA);
+	ck_assert_uint_eq(n, sizeof(msg));
+	ck_assert_mem_eq(buf, msg, sizeof(msg));
+	pass(l.cs, l.c2s, l.ss, msg, sizeof(msg));
+	pass(l.ss, l.s2c, l.cs, msg, sizeof(msg));
+	/* a late PQ_INIT under K0 opens no more */
+	ck_assert_int_eq(input(l.ss, &init, &n, &seq), DTLS_ERR_RECORD);
+	/* close_notify under K1 is taken */
+	dtls_sess_close(l.cs);
+	r = q_pop(l.c2s);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(input(l.ss, r, &n, &seq), DTLS_ERR_CLOSED);
+	link_free(&l);
+}
+END_TEST
+
 /* ---- cookies -------------------------------------------------------- */
 
 /* Start a client and bring its second ClientHello (with B's cookie). */
@@ -1562,6 +1701,161 @@ check_keylog(const char *path, int lines)
 		s = nl + 1;
 	}
 }
+
+/* Run the ML-KEM-768 exchange of a link whose handshake selected it. */
+static void
+pq_run(struct link *l)
+{
+	struct rec *r;
+	size_t n;
+	uint64_t seq;
+	int i;
+
+	ck_assert_int_eq(dtls_sess_pq_start(l->ss, NULL), 0);
+	ck_assert_int_eq(dtls_sess_pq_start(l->cs, NULL), 0);
+	for (i = 0; i < 8 && !(dtls_sess_post_quantum(l->cs) && dtls_sess_post_quantum(l->ss));
+	    i++) {
+		while ((r = q_pop(l->c2s)) != NULL)
+			(void)input(l->ss, r, &n, &seq);
+		while ((r = q_pop(l->s2c)) != NULL)
+			(void)input(l->cs, r, &n, &seq);
+	}
+	ck_assert(dtls_sess_post_quantum(l->cs) && dtls_sess_post_quantum(l->ss));
+}
+
+/* With a key log, each side writes K1 as one TOUD_PQ_DATA_KEYS line (the
+ * same line), named by the client random of the handshake's
+ * CLIENT_RANDOM line, and its keys alone open the records after the
+ * exchange (AES-128-GCM as any DTLS 1.2 implementation would, which is
+ * what contrib/toud.lua does).  Without ML-KEM: no such line. */
+START_TEST(pq_keylog)
+{
+	char path[PATH_MAX], cr[65], ck[33], sk[33], civ[9], siv[9], want[14 + 64 + 1];
+	uint8_t msg[64], key[16], iv[4], nonce[12], aad[13], plain[RECMAX];
+	struct link l;
+	struct rec *r;
+	EVP_CIPHER_CTX *ctx;
+	size_t len, ctlen, k;
+	char *s, *first, *second, *nl;
+	int outl = 0;
+
+	memset(msg, 0x6d, sizeof(msg));
+	path_join(path, tmpdir, "pq.log");
+	dtls_ctx_free(A.c);
+	dtls_ctx_free(B.c);
+	A.c = ctx_open(&A, path);
+	B.c = ctx_open(&B, path);
+	if (!pq_link_up(&l, true)) {
+		link_free(&l);
+		s = slurp(path, &len);
+		ck_assert_ptr_null(strstr(s, DTLS_KEYLOG_PQ_LABEL));
+		return;
+	}
+	s = slurp(path, &len);
+	ck_assert_ptr_null(strstr(s, DTLS_KEYLOG_PQ_LABEL));
+	pq_run(&l);
+	s = slurp(path, &len);
+	first = strstr(s, DTLS_KEYLOG_PQ_LABEL " ");
+	ck_assert_ptr_nonnull(first);
+	second = strstr(first + 1, DTLS_KEYLOG_PQ_LABEL " ");
+	ck_assert_ptr_nonnull(second);
+	ck_assert_ptr_null(strstr(second + 1, DTLS_KEYLOG_PQ_LABEL));
+	nl = strchr(first, '\n');
+	ck_assert_ptr_nonnull(nl);
+	ck_assert_int_eq(strncmp(first, second, (size_t)(nl - first + 1)), 0);
+	ck_assert_int_eq(sscanf(first, DTLS_KEYLOG_PQ_LABEL " %64[0-9a-f] %32[0-9a-f] %32[0-9a-f] "
+	    "%8[0-9a-f] %8[0-9a-f]", cr, ck, sk, civ, siv), 5);
+	ck_assert_int_eq(nl - first, (int)strlen(DTLS_KEYLOG_PQ_LABEL) + 1 + 64 + 1 + 32 + 1 +
+	    32 + 1 + 8 + 1 + 8);
+	snprintf(want, sizeof(want), "CLIENT_RANDOM %s", cr);
+	ck_assert_ptr_nonnull(strstr(s, want));
+	for (k = 0; k < 16; k++)
+		ck_assert_int_eq(sscanf(ck + 2 * k, "%2hhx", &key[k]), 1);
+	for (k = 0; k < 4; k++)
+		ck_assert_int_eq(sscanf(civ + 2 * k, "%2hhx", &iv[k]), 1);
+	/* a record of the client after the exchange, opened with the line */
+	ck_assert_int_eq(seal(l.cs, l.c2s, msg, sizeof(msg)), 0);
+	r = q_pop(l.c2s);
+	ck_assert_uint_eq(r->len, DTLS_RECORD_HDR + 8 + sizeof(msg) + 16);
+	ctlen = sizeof(msg);
+	memcpy(nonce, iv, 4);
+	memcpy(nonce + 4, r->b + DTLS_RECORD_HDR, 8);
+	memcpy(aad, r->b + 3, 8);
+	aad[8] = 23;
+	aad[9] = 0xfe;
+	aad[10] = 0xfd;
+	aad[11] = (uint8_t)(ctlen >> 8);
+	aad[12] = (uint8_t)ctlen;
+	ck_assert_ptr_nonnull(ctx = EVP_CIPHER_CTX_new());
+	ck_assert_int_eq(EVP_DecryptInit_ex(ctx, EVP_aes_128_gcm(), NULL, key, nonce), 1);
+	ck_assert_int_eq(EVP_DecryptUpdate(ctx, NULL, &outl, aad, sizeof(aad)), 1);
+	ck_assert_int_eq(EVP_DecryptUpdate(ctx, plain, &outl, r->b + DTLS_RECORD_HDR + 8,
+	    (int)ctlen), 1);
+	ck_assert_int_eq(EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, 16,
+	    r->b + DTLS_RECORD_HDR + 8 + ctlen), 1);
+	ck_assert_int_eq(EVP_DecryptFinal_ex(ctx, plain + outl, &outl), 1);
+	EVP_CIPHER_CTX_free(ctx);
+	ck_assert_mem_eq(plain, msg, sizeof(msg));
+	link_free(&l);
+}
+END_TEST
+
+/* A 1280-byte IPv6 path: the whole key does not fit one datagram (1291
+ * bytes), so PQ_INIT goes in two halves, each within the path, which the
+ * responder takes in either order; the exchange completes.  (The link
+ * MTU is what handshake.c gives the DTLS layer for path-mtu = 1280: IPv4's
+ * headers subtracted; IPv6 has 20 bytes more.) */
+START_TEST(pq_split_ipv6)
+{
+	uint8_t msg[100];
+	struct link l;
+	struct rec h1, h2;
+	size_t n;
+	uint64_t seq;
+	bool have = mlkem_available();
+	struct dtls_ctx_config cfg = {
+		.authorize = authorize, .listen_output = q_listen_out,
+		.link_mtu = 1280 - 20 - 8 - 16,
+	};
+	char err[256] = "";
+
+	memset(msg, 0x42, sizeof(msg));
+	sa_set(&A.addr, "2001:db8::1", 6080);
+	sa_set(&B.addr, "2001:db8::2", 6080);
+	dtls_ctx_free(A.c);
+	dtls_ctx_free(B.c);
+	cfg.private_key = A.key, cfg.certificate = A.cert, cfg.authorize_arg = &A.az;
+	cfg.listen_output_arg = A.lq;
+	ck_assert_msg((A.c = dtls_ctx_new(&cfg, err, sizeof(err))) != NULL, "%s", err);
+	cfg.private_key = B.key, cfg.certificate = B.cert, cfg.authorize_arg = &B.az;
+	cfg.listen_output_arg = B.lq;
+	ck_assert_msg((B.c = dtls_ctx_new(&cfg, err, sizeof(err))) != NULL, "%s", err);
+	ck_assert_int_eq(pq_link_up(&l, true), have);
+	if (!have) {
+		pass(l.cs, l.c2s, l.ss, msg, sizeof(msg));
+		link_free(&l);
+		return;
+	}
+	ck_assert_int_eq(dtls_sess_pq_start(l.ss, NULL), 0);
+	ck_assert_int_eq(dtls_sess_pq_start(l.cs, NULL), 0);
+	ck_assert_uint_eq(l.c2s->n, 2);
+	h1 = *q_pop(l.c2s);
+	h2 = *q_pop(l.c2s);
+	ck_assert_uint_eq(h1.len, DTLS_RECORD_HDR + 8 + PQMSG_INIT_HDR + 592 + 16);
+	ck_assert_uint_eq(h2.len, h1.len);
+	ck_assert_uint_le(40 + 8 + 16 + h1.len, 1280);
+	ck_assert_int_eq(input(l.ss, &h2, &n, &seq), DTLS_AGAIN);
+	ck_assert_uint_eq(l.s2c->n, 0);                /* half a key: no answer yet */
+	ck_assert_int_eq(input(l.ss, &h1, &n, &seq), DTLS_AGAIN);
+	ck_assert_uint_eq(l.s2c->n, 1);
+	ck_assert_uint_le(40 + 8 + 16 + l.s2c->r[l.s2c->head].len, 1280);
+	ck_assert_int_eq(input(l.cs, q_pop(l.s2c), &n, &seq), DTLS_DONE);
+	ck_assert_int_eq(input(l.ss, q_pop(l.c2s), &n, &seq), DTLS_DONE);
+	pass(l.cs, l.c2s, l.ss, msg, sizeof(msg));
+	pass(l.ss, l.s2c, l.cs, msg, sizeof(msg));
+	link_free(&l);
+}
+END_TEST
 
 START_TEST(keylog_env)
 {
@@ -2085,6 +2379,7 @@ main(void)
 	tcase_add_test(rec, early_data);
 	tcase_add_test(rec, nonce_unique);
 	tcase_add_test(rec, psk_sessions);
+	tcase_add_test(rec, pq_exchange);
 	tcase_add_test(ck, cookie_exchange);
 	tcase_add_test(ck, cookie_bound_to_session_id);
 	tcase_add_test(ck, cookie_ipv6);
@@ -2092,6 +2387,8 @@ main(void)
 	tcase_add_test(ck, listen_drop);
 	tcase_add_test(keys, keylog_env);
 	tcase_add_test(keys, keylog_config);
+	tcase_add_test(keys, pq_keylog);
+	tcase_add_test(hs, pq_split_ipv6);
 	tcase_add_test(keys, genkey_files);
 	tcase_add_test(keys, keylog_refuses_planted);
 	tcase_add_test(keys, fingerprint_errors);

@@ -446,6 +446,7 @@ START_TEST(test_control_round_trip)
 		{ GUE_CTYPE_CHALLENGE, GUE_CHALLENGE_LEN },
 		{ GUE_CTYPE_RESPONSE, GUE_CHALLENGE_LEN },
 		{ GUE_CTYPE_CLOSE, 0 },
+		{ GUE_CTYPE_PQ_REFUSE, GUE_PQ_REFUSE_LEN },
 	};
 	uint8_t b[GUE_WORD_LEN + GUE_CHALLENGE_LEN + 1];
 	struct gue_inner in;
@@ -471,9 +472,48 @@ START_TEST(test_control_round_trip)
 }
 END_TEST
 
+/* The ML-KEM-768 exchange's messages (pqmsg.h): their body sizes. */
+START_TEST(test_control_pq)
+{
+	static const struct {
+		uint8_t ctype;
+		size_t len;
+		enum gue_err want;
+	} c[] = {
+		{ GUE_CTYPE_PQ_INIT, 0, GUE_ERR_CONTROL_LEN },
+		{ GUE_CTYPE_PQ_INIT, 2, GUE_ERR_CONTROL_LEN },   /* an offset, no byte */
+		{ GUE_CTYPE_PQ_INIT, 3, GUE_OK },
+		{ GUE_CTYPE_PQ_INIT, 2 + 1184, GUE_OK },
+		{ GUE_CTYPE_PQ_REPLY, 0, GUE_ERR_CONTROL_LEN },
+		{ GUE_CTYPE_PQ_REPLY, 1087, GUE_ERR_CONTROL_LEN },
+		{ GUE_CTYPE_PQ_REPLY, 1088, GUE_OK },
+		{ GUE_CTYPE_PQ_REPLY, 1089, GUE_ERR_CONTROL_LEN },
+		{ GUE_CTYPE_PQ_REFUSE, 0, GUE_ERR_CONTROL_LEN },
+		{ GUE_CTYPE_PQ_REFUSE, 1, GUE_OK },
+		{ GUE_CTYPE_PQ_REFUSE, 2, GUE_ERR_CONTROL_LEN },
+	};
+	static uint8_t b[GUE_WORD_LEN + 2 + 1184];
+	struct gue_inner in;
+	size_t i;
+
+	ck_assert_int_eq(GUE_CTYPE_PQ_INIT, 5);
+	ck_assert_int_eq(GUE_CTYPE_PQ_REPLY, 6);
+	ck_assert_int_eq(GUE_CTYPE_PQ_REFUSE, 7);
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		gue_control_encode(b, c[i].ctype);
+		ck_assert_int_eq(gue_inner_decode(b, GUE_WORD_LEN + c[i].len, &in), c[i].want);
+		if (c[i].want == GUE_OK) {
+			ck_assert_int_eq(in.kind, GUE_KIND_CONTROL);
+			ck_assert_uint_eq(in.proto, c[i].ctype);
+			ck_assert_uint_eq(in.len, c[i].len);
+		}
+	}
+}
+END_TEST
+
 START_TEST(test_control_unknown)
 {
-	static const uint8_t bad[] = { 0, 5, 6, 17, 59, 128, 255 };
+	static const uint8_t bad[] = { 0, 8, 17, 59, 128, 255 };
 	uint8_t b[GUE_WORD_LEN + GUE_CHALLENGE_LEN];
 	struct gue_inner in;
 	size_t i;
@@ -509,6 +549,9 @@ START_TEST(test_control_len)
 		gue_control_encode(b, GUE_CTYPE_RESPONSE);
 		ck_assert_int_eq(gue_inner_decode(b, GUE_WORD_LEN + body, &in),
 		    body == GUE_CHALLENGE_LEN ? GUE_OK : GUE_ERR_CONTROL_LEN);
+		gue_control_encode(b, GUE_CTYPE_PQ_REFUSE);
+		ck_assert_int_eq(gue_inner_decode(b, GUE_WORD_LEN + body, &in),
+		    body == GUE_PQ_REFUSE_LEN ? GUE_OK : GUE_ERR_CONTROL_LEN);
 	}
 }
 END_TEST
@@ -685,6 +728,7 @@ gue_suite(void)
 	tcase_add_test(tc, test_inner_ip);
 	tcase_add_test(tc, test_inner_variant);
 	tcase_add_test(tc, test_control_round_trip);
+	tcase_add_test(tc, test_control_pq);
 	tcase_add_test(tc, test_control_unknown);
 	tcase_add_test(tc, test_control_len);
 	suite_add_tcase(s, tc);

@@ -248,6 +248,8 @@ START_TEST(render_all)
 		"toud_peer_transport{interface=\"tou3\",peer=\"bob\",transport=\"tcp\"} 1\n#",
 		"\ntoud_peer_path_up{interface=\"tou3\",peer=\"bob\",transport=\"udp\"} 0\n"
 		"toud_peer_path_up{interface=\"tou3\",peer=\"bob\",transport=\"tcp\"} 1\n#",
+		"\ntoud_peer_post_quantum{interface=\"tou3\",peer=\"bob\",transport=\"udp\"} 0\n"
+		"toud_peer_post_quantum{interface=\"tou3\",peer=\"bob\",transport=\"tcp\"} 1\n#",
 		"\ntoud_peer_transport_moves_total{interface=\"tou3\",peer=\"bob\"} 3\n"
 		"toud_peer_transport_moves_total{interface=\"tou3\",peer=\"carol\"} 0\n#",
 		"\ntoud_peer_receive_packets_total{interface=\"tou3\",peer=\"bob\"} 1455\n",
@@ -277,10 +279,10 @@ START_TEST(render_all)
 	for (i = 0; i < ARRAY_SIZE(want); i++)
 		ck_assert_msg(strstr(s, want[i]) != NULL, "missing:\n%s\nin:\n%s", want[i], s);
 	/* 1 + 1 + 1 + 1 + 4 + 2 + 1 + 1 + 2 + 2 + 8 + 4 * 2 + 1 + 2 + 1 + 1 + 1 + 1 + 1,
-	 * and bob's two paths twice (transport, path_up) and both peers'
-	 * moves; carol's last_error as its reason, both peers' endpoint
-	 * changes. */
-	ck_assert_int_eq(check_shape(s), 49);
+	 * and bob's two paths three times (transport, path_up,
+	 * post_quantum) and both peers' moves; carol's last_error as its
+	 * reason, both peers' endpoint changes. */
+	ck_assert_int_eq(check_shape(s), 51);
 	ck_assert_msg(strstr(s, "# HELP toud_peer_last_error_info ") != NULL, "%s", s);
 	/* what did not happen is absent, not 0 */
 	ck_assert_ptr_null(strstr(s, "last_handshake_timestamp_seconds{interface=\"tou3\",peer=\"carol\""));

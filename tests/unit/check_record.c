@@ -805,6 +805,26 @@ START_TEST(perm_key_kat)
 }
 END_TEST
 
+/* Keys c and s are the output key material want cut as the key block is
+ * (keys of kl bytes, IVs of il), then the two numbering keys. */
+static void
+check_cut(const struct record_keys *c, const struct record_keys *s, const uint8_t *want,
+    size_t kl, size_t il)
+{
+	size_t o = 2 * kl + 2 * il;
+
+	ck_assert_uint_eq(c->key_len, kl);
+	ck_assert_uint_eq(s->key_len, kl);
+	ck_assert_uint_eq(c->iv_len, il);
+	ck_assert_uint_eq(s->iv_len, il);
+	ck_assert_mem_eq(c->key, want, kl);
+	ck_assert_mem_eq(s->key, want + kl, kl);
+	ck_assert_mem_eq(c->iv, want + 2 * kl, il);
+	ck_assert_mem_eq(s->iv, want + 2 * kl + il, il);
+	ck_assert_mem_eq(c->perm_key, want + o, 16);
+	ck_assert_mem_eq(s->perm_key, want + o + 16, 16);
+}
+
 /* The keys of a session with a preshared key, against
  *   openssl kdf -keylen 72 (AES-128-GCM; 120 for ChaCha20-Poly1305)
  *     -kdfopt digest:SHA256 -kdfopt hexkey:000102..1f
@@ -823,7 +843,7 @@ START_TEST(psk_kat)
 	};
 	uint8_t exp[32], psk[32], want[120];
 	struct record_keys c, s;
-	size_t i, k, o;
+	size_t i, k;
 
 	ck_assert_uint_eq(strlen(okm), 2 * sizeof(want));
 	for (k = 0; k < sizeof(want); k++)
@@ -836,21 +856,70 @@ START_TEST(psk_kat)
 		size_t kl = cs[k].kl, il = cs[k].il;
 
 		ck_assert_int_eq(record_keys_psk(cs[k].c, exp, psk, &c, &s), 0);
-		ck_assert_uint_eq(c.key_len, kl);
-		ck_assert_uint_eq(c.iv_len, il);
-		ck_assert_mem_eq(c.key, want, kl);
-		ck_assert_mem_eq(s.key, want + kl, kl);
-		ck_assert_mem_eq(c.iv, want + 2 * kl, il);
-		ck_assert_mem_eq(s.iv, want + 2 * kl + il, il);
-		o = 2 * kl + 2 * il;
-		ck_assert_mem_eq(c.perm_key, want + o, 16);
-		ck_assert_mem_eq(s.perm_key, want + o + 16, 16);
+		check_cut(&c, &s, want, kl, il);
 	}
 	/* another preshared key, other keys */
 	psk[0] ^= 1;
 	ck_assert_int_eq(record_keys_psk(RECORD_AES128_GCM, exp, psk, &c, &s), 0);
 	ck_assert(memcmp(c.key, want, 16) != 0);
 	ck_assert_int_eq(record_keys_psk(0, exp, psk, &c, &s), -EINVAL);
+}
+END_TEST
+
+/* The ML-KEM-768 schedule (doc/protocol.md 1.5) against
+ *   openssl kdf -keylen 120 -kdfopt digest:SHA256 \
+ *     -kdfopt hexkey:<exporter 00..1f><ss 80..9f> [-kdfopt hexsalt:<psk 40..5f>] \
+ *     -kdfopt info:"toud 1 ml-kem-768 data keys" HKDF
+ * with and without a preshared key. */
+START_TEST(pq_kat)
+{
+	static const char *okm[2] = {
+	    /* with the preshared key as salt */
+	    "C9834C55134D3B3F28171C521F9FA701A008F7A2C3FA78362868D3E21A3B6845"
+	    "4F7155C0C762CC51870AA4A9CE31C39904AFCBD99A50C79A5BF471665AD9058A"
+	    "34906F7F5AFD16DE78949D183E921D2353A9DE95249F5D7AEA194C8A33607353"
+	    "141A621910B542B48684EBD9C22E55FEE015F3E95199DA8F",
+	    /* without: no salt */
+	    "FED2FCBBE5411F6996586998ADA1B3977D5E2D83C7B5C8AEC7EA15C87C771BD2"
+	    "49962D56B073C02772B3B74DAB9E6A369CA1CED467E61A00A5293BEDEA4FB866"
+	    "50541AD73D89EFBD664D032523BCB7479C2033BA3165620811BB1EAAB75FFE3F"
+	    "79C5FA480AB00C01C927F17593E30037AD1D8B0519289DAF",
+	};
+	static const struct { enum record_cipher c; size_t kl, il; } cs[] = {
+		{ RECORD_AES128_GCM, 16, 4 },
+		{ RECORD_AES256_GCM, 32, 4 },
+		{ RECORD_CHACHA20_POLY1305, 32, 12 },
+	};
+	uint8_t exp[32], ss[32], psk[32], want[120];
+	struct record_keys c, s;
+	size_t i, k, w;
+
+	for (i = 0; i < 32; i++) {
+		exp[i] = (uint8_t)i;
+		psk[i] = (uint8_t)(64 + i);
+		ss[i] = (uint8_t)(128 + i);
+	}
+	for (w = 0; w < 2; w++) {
+		ck_assert_uint_eq(strlen(okm[w]), 2 * sizeof(want));
+		for (k = 0; k < sizeof(want); k++)
+			ck_assert_int_eq(sscanf(okm[w] + 2 * k, "%2hhx", &want[k]), 1);
+		for (k = 0; k < ARRAY_SIZE(cs); k++) {
+			size_t kl = cs[k].kl, il = cs[k].il;
+
+			ck_assert_int_eq(record_keys_pq(cs[k].c, exp, ss, w == 0 ? psk : NULL,
+			    &c, &s), 0);
+			check_cut(&c, &s, want, kl, il);
+		}
+	}
+	/* another shared secret, other keys; the preshared key's schedule
+	 * is another one too */
+	ss[0] ^= 1;
+	ck_assert_int_eq(record_keys_pq(RECORD_AES128_GCM, exp, ss, NULL, &c, &s), 0);
+	ck_assert(memcmp(c.key, want, 16) != 0);
+	ck_assert_int_eq(record_keys_psk(RECORD_AES128_GCM, exp, psk, &c, &s), 0);
+	ck_assert(memcmp(c.key, want, 16) != 0);
+	ck_assert_int_eq(record_keys_pq(0, exp, ss, NULL, &c, &s), -EINVAL);
+	ck_assert_int_eq(record_keys_pq(RECORD_AES128_GCM, exp, NULL, NULL, &c, &s), -EINVAL);
 }
 END_TEST
 
@@ -1081,6 +1150,7 @@ main(void)
 	tcase_add_test(kat, perm_bijective);
 	tcase_add_test(kat, perm_key_kat);
 	tcase_add_test(kat, psk_kat);
+	tcase_add_test(kat, pq_kat);
 	tcase_add_loop_test(kat, frame_then_finish, 0, n);
 	tcase_add_loop_test(kat, open_in_steps, 0, n);
 	tcase_add_test(kat, ciphers);

@@ -65,6 +65,14 @@ check_tcp_cipher(const struct peer *p, const struct peer_path *ph)
 	return "TLS_AES_256_GCM_SHA384";
 }
 
+static const char *
+check_tcp_key_exchange(const struct peer *p, const struct peer_path *ph)
+{
+	(void)p;
+	(void)ph;
+	return "x25519mlkem768";
+}
+
 static uint64_t
 check_udp_rtt(const struct peer *p, const struct peer_path *ph)
 {
@@ -87,10 +95,11 @@ static const struct transport_ops check_udp_ops = {
 };
 static const struct transport_ops check_tcp_ops = {
 	.name = "tcp", .state = check_tcp_state, .cipher = check_tcp_cipher,
-	.rtt_us = check_tcp_rtt,
+	.key_exchange = check_tcp_key_exchange, .rtt_us = check_tcp_rtt,
 };
 
-/* p's paths become pp: UDP down, TCP up and active, moved moves times. */
+/* p's paths become pp: UDP down (no key exchange op), TCP up and active
+ * (with ML-KEM), moved moves times. */
 static inline void
 check_peer_on_tcp(struct peer *p, struct peer_paths *pp, uint64_t moves)
 {
