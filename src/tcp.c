@@ -310,8 +310,8 @@ conn_fail(struct tcp_conn *c, const char *why)
 	struct peer *p = c->peer && PEER_CONN(c->peer) == c ? c->peer : NULL;
 	/* An end without the key that got our first frame closes without
 	 * a word (it cannot seal one): say what that may mean. */
-	const char *hint = CONN_WAITS(c) && !c->mismatched ? " before its first frame under the preshared key "
-	    "(has it this preshared-key?)" : "";
+	const char *hint = CONN_WAITS(c) && !c->mismatched && !c->peer_refused ?
+	    " before its first frame under the preshared key (has it this preshared-key?)" : "";
 	char err[PEER_ERROR_MAX];
 
 	if (c->phase != TCP_UP && !c->outgoing) {

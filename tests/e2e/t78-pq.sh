@@ -20,7 +20,8 @@
 #       on UDP, nothing from the peer is counted at either end, both ends'
 #       last_error say why (s: "post-quantum = required ...", c: "peer
 #       requires post-quantum key exchange (ML-KEM-768) ...") and both
-#       count pq_refused.
+#       count pq_refused.  On TCP the same with a preshared key at both
+#       ends: the refusal is read as one, not as a preshared-key mismatch.
 #   (3) With ML-KEM, a mixed pair: s runs the build of TOUD_OTHER_BIN with
 #       OpenSSL 3.0 (TOUD_OTHER_LIB, for LD_LIBRARY_PATH; tests/systemd/
 #       suite.sh copies the host's there).  auto: up on UDP and on TCP, both
@@ -258,6 +259,24 @@ start_pair
 # c's words name the cause: its own policy, or the other end's OpenSSL.
 refused_both "required on s, tcp" "$cwhy" "$swhy"
 cmp_ok "$(tq s peers.c.events.pq_refused)" -le 8 "s refuses at the policy's back-off, not in a loop"
+stop_pair
+nsx r nft delete table ip t78_block || bail_out "cannot lift the block"
+# The same with a preshared key at both ends: the refusal comes before any
+# frame under the key, and is read as what it is, not as a mismatch.
+"$TOUCTL" genpsk "$E2E_DIR/pq.psk" >/dev/null || bail_out "touctl genpsk failed"
+conf_pair "$copt" required
+for n in c s; do echo "preshared-key = $E2E_DIR/pq.psk" >>"$(conf_file $n)"; done
+rt_block_udp t78_block
+start_pair
+refused_both "required on s, tcp, preshared key" "$cwhy" "$swhy"
+if [[ "$(tq c peers.s.last_error)" == *preshared* ]]; then
+	not_ok "required on s, tcp, preshared key: c's last_error names no preshared key" \
+	    "$(tq c peers.s.last_error)"
+else
+	ok "required on s, tcp, preshared key: c's last_error names no preshared key"
+fi
+is "$(tq c peers.s.events.psk_mismatch)" 0 "required on s, tcp, preshared key: no mismatch at c"
+is "$(tq s peers.c.events.psk_mismatch)" 0 "required on s, tcp, preshared key: no mismatch at s"
 stop_pair
 nsx r nft delete table ip t78_block || bail_out "cannot lift the block"
 conf_pair "$copt" required no
