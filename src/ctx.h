@@ -36,6 +36,13 @@ struct udp_msg;
 struct keys_ca_cache;
 struct dns;
 
+/* The priorities of the main loop's events (daemon_base_new() in
+ * daemon.c says why): every event at TOUD_PRIO_DEFAULT, where libevent
+ * puts it, but the metrics endpoint's connections at TOUD_PRIO_LOW. */
+#define TOUD_PRIOS 3
+#define TOUD_PRIO_DEFAULT 1             /* TOUD_PRIOS / 2, libevent's default */
+#define TOUD_PRIO_LOW 2
+
 #define TOUD_NETCHANGE_GONE 8          /* removed addresses remembered per burst */
 struct tx;
 struct tcp;

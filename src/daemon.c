@@ -343,6 +343,45 @@ open_sockets(struct toud *t)
 	return metrics_http_start(t);
 }
 
+/* The main loop.  Threading: it is the one thread that writes the
+ * daemon's state; the data threads (worker.h) only seal, open and make
+ * system calls for it, and signals reach it as events.
+ *
+ * Priorities: TOUD_PRIOS levels.  Every event runs at libevent's default,
+ * TOUD_PRIO_DEFAULT: the sockets and the TUN, the per-peer timers
+ * (peer_timers.c), the handshake's, the control socket, the netlink
+ * monitor, the signals (libevent's own signal event is at 0), and the
+ * metrics endpoint's listener, whose accepts are few and cheap.  Only the
+ * metrics endpoint's connections (metrics_http.c), whose rendering of a
+ * long text costs, run at TOUD_PRIO_LOW.  A turn of the loop runs the
+ * callbacks of the highest level that has any active, so one of those
+ * connections runs only when nothing else waits; and at most
+ * TOUD_LOW_CALLBACKS of them in a turn, after which the loop polls again:
+ * a datagram or a timer that comes due meanwhile waits for one part of
+ * one reply at most, whatever the number of readers.  Nothing the tunnel
+ * needs is below the default, so nothing it needs can wait on them; the
+ * metrics readers get what time is left, and their timeouts close them
+ * if there is none. */
+#define TOUD_LOW_CALLBACKS 1
+
+static struct event_base *
+daemon_base_new(void)
+{
+	struct event_config *cfg = event_config_new();
+	struct event_base *base = NULL;
+
+	if (!cfg)
+		return NULL;
+	if (event_config_set_max_dispatch_interval(cfg, NULL, TOUD_LOW_CALLBACKS,
+	    TOUD_PRIO_LOW) == 0 && (base = event_base_new_with_config(cfg)) != NULL &&
+	    event_base_priority_init(base, TOUD_PRIOS) < 0) {
+		event_base_free(base);
+		base = NULL;
+	}
+	event_config_free(cfg);
+	return base;
+}
+
 int
 daemon_start(struct toud *t)
 {
@@ -353,7 +392,7 @@ daemon_start(struct toud *t)
 		log_warnx("encryption = none: traffic to peers is NOT encrypted or authenticated; "
 		    "use it only for debugging and benchmarks");
 	t->tun_mtu = conf_tun_mtu(t->conf);
-	if (!(t->base = event_base_new()) || resolve_init(t) < 0)
+	if (!(t->base = daemon_base_new()) || resolve_init(t) < 0)
 		return -ENOMEM;
 	if (!ifc->user && geteuid() == 0)
 		log_warnx("running as root: set 'user = toud' in [interface] (or run the "

@@ -26,8 +26,11 @@
  * text is not rendered at once: a part of at most METRICS_HTTP_BATCH
  * peers' samples is added whenever less than METRICS_HTTP_LOW bytes wait
  * to be sent, so a reader that does not read holds about METRICS_HTTP_LOW
- * plus a part, and a turn of the loop renders no more than that.  A
- * connection and what it holds are freed when it ends. */
+ * plus a part, and one callback renders no more than that.  The
+ * connections run below every other event of the loop, one callback a turn
+ * (daemon.c): the rendering takes the time the tunnel leaves, and a
+ * datagram waits for one such callback at most, whatever the number of
+ * readers.  A connection and what it holds are freed when it ends. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
@@ -328,6 +331,9 @@ metrics_http_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sock
 		return;
 	}
 	c->m = m;
+	/* below the tunnel's events (daemon.c): a base without the levels
+	 * (a unit test's) runs it at its default */
+	(void)bufferevent_priority_set(c->bev, TOUD_PRIO_LOW);
 	/* Where it came in, not where the endpoint listens: 0.0.0.0 and ::
 	 * take connections to the loopback too. */
 	memset(&local, 0, sizeof(local));
