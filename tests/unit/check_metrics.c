@@ -406,6 +406,80 @@ START_TEST(render_batches)
 }
 END_TEST
 
+static int
+count(const char *s, const char *what)
+{
+	int n = 0;
+
+	for (; (s = strstr(s, what)) != NULL; s++)
+		n++;
+	return n;
+}
+
+#define LAST_FAMILY "# TYPE toud_peer_endpoint_changes_total counter\n"
+
+/* The list of peers shrinks between two parts (a reload removed them):
+ * the rest of the text names only the peers left, and ends, also when it
+ * shrinks in the middle of a family; it grows: the rest names them all. */
+START_TEST(render_list_changes)
+{
+	struct metrics_cursor cur = { .full = true };
+	struct evbuffer *b = evbuffer_new();
+	struct fixture f;
+	size_t parts = 0;
+	char *s;
+	int r;
+
+	fixture_init(&f);
+	/* the interface's families and the first peer of the first family */
+	ck_assert_int_eq(metrics_render_next(b, &f.t, &cur, 1, NOW_MS, WALL_MS), 1);
+	ck_assert_uint_eq(cur.step, 1);
+	ck_assert_uint_eq(cur.peer, 1);
+	f.t.n_peers = 0;
+	while ((r = metrics_render_next(b, &f.t, &cur, 1, NOW_MS, WALL_MS)) > 0)
+		ck_assert_uint_le(++parts, 64);
+	ck_assert_int_eq(r, 0);
+	s = take_text(b);
+	ck_assert_msg(strstr(s, LAST_FAMILY) != NULL, "%s", s);
+	ck_assert_ptr_null(strstr(s, "toud_peer_up{"));
+	free(s);
+
+	/* one peer, then both from the third family on */
+	b = evbuffer_new();
+	memset(&cur, 0, sizeof(cur));
+	cur.full = true;
+	f.t.n_peers = 1;
+	parts = 0;
+	while ((r = metrics_render_next(b, &f.t, &cur, 1, NOW_MS, WALL_MS)) > 0) {
+		ck_assert_uint_le(++parts, 64);
+		if (evbuffer_search(b, "# TYPE toud_peer_up ", 20, NULL).pos >= 0)
+			f.t.n_peers = 2;
+	}
+	ck_assert_int_eq(r, 0);
+	s = take_text(b);
+	ck_assert_int_eq(count(s, "toud_peer_up{"), 1);
+	ck_assert_int_eq(count(s, "toud_peer_endpoint_changes_total{"), 2);
+	free(s);
+
+	/* both, then one in the middle of the last family */
+	b = evbuffer_new();
+	memset(&cur, 0, sizeof(cur));
+	cur.full = true;
+	parts = 0;
+	while ((r = metrics_render_next(b, &f.t, &cur, 1, NOW_MS, WALL_MS)) > 0) {
+		ck_assert_uint_le(++parts, 64);
+		if (evbuffer_search(b, LAST_FAMILY, strlen(LAST_FAMILY), NULL).pos >= 0)
+			f.t.n_peers = 1;
+	}
+	ck_assert_int_eq(r, 0);
+	s = take_text(b);
+	ck_assert_int_eq(count(s, "toud_peer_up{"), 2);
+	ck_assert_int_eq(count(s, "toud_peer_endpoint_changes_total{"), 1);
+	free(s);
+	conf_free(f.t.conf);
+}
+END_TEST
+
 #define TOKEN "0123456789abcdef0123456789abcdef"
 
 static int
@@ -539,6 +613,7 @@ metrics_suite(void)
 	tcase_add_test(tc, render_no_peers);
 	tcase_add_test(tc, render_clock_edges);
 	tcase_add_test(tc, render_batches);
+	tcase_add_test(tc, render_list_changes);
 	tcase_add_test(tc, request_check);
 	tcase_add_test(tc, token_parse);
 	suite_add_tcase(s, tc);
