@@ -364,7 +364,7 @@ open_sockets(struct toud *t)
  * if there is none. */
 #define TOUD_LOW_CALLBACKS 1
 
-static struct event_base *
+struct event_base *
 daemon_base_new(void)
 {
 	struct event_config *cfg = event_config_new();

@@ -11,6 +11,7 @@
 #ifndef TOUD_DAEMON_H
 #define TOUD_DAEMON_H
 
+struct event_base;
 struct toud;
 
 /* Everything that needs privileges: the event loop, the TUN and its
@@ -25,6 +26,10 @@ int daemon_ready(struct toud *t);
  * being opened is delivered and the output queue sent while the peers
  * still exist, and each established session is closed first. */
 void daemon_stop(struct toud *t);
+
+/* The main loop's base, with its priorities (daemon.c says which); NULL
+ * when out of memory. */
+struct event_base *daemon_base_new(void);
 
 /* The steps of daemon_start() that need no kernel. */
 /* The prefix table and the peers, with their routes (kernel routes only

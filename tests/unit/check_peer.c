@@ -337,7 +337,7 @@ node_start(struct node *n, struct conf *c, const char *underlay)
 	sa_set(&n->addr, underlay, 6080);
 	t->tun_mtu = conf_tun_mtu(c);
 	t->local4 = c->iface.address[0].p.addr;
-	ck_assert_ptr_nonnull(t->base = event_base_new());
+	ck_assert_ptr_nonnull(t->base = daemon_base_new());
 	if (fake_tcp_on) {
 		ck_assert_ptr_nonnull(n->tframes = calloc(OUT_MAX, sizeof(*n->tframes)));
 		t->transports[t->n_transports++] = &transport_udp;
@@ -346,6 +346,86 @@ node_start(struct node *n, struct conf *c, const char *underlay)
 	ck_assert_int_eq(daemon_start_peers(t), 0);
 	ck_assert_int_eq(daemon_start_paths(t), 0);
 }
+
+/* The loop's priorities (daemon_base_new()): what runs, in order, in a
+ * loop where three metrics replies always have more to render and each
+ * part of one makes a datagram arrive on a socket. */
+struct loop_log {
+	struct event *low[3], *data;
+	int sv[2];                      /* the "datagram": [0] written, [1] read */
+	char ran[64];
+	size_t n;
+	unsigned data_left;             /* turns the data path stays busy by itself */
+};
+
+static void
+loop_log_add(struct loop_log *l, char what)
+{
+	l->ran[l->n++] = what;
+	if (l->n == sizeof(l->ran) - 1)
+		event_base_loopbreak(event_get_base(l->data));
+}
+
+static void
+loop_low_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct loop_log *l = arg;
+	size_t i;
+
+	(void)what;
+	for (i = 0; i < ARRAY_SIZE(l->low); i++)
+		if (event_get_fd(l->low[i]) == fd)
+			event_active(l->low[i], EV_READ, 0);
+	ck_assert_int_eq(send(l->sv[0], "", 1, MSG_DONTWAIT), 1);
+	loop_log_add(l, 'L');
+}
+
+static void
+loop_data_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct loop_log *l = arg;
+	char b[64];
+
+	(void)what;
+	while (recv(fd, b, sizeof(b), MSG_DONTWAIT) > 0)
+		;
+	if (l->data_left && --l->data_left)
+		event_active(l->data, EV_READ, 0);
+	loop_log_add(l, 'D');
+}
+
+START_TEST(loop_priorities)
+{
+	struct event_base *base = daemon_base_new();
+	struct loop_log l = { .data_left = 5 };
+	size_t i;
+
+	ck_assert_ptr_nonnull(base);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_DGRAM, 0, l.sv), 0);
+	ck_assert_ptr_nonnull(l.data = event_new(base, l.sv[1], EV_READ | EV_PERSIST,
+	    loop_data_cb, &l));
+	ck_assert_int_eq(event_get_priority(l.data), TOUD_PRIO_DEFAULT);
+	ck_assert_int_eq(event_add(l.data, NULL), 0);
+	for (i = 0; i < ARRAY_SIZE(l.low); i++) {
+		ck_assert_ptr_nonnull(l.low[i] = event_new(base, (evutil_socket_t)(100 + i), 0,
+		    loop_low_cb, &l));
+		ck_assert_int_eq(event_priority_set(l.low[i], TOUD_PRIO_LOW), 0);
+		event_active(l.low[i], EV_READ, 0);
+	}
+	/* the data path, busy for 5 turns, goes first; then a part of one
+	 * reply a turn, each time followed by the datagram it let in */
+	event_active(l.data, EV_READ, 0);
+	ck_assert_int_eq(event_base_dispatch(base), 0);
+	ck_assert_str_eq(l.ran, "DDDDD"
+	    "LDLDLDLDLDLDLDLDLDLDLDLDLDLDLDLDLDLDLDLDLDLDLDLDLDLDLDLDLD");
+	for (i = 0; i < ARRAY_SIZE(l.low); i++)
+		event_free(l.low[i]);
+	event_free(l.data);
+	event_base_free(base);
+	close(l.sv[0]);
+	close(l.sv[1]);
+}
+END_TEST
 
 /* The daemon's teardown (which closes toud's end of the TUN), then the
  * test's own. */
@@ -3267,6 +3347,7 @@ peer_suite(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, loop_priorities);
 	tcase_add_test(tc, handshake_with_held_packets);
 	tcase_add_test(tc, tie_break);
 	tcase_add_test(tc, rekey);
