@@ -275,7 +275,9 @@ fulltunnel_dns_policies(int family, uint32_t fwmark, const struct conf_prefix *a
 }
 
 /* Put (want) or remove the xfrm policies of family's DNS rules; a failed
- * put is logged and returned, a failed removal logged. */
+ * put is logged and returned, with the ones it put removed again (nothing
+ * else would: the caller does not count them in), a failed removal
+ * logged. */
 static int
 fulltunnel_dns_xfrm(struct toud *t, int family, bool want)
 {
@@ -304,6 +306,8 @@ fulltunnel_dns_xfrm(struct toud *t, int family, bool want)
 		} else if ((rc = xfrm_policy_put(t->xfrm, p)) < 0) {
 			say("full tunnel: cannot add the %s: %s", xfrm_pol_fmt(p, buf, sizeof(buf)),
 			    strerror(-rc));
+			while (i-- > 0)
+				(void)xfrm_policy_del(t->xfrm, &pol[i]);
 			return rc;
 		}
 	}
