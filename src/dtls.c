@@ -173,6 +173,7 @@ struct dtls_sess {
 	enum dtls_pq_state pq_state;
 	struct dtls_pq *pq;                     /* while the exchange runs */
 	const char *pq_error;                   /* why it failed */
+	bool pq_heard;                          /* a message of the exchange opened under K0 */
 	const char *cipher_name;
 	char kx[PQ_NAME_MAX];                   /* the handshake's group (pq.h), once done */
 	X509 *peer_leaf;                        /* for CA checks on reload */
@@ -1148,6 +1149,7 @@ pq_input(struct dtls_sess *s, const uint8_t *rec, size_t len, uint8_t *out, size
 		return r;
 	if (!s->released)
 		sess_release(s);
+	s->pq_heard = true;
 	r = pq_message(s, out, *outlen);
 	*outlen = 0;
 	return r;
@@ -1225,6 +1227,12 @@ bool
 dtls_sess_post_quantum(const struct dtls_sess *s)
 {
 	return s->pq_state == DTLS_PQ_DONE;
+}
+
+bool
+dtls_sess_pq_heard(const struct dtls_sess *s)
+{
+	return s->pq_heard;
 }
 
 enum dtls_result

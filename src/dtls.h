@@ -190,6 +190,10 @@ bool dtls_sess_pq_pending(const struct dtls_sess *s);
 const char *dtls_sess_pq_error(const struct dtls_sess *s);
 /* Whether the data keys include the ML-KEM-768 exchange (it is through). */
 bool dtls_sess_post_quantum(const struct dtls_sess *s);
+/* Whether a message of the exchange (PQ_INIT at the responder, PQ_REPLY
+ * at the initiator) opened under K0: both sides have the same keys, the
+ * preshared key included. */
+bool dtls_sess_pq_heard(const struct dtls_sess *s);
 /* Seal one inner payload (a control message) under the sending keys in
  * force and send it through the output callback, before or after the
  * exchange.  0 or -errno. */

@@ -868,13 +868,15 @@ handshake_psk_mismatch(struct session *s)
 }
 
 /* While the ML-KEM-768 exchange runs, its messages are all there is under
- * the first keys (K0): one that fails is a preshared-key mismatch as the
- * first records of an established session are (rx.c, rx_bad_record), and
- * is answered the same way, with a keepalive under K0, so that the other
- * side, waiting for an answer, learns it too.  At the last of them, the
- * session ends at once, without overwriting the reason: it could never
- * complete. */
-bool
+ * the first keys (K0): until one of them opened (which shows that both
+ * sides have the same keys), one that fails is a preshared-key mismatch
+ * as the first records of an established session are (rx.c,
+ * rx_bad_record), and is answered the same way, with a keepalive under
+ * K0, so that the other side, waiting for an answer, learns it too.  The
+ * last of them is reported, and kept; the session goes on: anyone who
+ * sees its ID can send records that fail, and the exchange's deadline
+ * ends a session that cannot complete. */
+void
 handshake_pq_bad_record(struct session *s)
 {
 	/* A responder's session is given its peer when it is up: the
@@ -883,19 +885,15 @@ handshake_pq_bad_record(struct session *s)
 	uint8_t ka[GUE_WORD_LEN];
 
 	drop_count(s->t, p, DROP_BAD_RECORD, 1);
-	if (!p || s->auth_probes >= HANDSHAKE_PSK_PROBES)
-		return false;
+	if (!p || (p->cur && p->cur != s) || dtls_sess_pq_heard(s->dtls) ||
+	    s->auth_probes >= HANDSHAKE_PSK_PROBES)
+		return;
 	s->auth_probes++;
 	gue_control_encode(ka, GUE_CTYPE_KEEPALIVE);
 	if (dtls_sess_send_control(s->dtls, ka, sizeof(ka)) < 0)
 		log_debug("peer \"%s\": keepalive not sent", p->name);
-	if (s->auth_probes < HANDSHAKE_PSK_PROBES)
-		return false;
-	psk_mismatch(s, p);
-	session_free(s);
-	if (!p->cur && !p->next)
-		peer_timers_handshake_failed(p, NULL);
-	return true;
+	if (s->auth_probes == HANDSHAKE_PSK_PROBES)
+		psk_mismatch(s, p);
 }
 
 static void
@@ -909,7 +907,8 @@ psk_mismatch(struct session *s, struct peer *p)
 	log_warnx("peer \"%s\" (%s): session %016llx: preshared-key mismatch: its first "
 	    "records fail authentication (%s)", p->name, sess_addr(s, buf, sizeof(buf)),
 	    (unsigned long long)s->id, hint);
-	peer_error_set(p, PEER_ERR_PSK_MISMATCH, "preshared-key mismatch: %s", hint);
+	/* Kept: the handshake that times out later says less. */
+	peer_error_keep(p, PEER_ERR_PSK_MISMATCH, "preshared-key mismatch: %s", hint);
 	event_count(s->t, p, EVENT_PSK_MISMATCH);
 }
 

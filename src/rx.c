@@ -319,7 +319,7 @@ rx_bad_record(struct toud *t, struct session *s)
 	struct peer *p = s->peer;
 
 	if (s->pq_wait && !s->established) {
-		(void)handshake_pq_bad_record(s);
+		handshake_pq_bad_record(s);
 		return;
 	}
 	drop_count(t, p, DROP_BAD_RECORD, 1);
