@@ -1002,6 +1002,40 @@ START_TEST(pq_forged_records)
 }
 END_TEST
 
+/* On a slow path the responder answers PQ_INIT again after the initiator
+ * moved to K1: those late PQ_REPLYs under K0 fail there, before anything
+ * of the responder opened under K1, and are drops, not a mismatch. */
+START_TEST(pq_late_reply)
+{
+	struct peer *pa = peer_of(&A), *pb = peer_of(&B);
+	struct outrec reply;
+	uint64_t bad;
+
+	if (!mlkem_available())
+		return;
+	ck_assert_int_eq(handshake_initiate(pa, fake_now), 0);
+	pq_until_init(pa);
+	deliver(&A, &B);
+	spin(&B);
+	ck_assert_uint_eq(B.n_out, 1);
+	reply = B.out[0];
+	deliver(&B, &A);
+	ck_assert_str_eq(state(&A), "up");
+	ck_assert(dtls_sess_post_quantum(pa->cur->dtls));
+	bad = pa->drops[DROP_BAD_RECORD];
+	/* B has sent nothing under K1 yet (A's keepalive is not delivered) */
+	deliver_copies(&B, &A, &reply, 2, false);
+	ck_assert_uint_eq(pa->drops[DROP_BAD_RECORD], bad + 2);
+	ck_assert_uint_eq(pa->events[EVENT_PSK_MISMATCH], 0);
+	ck_assert_str_eq(peer_error(pa), "");
+	pump();
+	ck_assert_str_eq(state(&A), "up");
+	ck_assert_str_eq(state(&B), "up");
+	ck_assert_uint_eq(pa->events[EVENT_PSK_MISMATCH], 0);
+	ck_assert_uint_eq(pb->events[EVENT_PSK_MISMATCH], 0);
+}
+END_TEST
+
 START_TEST(max_age_both_roles)
 {
 	struct peer *pa = peer_of(&A), *pb = peer_of(&B);
@@ -3475,6 +3509,7 @@ peer_suite(void)
 	tcase_add_test(tc, tie_break);
 	tcase_add_test(tc, rekey);
 	tcase_add_test(tc, pq_forged_records);
+	tcase_add_test(tc, pq_late_reply);
 	tcase_add_test(tc, rekey_delay_underflow);
 	tcase_add_test(tc, reconnect_after_close);
 	tcase_add_test(tc, dead_peer);
