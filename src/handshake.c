@@ -374,14 +374,19 @@ handshake_progress(struct session *s, uint64_t now)
 {
 	struct timeval tv;
 	uint64_t left, elapsed = now - s->created_ms;
+	bool due;
 
-	if (s->established) {
+	left = elapsed >= SESSION_HANDSHAKE_MS ? 0 : SESSION_HANDSHAKE_MS - elapsed;
+	/* Once up, only the initiator's keepalive under K1 is left to send
+	 * again (doc/protocol.md 1.5), within the handshake's time. */
+	due = (!s->established || dtls_sess_post_quantum(s->dtls)) &&
+	    dtls_sess_timeout(s->dtls, &tv) &&
+	    (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000 < left;
+	if (s->established && !due) {
 		evtimer_del(s->ev_timer);
 		return;
 	}
-	left = elapsed >= SESSION_HANDSHAKE_MS ? 0 : SESSION_HANDSHAKE_MS - elapsed;
-	if (dtls_sess_timeout(s->dtls, &tv) &&
-	    (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000 < left) {
+	if (due) {
 		evtimer_add(s->ev_timer, &tv);
 		return;
 	}
@@ -420,6 +425,8 @@ timer_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	if (s->established && now - s->created_ms >= SESSION_HANDSHAKE_MS)
+		return;
 	if (now - s->created_ms >= SESSION_HANDSHAKE_MS) {
 		handshake_failed(s, timeout_reason(s, now, "timed out", buf, sizeof(buf)));
 		return;
@@ -838,7 +845,7 @@ handshake_established(struct session *s, uint64_t now)
 	s->established = true;
 	s->established_ms = now;
 	s->last_rx_ms = now;
-	evtimer_del(s->ev_timer);
+	handshake_progress(s, now);
 	/* Kept for the tie-break (a CA peer has no configured fingerprint). */
 	memcpy(p->key_fp, fp, DTLS_FP_LEN);
 	if (p->next == s)
