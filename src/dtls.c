@@ -173,6 +173,12 @@ struct dtls_sess {
 	enum dtls_pq_state pq_state;
 	struct dtls_pq *pq;                     /* while the exchange runs */
 	const char *pq_error;                   /* why it failed */
+	bool pq_heard;                          /* a message of the exchange opened under K0 */
+	/* Initiator: its keepalive under K1 goes again until a record of the
+	 * responder opens under K1. */
+	bool k1_unconfirmed;
+	uint64_t k1_due_us;
+	unsigned k1_step_us;
 	const char *cipher_name;
 	char kx[PQ_NAME_MAX];                   /* the handshake's group (pq.h), once done */
 	X509 *peer_leaf;                        /* for CA checks on reload */
@@ -845,6 +851,7 @@ sess_release(struct dtls_sess *s)
 void
 dtls_sess_confirmed(struct dtls_sess *s)
 {
+	s->k1_unconfirmed = false;
 	if (s->established && !s->released && s->failed == DTLS_AGAIN)
 		sess_release(s);
 }
@@ -1004,12 +1011,32 @@ pq_fail(struct dtls_sess *s, const char *why)
 	return DTLS_ERR_HANDSHAKE;
 }
 
+/* A keepalive under the sending keys in force. */
+static void
+sess_send_keepalive(struct dtls_sess *s)
+{
+	uint8_t keepalive[GUE_WORD_LEN];
+
+	gue_control_encode(keepalive, GUE_CTYPE_KEEPALIVE);
+	if (sess_send(s, keepalive, sizeof(keepalive)) < 0)
+		log_debug("dtls: no keepalive under the keys of the ML-KEM-768 exchange");
+}
+
+/* The next step of a retransmission timer: 300 ms, doubling, at most
+ * DTLS_PQ_TIMER_MAX_US. */
+static unsigned
+pq_next_step(unsigned step_us)
+{
+	return step_us >= DTLS_PQ_TIMER_MAX_US / 2 ? DTLS_PQ_TIMER_MAX_US : 2 * step_us;
+}
+
 /* Initiator: PQ_REPLY.  Both directions move to K1, and a first record
- * under K1 (a keepalive) tells the responder at once. */
+ * under K1 (a keepalive) tells the responder at once; it goes again on
+ * the exchange's timer until a record of the responder opens under K1. */
 static enum dtls_result
 pq_reply(struct dtls_sess *s, const uint8_t *ct)
 {
-	uint8_t ss[MLKEM_SS_LEN], keepalive[GUE_WORD_LEN];
+	uint8_t ss[MLKEM_SS_LEN];
 	struct record_keys ck, sk;
 	int rc;
 
@@ -1030,9 +1057,10 @@ pq_reply(struct dtls_sess *s, const uint8_t *ct)
 	OPENSSL_cleanse(&sk, sizeof(sk));
 	s->pq_state = DTLS_PQ_DONE;
 	pq_free(s);
-	gue_control_encode(keepalive, GUE_CTYPE_KEEPALIVE);
-	if (sess_send(s, keepalive, sizeof(keepalive)) < 0)
-		log_debug("dtls: no keepalive after the ML-KEM-768 exchange");
+	s->k1_unconfirmed = true;
+	s->k1_step_us = DTLS_PQ_TIMER_INIT_US;
+	s->k1_due_us = mono_us() + s->k1_step_us;
+	sess_send_keepalive(s);
 	return DTLS_DONE;
 }
 
@@ -1135,6 +1163,9 @@ pq_input(struct dtls_sess *s, const uint8_t *rec, size_t len, uint8_t *out, size
 				return pq_fail(s, "cannot take the data keys of the ML-KEM-768 exchange");
 			s->pq_state = DTLS_PQ_DONE;
 			pq_free(s);
+			/* The initiator may have sent that record once only:
+			 * it learns from this one that it arrived. */
+			sess_send_keepalive(s);
 			*outlen = m.out_len;
 			if (seq != NULL)
 				*seq = m.seq;
@@ -1148,6 +1179,7 @@ pq_input(struct dtls_sess *s, const uint8_t *rec, size_t len, uint8_t *out, size
 		return r;
 	if (!s->released)
 		sess_release(s);
+	s->pq_heard = true;
 	r = pq_message(s, out, *outlen);
 	*outlen = 0;
 	return r;
@@ -1227,6 +1259,12 @@ dtls_sess_post_quantum(const struct dtls_sess *s)
 	return s->pq_state == DTLS_PQ_DONE;
 }
 
+bool
+dtls_sess_pq_heard(const struct dtls_sess *s)
+{
+	return s->pq_heard;
+}
+
 enum dtls_result
 dtls_sess_input(struct dtls_sess *s, const uint8_t *rec, size_t len,
     uint8_t *out, size_t cap, size_t *outlen, uint64_t *seq)
@@ -1251,6 +1289,8 @@ dtls_sess_input(struct dtls_sess *s, const uint8_t *rec, size_t len,
 		res = sess_open(s, rec, len, out, cap, outlen, seq);
 		if (res == DTLS_DATA && !s->released)
 			sess_release(s);
+		if (res == DTLS_DATA)
+			s->k1_unconfirmed = false;
 		return res;
 	}
 	if (s->released)
@@ -1595,6 +1635,14 @@ dtls_sess_timeout(struct dtls_sess *s, struct timeval *tv)
 		tv->tv_usec = (suseconds_t)(left % 1000000);
 		return true;
 	}
+	/* ... and its keepalive under K1 until the responder is heard. */
+	if (s->k1_unconfirmed) {
+		uint64_t now = mono_us(), left = s->k1_due_us > now ? s->k1_due_us - now : 0;
+
+		tv->tv_sec = (time_t)(left / 1000000);
+		tv->tv_usec = (suseconds_t)(left % 1000000);
+		return true;
+	}
 	if (s->released)
 		return false;
 	return DTLSv1_get_timeout(s->ssl, tv) == 1;
@@ -1612,11 +1660,20 @@ dtls_sess_handle_timeout(struct dtls_sess *s)
 
 		if (now < s->pq->due_us)
 			return DTLS_AGAIN;
-		s->pq->step_us = s->pq->step_us >= DTLS_PQ_TIMER_MAX_US / 2 ? DTLS_PQ_TIMER_MAX_US :
-		    2 * s->pq->step_us;
+		s->pq->step_us = pq_next_step(s->pq->step_us);
 		s->pq->due_us = now + s->pq->step_us;
 		if (pq_send_init(s) < 0)
 			log_debug("dtls: PQ_INIT not sent again");
+		return DTLS_AGAIN;
+	}
+	if (s->k1_unconfirmed) {
+		uint64_t now = mono_us();
+
+		if (now < s->k1_due_us)
+			return DTLS_AGAIN;
+		s->k1_step_us = pq_next_step(s->k1_step_us);
+		s->k1_due_us = now + s->k1_step_us;
+		sess_send_keepalive(s);
 		return DTLS_AGAIN;
 	}
 	if (s->released)

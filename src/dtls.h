@@ -173,8 +173,11 @@ int dtls_sess_set_psk(struct dtls_sess *s, const uint8_t *psk);
  * DTLS_AGAIN for them, and DTLS_DONE a second time when it is through:
  * the data keys are then K1 in both directions at the initiator, and at
  * the responder once the record just returned (as data, in out and
- * *outlen, maybe 0 bytes) opened under K1.  PQ_INIT is sent again on the
- * session's timer (dtls_sess_timeout()).  With a key log, K1 is written
+ * *outlen, maybe 0 bytes) opened under K1; each side then sends a
+ * keepalive under K1.  PQ_INIT is sent again on the session's timer
+ * (dtls_sess_timeout()), and after it the initiator's keepalive under K1,
+ * until a record of the responder opens under K1 (dtls_sess_input() or
+ * dtls_sess_confirmed()).  With a key log, K1 is written
  * as a line
  *   TOUD_PQ_DATA_KEYS <client random> <client write key> <server write key>
  *       <client write IV> <server write IV>
@@ -190,6 +193,10 @@ bool dtls_sess_pq_pending(const struct dtls_sess *s);
 const char *dtls_sess_pq_error(const struct dtls_sess *s);
 /* Whether the data keys include the ML-KEM-768 exchange (it is through). */
 bool dtls_sess_post_quantum(const struct dtls_sess *s);
+/* Whether a message of the exchange (PQ_INIT at the responder, PQ_REPLY
+ * at the initiator) opened under K0: both sides have the same keys, the
+ * preshared key included. */
+bool dtls_sess_pq_heard(const struct dtls_sess *s);
 /* Seal one inner payload (a control message) under the sending keys in
  * force and send it through the output callback, before or after the
  * exchange.  0 or -errno. */
@@ -235,7 +242,9 @@ const char *dtls_sess_key_exchange(const struct dtls_sess *s);
 /* The responder's server ID, once the hellos are through: both ends know
  * it (an initiator asked, the responder has one); 0: none. */
 uint8_t dtls_sess_server_id(const struct dtls_sess *s);
-/* Retransmission timer of the handshake: true and *tv when one is due. */
+/* Retransmission timer of the handshake, and of the exchange's messages
+ * (the initiator's keepalive under K1 too, once established): true and
+ * *tv when one is due. */
 bool dtls_sess_timeout(struct dtls_sess *s, struct timeval *tv);
 /* The timer fired: retransmit.  DTLS_ERR_HANDSHAKE when OpenSSL gives up. */
 enum dtls_result dtls_sess_handle_timeout(struct dtls_sess *s);

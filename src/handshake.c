@@ -374,14 +374,19 @@ handshake_progress(struct session *s, uint64_t now)
 {
 	struct timeval tv;
 	uint64_t left, elapsed = now - s->created_ms;
+	bool due;
 
-	if (s->established) {
+	left = elapsed >= SESSION_HANDSHAKE_MS ? 0 : SESSION_HANDSHAKE_MS - elapsed;
+	/* Once up, only the initiator's keepalive under K1 is left to send
+	 * again (doc/protocol.md 1.5), within the handshake's time. */
+	due = (!s->established || dtls_sess_post_quantum(s->dtls)) &&
+	    dtls_sess_timeout(s->dtls, &tv) &&
+	    (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000 < left;
+	if (s->established && !due) {
 		evtimer_del(s->ev_timer);
 		return;
 	}
-	left = elapsed >= SESSION_HANDSHAKE_MS ? 0 : SESSION_HANDSHAKE_MS - elapsed;
-	if (dtls_sess_timeout(s->dtls, &tv) &&
-	    (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000 < left) {
+	if (due) {
 		evtimer_add(s->ev_timer, &tv);
 		return;
 	}
@@ -420,6 +425,8 @@ timer_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	if (s->established && now - s->created_ms >= SESSION_HANDSHAKE_MS)
+		return;
 	if (now - s->created_ms >= SESSION_HANDSHAKE_MS) {
 		handshake_failed(s, timeout_reason(s, now, "timed out", buf, sizeof(buf)));
 		return;
@@ -838,7 +845,7 @@ handshake_established(struct session *s, uint64_t now)
 	s->established = true;
 	s->established_ms = now;
 	s->last_rx_ms = now;
-	evtimer_del(s->ev_timer);
+	handshake_progress(s, now);
 	/* Kept for the tie-break (a CA peer has no configured fingerprint). */
 	memcpy(p->key_fp, fp, DTLS_FP_LEN);
 	if (p->next == s)
@@ -868,13 +875,15 @@ handshake_psk_mismatch(struct session *s)
 }
 
 /* While the ML-KEM-768 exchange runs, its messages are all there is under
- * the first keys (K0): one that fails is a preshared-key mismatch as the
- * first records of an established session are (rx.c, rx_bad_record), and
- * is answered the same way, with a keepalive under K0, so that the other
- * side, waiting for an answer, learns it too.  At the last of them, the
- * session ends at once, without overwriting the reason: it could never
- * complete. */
-bool
+ * the first keys (K0): until one of them opened (which shows that both
+ * sides have the same keys), one that fails is a preshared-key mismatch
+ * as the first records of an established session are (rx.c,
+ * rx_bad_record), and is answered the same way, with a keepalive under
+ * K0, so that the other side, waiting for an answer, learns it too.  The
+ * last of them is reported, and kept; the session goes on: anyone who
+ * sees its ID can send records that fail, and the exchange's deadline
+ * ends a session that cannot complete. */
+void
 handshake_pq_bad_record(struct session *s)
 {
 	/* A responder's session is given its peer when it is up: the
@@ -883,19 +892,15 @@ handshake_pq_bad_record(struct session *s)
 	uint8_t ka[GUE_WORD_LEN];
 
 	drop_count(s->t, p, DROP_BAD_RECORD, 1);
-	if (!p || s->auth_probes >= HANDSHAKE_PSK_PROBES)
-		return false;
+	if (!p || (p->cur && p->cur != s) || dtls_sess_pq_heard(s->dtls) ||
+	    s->auth_probes >= HANDSHAKE_PSK_PROBES)
+		return;
 	s->auth_probes++;
 	gue_control_encode(ka, GUE_CTYPE_KEEPALIVE);
 	if (dtls_sess_send_control(s->dtls, ka, sizeof(ka)) < 0)
 		log_debug("peer \"%s\": keepalive not sent", p->name);
-	if (s->auth_probes < HANDSHAKE_PSK_PROBES)
-		return false;
-	psk_mismatch(s, p);
-	session_free(s);
-	if (!p->cur && !p->next)
-		peer_timers_handshake_failed(p, NULL);
-	return true;
+	if (s->auth_probes == HANDSHAKE_PSK_PROBES)
+		psk_mismatch(s, p);
 }
 
 static void
@@ -909,7 +914,8 @@ psk_mismatch(struct session *s, struct peer *p)
 	log_warnx("peer \"%s\" (%s): session %016llx: preshared-key mismatch: its first "
 	    "records fail authentication (%s)", p->name, sess_addr(s, buf, sizeof(buf)),
 	    (unsigned long long)s->id, hint);
-	peer_error_set(p, PEER_ERR_PSK_MISMATCH, "preshared-key mismatch: %s", hint);
+	/* Kept: the handshake that times out later says less. */
+	peer_error_keep(p, PEER_ERR_PSK_MISMATCH, "preshared-key mismatch: %s", hint);
 	event_count(s->t, p, EVENT_PSK_MISMATCH);
 }
 

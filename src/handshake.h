@@ -86,9 +86,11 @@ void handshake_failed(struct session *s, const char *why);
 #define HANDSHAKE_PSK_PROBES 2          /* failed records, none opened, that say so */
 void handshake_psk_mismatch(struct session *s);
 /* The same for a record of session s that failed while its ML-KEM-768
- * exchange runs (doc/protocol.md 1.5): counted, answered, and at the last
- * probe reported and s freed (true: s is gone). */
-bool handshake_pq_bad_record(struct session *s);
+ * exchange runs (doc/protocol.md 1.5), as long as none of the exchange's
+ * messages opened and s is the peer's only session or its current one:
+ * counted, answered, and at the last probe reported (and kept); s goes
+ * on until the exchange completes or its deadline. */
+void handshake_pq_bad_record(struct session *s);
 
 /* The peer whose pinned fingerprint, or CA and name, the key and chain
  * that session s authenticated with satisfy; NULL for none, or for a key

@@ -1309,6 +1309,12 @@ START_TEST(pq_exchange)
 	ck_assert_uint_eq(in.proto, GUE_CTYPE_KEEPALIVE);
 	ck_assert(dtls_sess_post_quantum(l.ss));
 	ck_assert_str_eq(dtls_sess_key_exchange(l.ss), "x25519 + ml-kem-768");
+	/* the responder's keepalive under K1: the initiator's repeats end */
+	ck_assert(dtls_sess_timeout(l.cs, &tv));
+	ck_assert_uint_eq(l.s2c->n, 1);
+	ck_assert_int_eq(input(l.cs, q_pop(l.s2c), &n, &seq), DTLS_DATA);
+	ck_assert_uint_eq(n, GUE_WORD_LEN);
+	ck_assert(!dtls_sess_timeout(l.cs, &tv));
 	r = q_pop(l.c2s);
 	ck_assert_int_eq(dtls_sess_input(l.ss, r->b, r->len, buf, sizeof(buf), &n, &seq),
 	    DTLS_DATA);
@@ -1323,6 +1329,47 @@ START_TEST(pq_exchange)
 	r = q_pop(l.c2s);
 	ck_assert_ptr_nonnull(r);
 	ck_assert_int_eq(input(l.ss, r, &n, &seq), DTLS_ERR_CLOSED);
+	link_free(&l);
+}
+END_TEST
+
+/* The initiator's keepalive under K1 is lost (an idle link: nothing
+ * else follows it): the exchange's timer sends it again, within 300 ms,
+ * until the responder's own keepalive under K1 opens. */
+START_TEST(pq_keepalive_lost)
+{
+	struct timeval tv;
+	struct link l;
+	struct rec *r;
+	size_t n;
+	uint64_t seq;
+
+	if (!pq_link_up(&l, true)) {
+		link_free(&l);
+		return;
+	}
+	ck_assert_int_eq(dtls_sess_pq_start(l.ss, NULL), 0);
+	ck_assert_int_eq(dtls_sess_pq_start(l.cs, NULL), 0);
+	ck_assert_int_eq(input(l.ss, q_pop(l.c2s), &n, &seq), DTLS_AGAIN);
+	ck_assert_int_eq(input(l.cs, q_pop(l.s2c), &n, &seq), DTLS_DONE);
+	ck_assert_uint_eq(l.c2s->n, 1);
+	(void)q_pop(l.c2s);                     /* lost */
+	ck_assert(dtls_sess_timeout(l.cs, &tv));
+	ck_assert_int_le(tv.tv_sec * 1000000 + tv.tv_usec, 300000);
+	usleep((useconds_t)(tv.tv_sec * 1000000 + tv.tv_usec) + 20000);
+	ck_assert_int_eq(dtls_sess_handle_timeout(l.cs), DTLS_AGAIN);
+	ck_assert_uint_eq(l.c2s->n, 1);
+	ck_assert_int_eq(input(l.ss, q_pop(l.c2s), &n, &seq), DTLS_DONE);
+	ck_assert(dtls_sess_post_quantum(l.ss));
+	/* the next repeat doubles; the responder's keepalive ends them */
+	ck_assert(dtls_sess_timeout(l.cs, &tv));
+	ck_assert_int_gt(tv.tv_sec * 1000000 + tv.tv_usec, 300000);
+	ck_assert_uint_eq(l.s2c->n, 1);
+	r = q_pop(l.s2c);
+	ck_assert_int_eq(input(l.cs, r, &n, &seq), DTLS_DATA);
+	ck_assert(!dtls_sess_timeout(l.cs, &tv));
+	ck_assert_int_eq(dtls_sess_handle_timeout(l.cs), DTLS_AGAIN);
+	ck_assert_uint_eq(l.c2s->n, 0);
 	link_free(&l);
 }
 END_TEST
@@ -1851,6 +1898,8 @@ START_TEST(pq_split_ipv6)
 	ck_assert_uint_le(40 + 8 + 16 + l.s2c->r[l.s2c->head].len, 1280);
 	ck_assert_int_eq(input(l.cs, q_pop(l.s2c), &n, &seq), DTLS_DONE);
 	ck_assert_int_eq(input(l.ss, q_pop(l.c2s), &n, &seq), DTLS_DONE);
+	ck_assert_uint_eq(l.s2c->n, 1);
+	ck_assert_int_eq(input(l.cs, q_pop(l.s2c), &n, &seq), DTLS_DATA);    /* its keepalive */
 	pass(l.cs, l.c2s, l.ss, msg, sizeof(msg));
 	pass(l.ss, l.s2c, l.cs, msg, sizeof(msg));
 	link_free(&l);
@@ -2380,6 +2429,7 @@ main(void)
 	tcase_add_test(rec, nonce_unique);
 	tcase_add_test(rec, psk_sessions);
 	tcase_add_test(rec, pq_exchange);
+	tcase_add_test(rec, pq_keepalive_lost);
 	tcase_add_test(ck, cookie_exchange);
 	tcase_add_test(ck, cookie_bound_to_session_id);
 	tcase_add_test(ck, cookie_ipv6);

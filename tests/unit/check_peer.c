@@ -56,6 +56,7 @@
 #include "gue.h"
 #include "handshake.h"
 #include "keys.h"
+#include "mlkem.h"
 #include "offload.h"
 #include "peer.h"
 #include "path_policy.h"
@@ -879,6 +880,162 @@ END_TEST
  * too wants a new session, so an initiator that never rekeys (an attacker
  * holding a once-accepted key) cannot keep one; its new handshake replaces
  * the old session. */
+/* The ML-KEM-768 exchange step by step (where OpenSSL has it): the
+ * handshake's flights until A, the initiator, has sent PQ_INIT, its last
+ * datagram, not delivered yet. */
+static void
+pq_until_init(struct peer *pa)
+{
+	int round;
+
+	for (round = 0; round < 20; round++) {
+		spin(&A);
+		if (pa->next && pa->next->pq_wait) {
+			ck_assert_uint_gt(A.n_out, 0);
+			ck_assert_uint_gt(A.out[A.n_out - 1].len, 1200);
+			return;
+		}
+		deliver(&A, &B);
+		spin(&B);
+		deliver(&B, &A);
+	}
+	ck_abort_msg("no PQ_INIT");
+}
+
+/* Hand `to` n copies of rec (a datagram of `from`), each with its last
+ * byte, in the record's tag, changed when forge: records under the
+ * session's ID that fail to open. */
+static void
+deliver_copies(struct node *from, struct node *to, const struct outrec *rec, int n, bool forge)
+{
+	struct outrec c;
+	struct udp_msg m;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		c = *rec;
+		if (forge)
+			c.buf[c.len - 1] ^= 0x5a;
+		memset(&m, 0, sizeof(m));
+		m.buf = c.buf;
+		m.len = c.len;
+		m.peer = from->addr;
+		rx_input(&to->t, &m, 1);
+	}
+	spin(to);
+}
+
+/* Anyone who sees a session ID can send records under it that fail.
+ * During the exchange they are a preshared-key mismatch only where
+ * nothing opened under K0 yet (A before PQ_REPLY: reported, not B after
+ * PQ_INIT), and only for the peer's current session or its first (not
+ * during a rekey); none ends the session, which completes, and the
+ * reason goes when it is up. */
+START_TEST(pq_forged_records)
+{
+	struct peer *pa = peer_of(&A), *pb = peer_of(&B);
+	struct outrec reply, probes[2];
+	uint64_t id, old, bad;
+
+	if (!mlkem_available())
+		return;
+	ck_assert_int_eq(handshake_initiate(pa, fake_now), 0);
+	pq_until_init(pa);
+	id = pa->next->id;
+	deliver(&A, &B);
+	spin(&B);
+	ck_assert_uint_eq(B.n_out, 1);
+	reply = B.out[0];                       /* PQ_REPLY, held */
+	B.n_out = 0;
+	A.n_out = 0;
+	deliver_copies(&B, &A, &reply, 2, true);
+	ck_assert_uint_eq(pa->events[EVENT_PSK_MISMATCH], 1);
+	ck_assert_str_eq(peer_error(pa), "preshared-key mismatch: the other side has a "
+	    "preshared-key for this node, this side none");
+	ck_assert_ptr_nonnull(pa->next);
+	ck_assert_uint_eq(pa->next->id, id);
+	/* A answered each with a keepalive under K0: changed on the way,
+	 * with sequence numbers B has not seen, they fail there, where
+	 * PQ_INIT opened. */
+	ck_assert_uint_eq(A.n_out, 2);
+	probes[0] = A.out[0];
+	probes[1] = A.out[1];
+	A.n_out = 0;
+	bad = pb->drops[DROP_BAD_RECORD] + B.t.drops[DROP_BAD_RECORD];
+	deliver_copies(&A, &B, &probes[0], 1, true);
+	deliver_copies(&A, &B, &probes[1], 1, true);
+	ck_assert_uint_eq(B.n_out, 0);          /* no keepalive: no mismatch */
+	ck_assert_uint_eq(pb->events[EVENT_PSK_MISMATCH], 0);
+	ck_assert_uint_eq(pb->drops[DROP_BAD_RECORD] + B.t.drops[DROP_BAD_RECORD], bad + 2);
+	deliver_copies(&B, &A, &reply, 1, false);
+	pump();
+	ck_assert_str_eq(state(&A), "up");
+	ck_assert_str_eq(state(&B), "up");
+	ck_assert_uint_eq(pa->cur->id, id);
+	ck_assert_uint_eq(pb->cur->id, id);
+	ck_assert(dtls_sess_post_quantum(pa->cur->dtls) && dtls_sess_post_quantum(pb->cur->dtls));
+	ck_assert_str_eq(peer_error(pa), "");
+	ck_assert_uint_eq(pb->events[EVENT_PSK_MISMATCH], 0);
+	ck_assert_uint_eq(pa->events[EVENT_HANDSHAKE_COMPLETED], 1);
+	ck_assert_uint_eq(pb->events[EVENT_HANDSHAKE_COMPLETED], 1);
+
+	/* A rekey: the old session is current, the new one's failures are
+	 * drops only. */
+	old = id;
+	fake_now += 1000ULL * A.t.conf->iface.rekey_seconds;
+	ck_assert_int_eq(handshake_initiate(pa, fake_now), 0);
+	pq_until_init(pa);
+	id = pa->next->id;
+	deliver(&A, &B);
+	spin(&B);
+	ck_assert_uint_eq(B.n_out, 1);
+	reply = B.out[0];
+	deliver_copies(&B, &A, &reply, 2, true);
+	ck_assert_uint_eq(pa->events[EVENT_PSK_MISMATCH], 1);
+	ck_assert_ptr_nonnull(pa->next);
+	pump();
+	ck_assert_uint_eq(pa->cur->id, id);
+	ck_assert_uint_eq(pb->cur->id, id);
+	ck_assert_uint_ne(id, old);
+	ck_assert_uint_eq(pa->events[EVENT_PSK_MISMATCH], 1);
+	ck_assert_uint_eq(pb->events[EVENT_PSK_MISMATCH], 0);
+}
+END_TEST
+
+/* On a slow path the responder answers PQ_INIT again after the initiator
+ * moved to K1: those late PQ_REPLYs under K0 fail there, before anything
+ * of the responder opened under K1, and are drops, not a mismatch. */
+START_TEST(pq_late_reply)
+{
+	struct peer *pa = peer_of(&A), *pb = peer_of(&B);
+	struct outrec reply;
+	uint64_t bad;
+
+	if (!mlkem_available())
+		return;
+	ck_assert_int_eq(handshake_initiate(pa, fake_now), 0);
+	pq_until_init(pa);
+	deliver(&A, &B);
+	spin(&B);
+	ck_assert_uint_eq(B.n_out, 1);
+	reply = B.out[0];
+	deliver(&B, &A);
+	ck_assert_str_eq(state(&A), "up");
+	ck_assert(dtls_sess_post_quantum(pa->cur->dtls));
+	bad = pa->drops[DROP_BAD_RECORD];
+	/* B has sent nothing under K1 yet (A's keepalive is not delivered) */
+	deliver_copies(&B, &A, &reply, 2, false);
+	ck_assert_uint_eq(pa->drops[DROP_BAD_RECORD], bad + 2);
+	ck_assert_uint_eq(pa->events[EVENT_PSK_MISMATCH], 0);
+	ck_assert_str_eq(peer_error(pa), "");
+	pump();
+	ck_assert_str_eq(state(&A), "up");
+	ck_assert_str_eq(state(&B), "up");
+	ck_assert_uint_eq(pa->events[EVENT_PSK_MISMATCH], 0);
+	ck_assert_uint_eq(pb->events[EVENT_PSK_MISMATCH], 0);
+}
+END_TEST
+
 START_TEST(max_age_both_roles)
 {
 	struct peer *pa = peer_of(&A), *pb = peer_of(&B);
@@ -3351,6 +3508,8 @@ peer_suite(void)
 	tcase_add_test(tc, handshake_with_held_packets);
 	tcase_add_test(tc, tie_break);
 	tcase_add_test(tc, rekey);
+	tcase_add_test(tc, pq_forged_records);
+	tcase_add_test(tc, pq_late_reply);
 	tcase_add_test(tc, rekey_delay_underflow);
 	tcase_add_test(tc, reconnect_after_close);
 	tcase_add_test(tc, dead_peer);
