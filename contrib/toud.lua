@@ -62,9 +62,10 @@ local ctype_names = {
 	[5] = "PQ_INIT",
 	[6] = "PQ_REPLY",
 	[7] = "refusal",
+	[8] = "PQ_CONFIRM",
 }
 -- body length of each control message (PQ_INIT's varies: checked apart)
-local ctype_body = { [1] = 0, [2] = 8, [3] = 8, [4] = 0, [6] = 1088, [7] = 1 }
+local ctype_body = { [1] = 0, [2] = 8, [3] = 8, [4] = 0, [6] = 1088, [7] = 1, [8] = 0 }
 
 local ipproto_names = {
 	[1] = "ICMP",
@@ -588,7 +589,7 @@ end
 
 -- Whether p (bytes, 1-based, n of them) is inner framing a toud
 -- receiver would take.
-local inner_ctl_len = { [1] = 4, [2] = 12, [3] = 12, [4] = 4, [6] = 1092, [7] = 5 }
+local inner_ctl_len = { [1] = 4, [2] = 12, [3] = 12, [4] = 4, [6] = 1092, [7] = 5, [8] = 4 }
 local function plausible(p, n)
 	if n < 4 then
 		return false

@@ -174,7 +174,7 @@ struct dtls_sess {
 	struct dtls_pq *pq;                     /* while the exchange runs */
 	const char *pq_error;                   /* why it failed */
 	bool pq_heard;                          /* a message of the exchange opened under K0 */
-	/* Initiator: its keepalive under K1 goes again until a record of the
+	/* Initiator: its PQ_CONFIRM under K1 goes again until a record of the
 	 * responder opens under K1. */
 	bool k1_unconfirmed;
 	uint64_t k1_due_us;
@@ -1011,15 +1011,16 @@ pq_fail(struct dtls_sess *s, const char *why)
 	return DTLS_ERR_HANDSHAKE;
 }
 
-/* A keepalive under the sending keys in force. */
+/* PQ_CONFIRM under the sending keys in force (K1): not a keepalive, which
+ * the path policy would take for news of where the peer sends from. */
 static void
-sess_send_keepalive(struct dtls_sess *s)
+sess_send_confirm(struct dtls_sess *s)
 {
-	uint8_t keepalive[GUE_WORD_LEN];
+	uint8_t confirm[GUE_WORD_LEN];
 
-	gue_control_encode(keepalive, GUE_CTYPE_KEEPALIVE);
-	if (sess_send(s, keepalive, sizeof(keepalive)) < 0)
-		log_debug("dtls: no keepalive under the keys of the ML-KEM-768 exchange");
+	gue_control_encode(confirm, GUE_CTYPE_PQ_CONFIRM);
+	if (sess_send(s, confirm, sizeof(confirm)) < 0)
+		log_debug("dtls: no PQ_CONFIRM under the keys of the ML-KEM-768 exchange");
 }
 
 /* The next step of a retransmission timer: 300 ms, doubling, at most
@@ -1031,7 +1032,7 @@ pq_next_step(unsigned step_us)
 }
 
 /* Initiator: PQ_REPLY.  Both directions move to K1, and a first record
- * under K1 (a keepalive) tells the responder at once; it goes again on
+ * under K1 (PQ_CONFIRM) tells the responder at once; it goes again on
  * the exchange's timer until a record of the responder opens under K1. */
 static enum dtls_result
 pq_reply(struct dtls_sess *s, const uint8_t *ct)
@@ -1060,7 +1061,7 @@ pq_reply(struct dtls_sess *s, const uint8_t *ct)
 	s->k1_unconfirmed = true;
 	s->k1_step_us = DTLS_PQ_TIMER_INIT_US;
 	s->k1_due_us = mono_us() + s->k1_step_us;
-	sess_send_keepalive(s);
+	sess_send_confirm(s);
 	return DTLS_DONE;
 }
 
@@ -1165,7 +1166,7 @@ pq_input(struct dtls_sess *s, const uint8_t *rec, size_t len, uint8_t *out, size
 			pq_free(s);
 			/* The initiator may have sent that record once only:
 			 * it learns from this one that it arrived. */
-			sess_send_keepalive(s);
+			sess_send_confirm(s);
 			*outlen = m.out_len;
 			if (seq != NULL)
 				*seq = m.seq;
@@ -1635,7 +1636,7 @@ dtls_sess_timeout(struct dtls_sess *s, struct timeval *tv)
 		tv->tv_usec = (suseconds_t)(left % 1000000);
 		return true;
 	}
-	/* ... and its keepalive under K1 until the responder is heard. */
+	/* ... and its PQ_CONFIRM under K1 until the responder is heard. */
 	if (s->k1_unconfirmed) {
 		uint64_t now = mono_us(), left = s->k1_due_us > now ? s->k1_due_us - now : 0;
 
@@ -1673,7 +1674,7 @@ dtls_sess_handle_timeout(struct dtls_sess *s)
 			return DTLS_AGAIN;
 		s->k1_step_us = pq_next_step(s->k1_step_us);
 		s->k1_due_us = now + s->k1_step_us;
-		sess_send_keepalive(s);
+		sess_send_confirm(s);
 		return DTLS_AGAIN;
 	}
 	if (s->released)

@@ -174,8 +174,8 @@ int dtls_sess_set_psk(struct dtls_sess *s, const uint8_t *psk);
  * the data keys are then K1 in both directions at the initiator, and at
  * the responder once the record just returned (as data, in out and
  * *outlen, maybe 0 bytes) opened under K1; each side then sends a
- * keepalive under K1.  PQ_INIT is sent again on the session's timer
- * (dtls_sess_timeout()), and after it the initiator's keepalive under K1,
+ * PQ_CONFIRM under K1.  PQ_INIT is sent again on the session's timer
+ * (dtls_sess_timeout()), and after it the initiator's PQ_CONFIRM under K1,
  * until a record of the responder opens under K1 (dtls_sess_input() or
  * dtls_sess_confirmed()).  With a key log, K1 is written
  * as a line
@@ -243,7 +243,7 @@ const char *dtls_sess_key_exchange(const struct dtls_sess *s);
  * it (an initiator asked, the responder has one); 0: none. */
 uint8_t dtls_sess_server_id(const struct dtls_sess *s);
 /* Retransmission timer of the handshake, and of the exchange's messages
- * (the initiator's keepalive under K1 too, once established): true and
+ * (the initiator's PQ_CONFIRM under K1 too, once established): true and
  * *tv when one is due. */
 bool dtls_sess_timeout(struct dtls_sess *s, struct timeval *tv);
 /* The timer fired: retransmit.  DTLS_ERR_HANDSHAKE when OpenSSL gives up. */

@@ -89,6 +89,7 @@ gue_control_check(uint8_t ctype, size_t body_len)
 	switch (ctype) {
 	case GUE_CTYPE_KEEPALIVE:
 	case GUE_CTYPE_CLOSE:
+	case GUE_CTYPE_PQ_CONFIRM:
 		return body_len == 0 ? GUE_OK : GUE_ERR_CONTROL_LEN;
 	case GUE_CTYPE_CHALLENGE:
 	case GUE_CTYPE_RESPONSE:

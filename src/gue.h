@@ -37,6 +37,9 @@ enum gue_ctype {
 	GUE_CTYPE_PQ_REPLY = 6,    /* the ciphertext (1088) */
 	/* flags (1, pq.h): the sender refuses a session without ML-KEM-768 */
 	GUE_CTYPE_PQ_REFUSE = 7,
+	/* empty body: the exchange's keys are in use here (its first record
+	 * under them, sent until the other side is heard under them too) */
+	GUE_CTYPE_PQ_CONFIRM = 8,
 };
 #define GUE_PQ_REFUSE_LEN 1
 #define GUE_CHALLENGE_LEN 8

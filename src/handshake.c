@@ -377,7 +377,7 @@ handshake_progress(struct session *s, uint64_t now)
 	bool due;
 
 	left = elapsed >= SESSION_HANDSHAKE_MS ? 0 : SESSION_HANDSHAKE_MS - elapsed;
-	/* Once up, only the initiator's keepalive under K1 is left to send
+	/* Once up, only the initiator's PQ_CONFIRM under K1 is left to send
 	 * again (doc/protocol.md 1.5), within the handshake's time. */
 	due = (!s->established || dtls_sess_post_quantum(s->dtls)) &&
 	    dtls_sess_timeout(s->dtls, &tv) &&

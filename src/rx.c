@@ -238,6 +238,13 @@ rx_inner(struct toud *t, struct peer *p, struct session *s, struct peer_path *ph
 			handshake_pq_refused(s, in.payload, in.len);
 		return;
 	}
+	/* The ML-KEM-768 exchange's confirmations go on the session whichever
+	 * path carries the peer's traffic: no news of where the peer sends
+	 * from, which the path policy's follower would act on. */
+	if (in.kind == GUE_KIND_CONTROL && in.proto == GUE_CTYPE_PQ_CONFIRM) {
+		peer_rx(p, m->len, now);
+		return;
+	}
 	/* The path's evidence of life: every authenticated record but the
 	 * peer's probes and the answers to ours (path_policy.h). */
 	if (ph && !(in.kind == GUE_KIND_CONTROL && (in.proto == GUE_CTYPE_CHALLENGE ||

@@ -1306,7 +1306,7 @@ START_TEST(pq_exchange)
 	ck_assert_uint_eq(n, GUE_WORD_LEN);
 	ck_assert_int_eq(gue_inner_decode(buf, n, &in), GUE_OK);
 	ck_assert_int_eq(in.kind, GUE_KIND_CONTROL);
-	ck_assert_uint_eq(in.proto, GUE_CTYPE_KEEPALIVE);
+	ck_assert_uint_eq(in.proto, GUE_CTYPE_PQ_CONFIRM);
 	ck_assert(dtls_sess_post_quantum(l.ss));
 	ck_assert_str_eq(dtls_sess_key_exchange(l.ss), "x25519 + ml-kem-768");
 	/* the responder's keepalive under K1: the initiator's repeats end */

@@ -491,6 +491,8 @@ START_TEST(test_control_pq)
 		{ GUE_CTYPE_PQ_REFUSE, 0, GUE_ERR_CONTROL_LEN },
 		{ GUE_CTYPE_PQ_REFUSE, 1, GUE_OK },
 		{ GUE_CTYPE_PQ_REFUSE, 2, GUE_ERR_CONTROL_LEN },
+		{ GUE_CTYPE_PQ_CONFIRM, 0, GUE_OK },
+		{ GUE_CTYPE_PQ_CONFIRM, 1, GUE_ERR_CONTROL_LEN },
 	};
 	static uint8_t b[GUE_WORD_LEN + 2 + 1184];
 	struct gue_inner in;
@@ -499,6 +501,7 @@ START_TEST(test_control_pq)
 	ck_assert_int_eq(GUE_CTYPE_PQ_INIT, 5);
 	ck_assert_int_eq(GUE_CTYPE_PQ_REPLY, 6);
 	ck_assert_int_eq(GUE_CTYPE_PQ_REFUSE, 7);
+	ck_assert_int_eq(GUE_CTYPE_PQ_CONFIRM, 8);
 	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
 		gue_control_encode(b, c[i].ctype);
 		ck_assert_int_eq(gue_inner_decode(b, GUE_WORD_LEN + c[i].len, &in), c[i].want);
@@ -513,7 +516,7 @@ END_TEST
 
 START_TEST(test_control_unknown)
 {
-	static const uint8_t bad[] = { 0, 8, 17, 59, 128, 255 };
+	static const uint8_t bad[] = { 0, 9, 17, 59, 128, 255 };
 	uint8_t b[GUE_WORD_LEN + GUE_CHALLENGE_LEN];
 	struct gue_inner in;
 	size_t i;
