@@ -76,6 +76,29 @@ fuzz_dtls(const uint8_t *data, size_t size)
 	}
 }
 
+/* The body a control message of ctype may have (the table of tou.conf(5)). */
+static int
+control_len_ok(uint8_t ctype, size_t len)
+{
+	switch (ctype) {
+	case GUE_CTYPE_KEEPALIVE:
+	case GUE_CTYPE_CLOSE:
+	case GUE_CTYPE_PQ_CONFIRM:
+		return len == 0;
+	case GUE_CTYPE_CHALLENGE:
+	case GUE_CTYPE_RESPONSE:
+		return len == GUE_CHALLENGE_LEN;
+	case GUE_CTYPE_PQ_INIT:
+		return len > 2;
+	case GUE_CTYPE_PQ_REPLY:
+		return len == GUE_PQ_REPLY_LEN;
+	case GUE_CTYPE_PQ_REFUSE:
+		return len == GUE_PQ_REFUSE_LEN;
+	default:
+		return 0;
+	}
+}
+
 static void
 fuzz_inner(const uint8_t *data, size_t size)
 {
@@ -110,7 +133,8 @@ fuzz_inner(const uint8_t *data, size_t size)
 		break;
 	case GUE_KIND_CONTROL:
 		check(in.payload == data + GUE_WORD_LEN);
-		check(in.len == 0 || in.len == GUE_CHALLENGE_LEN);
+		check(in.len == size - GUE_WORD_LEN);
+		check(control_len_ok(in.proto, in.len));
 		gue_control_encode(word, in.proto);
 		check(memcmp(word, data, GUE_WORD_LEN) == 0);
 		break;
