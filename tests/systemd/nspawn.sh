@@ -588,7 +588,7 @@ fi
 # address, fail-open = no by default) with resolved as the resolver and a
 # "local network" name server on b's underlay address, which resolved has
 # for ul0 (as DHCP would give it) and falls back to once tou0 is gone.  The
-# two servers (dns_stub.py, in b's namespace) answer with different
+# two servers (lan_dns.py, in b's namespace) answer with different
 # addresses and log every query.  While toud runs, names go to the
 # tunnel's server only; after SIGKILL (the unit's restart held off) no
 # packet to or from port 53 crosses a's ul0 and the local server hears
@@ -599,14 +599,14 @@ stamp "fail-closed under systemd-resolved"
 TUN_ANSWER=198.51.100.77 LAN_ANSWER=192.0.2.53
 DNS_LOG=$WORK/dns-queries.log
 : >"$DNS_LOG"
-ip netns exec "${PREFIX}b" python3 "$here/dns_stub.py" "$DNS_LOG" \
-    "${TUN4[b]}=$TUN_ANSWER" "${UL[b]}=$LAN_ANSWER" >"$WORK/dns-stub.log" 2>&1 </dev/null &
+ip netns exec "${PREFIX}b" python3 "$here/lan_dns.py" "$DNS_LOG" \
+    "${TUN4[b]}=$TUN_ANSWER" "${UL[b]}=$LAN_ANSWER" >"$WORK/lan-dns.log" 2>&1 </dev/null &
 BGPIDS+=("$!")
 for ((i = 0; i < 50; i++)); do
-	grep -q '^ready' "$WORK/dns-stub.log" && break
+	grep -q '^ready' "$WORK/lan-dns.log" && break
 	sleep 0.1
 done
-grep -q '^ready' "$WORK/dns-stub.log" || bail_out "dns_stub.py did not start: $(cat "$WORK/dns-stub.log")"
+grep -q '^ready' "$WORK/lan-dns.log" || bail_out "lan_dns.py did not start: $(cat "$WORK/lan-dns.log")"
 # lan_queries: how many queries the local network's server heard.
 lan_queries() { grep -c "^${UL[b]} " "$DNS_LOG"; }
 # resolve NAME: what a's resolver answers for NAME (resolvectl query, no

@@ -931,6 +931,23 @@ deliver_copies(struct node *from, struct node *to, const struct outrec *rec, int
  * PQ_INIT), and only for the peer's current session or its first (not
  * during a rekey); none ends the session, which completes, and the
  * reason goes when it is up. */
+/* A starts a handshake with B and it runs up to B's PQ_REPLY, which is
+ * held (returned in *reply) and not delivered: the new session's ID. */
+static uint64_t
+pq_held_reply(struct peer *pa, struct outrec *reply)
+{
+	uint64_t id;
+
+	ck_assert_int_eq(handshake_initiate(pa, fake_now), 0);
+	pq_until_init(pa);
+	id = pa->next->id;
+	deliver(&A, &B);
+	spin(&B);
+	ck_assert_uint_eq(B.n_out, 1);
+	*reply = B.out[0];
+	return id;
+}
+
 START_TEST(pq_forged_records)
 {
 	struct peer *pa = peer_of(&A), *pb = peer_of(&B);
@@ -939,13 +956,7 @@ START_TEST(pq_forged_records)
 
 	if (!mlkem_available())
 		return;
-	ck_assert_int_eq(handshake_initiate(pa, fake_now), 0);
-	pq_until_init(pa);
-	id = pa->next->id;
-	deliver(&A, &B);
-	spin(&B);
-	ck_assert_uint_eq(B.n_out, 1);
-	reply = B.out[0];                       /* PQ_REPLY, held */
+	id = pq_held_reply(pa, &reply);        /* PQ_REPLY, held */
 	B.n_out = 0;
 	A.n_out = 0;
 	deliver_copies(&B, &A, &reply, 2, true);
@@ -983,13 +994,7 @@ START_TEST(pq_forged_records)
 	 * drops only. */
 	old = id;
 	fake_now += 1000ULL * A.t.conf->iface.rekey_seconds;
-	ck_assert_int_eq(handshake_initiate(pa, fake_now), 0);
-	pq_until_init(pa);
-	id = pa->next->id;
-	deliver(&A, &B);
-	spin(&B);
-	ck_assert_uint_eq(B.n_out, 1);
-	reply = B.out[0];
+	id = pq_held_reply(pa, &reply);
 	deliver_copies(&B, &A, &reply, 2, true);
 	ck_assert_uint_eq(pa->events[EVENT_PSK_MISMATCH], 1);
 	ck_assert_ptr_nonnull(pa->next);

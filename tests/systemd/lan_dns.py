@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""dns_stub.py LOG ADDR=ANSWER...: a name server that answers every A
+"""lan_dns.py LOG ADDR=ANSWER...: a name server that answers every A
 query on ADDR (UDP and TCP port 53) with the IPv4 address ANSWER, and
 every other query with no data, for the test of what leaves a host whose
 tunnel was killed (nspawn.sh).  Each address may be one the host does not
